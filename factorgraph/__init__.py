@@ -1,0 +1,53 @@
+"""Declarative Bayesian models as factor graphs, solved by message passing.
+
+``import factorgraph as fg`` gives the whole user API::
+
+    with fg.Model("gaussian-mean") as m:
+        n = fg.plate("n", 10)
+        mu = fg.gaussian("mu", mean=0.0, precision=1e-2)
+        tau = fg.gamma("tau", shape=1.0, rate=1.0)
+        fg.gaussian("x", mean=mu, precision=tau, plates=[n], observed=data)
+    r = fg.infer(m)
+
+The engine (``schedules``) sits to the right of this package in the import order, so its names
+(``infer``, ``VMP``, ...) are re-exported lazily.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .builders import (
+    bernoulli,
+    beta,
+    categorical,
+    dirichlet,
+    gamma,
+    gaussian,
+    gaussian_gamma,
+    mv_gaussian,
+    plate,
+)
+from .expressions import inner, select
+from .model import Model
+from .nodes import ModelError, Plate, Variable
+from .results import Comparison, Result, compare
+
+_LAZY = {"infer": "schedules", "VMP": "schedules", "InferenceError": "schedules"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    if name == "models":
+        import importlib
+
+        return importlib.import_module("factorgraph.models")
+    raise AttributeError(f"module 'factorgraph' has no attribute {name!r}")
+
+
+__all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "bernoulli", "beta",
+           "categorical", "compare", "dirichlet", "gamma", "gaussian", "gaussian_gamma", "infer", "inner",
+           "mv_gaussian", "plate", "select", "InferenceError", "VMP", "models"]

@@ -1,0 +1,370 @@
+"""The builder API: ``fg.plate``, ``fg.gaussian``, ``fg.gamma``, ``fg.mv_gaussian``, ...
+
+Each builder creates a random variable and the factor that is its prior (edge ``out``), with
+parents that are constants, other variables, deterministic expressions or gates.  Everything is
+validated here, when the model is built, so errors name the variable and the offending value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from distributions import (
+    Bernoulli,
+    Beta,
+    Categorical,
+    Dirichlet,
+    Gamma,
+    Gaussian,
+    GaussianGamma,
+    MvGaussian,
+)
+from factors.discrete import BERNOULLI, BETA, CATEGORICAL, DIRICHLET
+from factors.gamma import GAMMA
+from factors.gaussian import GAUSSIAN
+from factors.mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
+from factors.normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
+
+from . import checks
+from .model import Model, current_model
+from .nodes import Deterministic, FactorNode, Gate, ModelError, Node, Plate, PrecisionOf, Variable
+
+
+def plate(name: str, size: int) -> Plate:
+    """Declare a plate (a named replication axis of the given size) in the active model."""
+    return current_model(f"plate {name!r}").add_plate(name, size)
+
+
+# ------------------------------------------------------------------------------------ helpers
+def _plates(model: Model, plates: Sequence[Plate], name: str) -> tuple[Plate, ...]:
+    if isinstance(plates, Plate):
+        plates = [plates]
+    for p in plates:
+        if not isinstance(p, Plate) or model.plates.get(p.name) is not p:
+            raise ModelError(f"{name!r}: plates must be plates declared in model {model.name!r} with "
+                             f"fg.plate, got {p!r}")
+    return tuple(plates)
+
+
+def _check_parent(model: Model, x: Any, name: str, edge: str, families: tuple[type, ...]) -> None:
+    node = x.source if isinstance(x, Gate) else x
+    if isinstance(x, Gate) and isinstance(node, np.ndarray):
+        node = None
+    if isinstance(node, Variable | Deterministic):
+        if node.model is not model:
+            raise ModelError(f"{name!r}: {edge} {node.name!r} belongs to another model")
+        fam = Gaussian if isinstance(node, Deterministic) else node.family
+        if fam not in families:
+            raise ModelError(f"{name!r}: {edge} must be {' or '.join(f.__name__ for f in families)}, got "
+                             f"{node.family.__name__ if isinstance(node, Variable) else 'a Gaussian expression'} "
+                             f"{node.name!r}")
+    if isinstance(x, Gate) and x.selector.model is not model:
+        raise ModelError(f"{name!r}: the selector {x.selector.name!r} belongs to another model")
+
+
+def _parent_plates(args: Sequence[Any]) -> list[Plate]:
+    out: list[Plate] = []
+    for a in args:
+        if isinstance(a, Gate):
+            if isinstance(a.source, Variable):
+                out += [p for p in a.source.plates if p is not a.plate]
+            out += list(a.selector.plates)
+        elif isinstance(a, Node):
+            out += list(a.plates)
+    return out
+
+
+def _finish(model: Model, var: Variable, ftype: Any, edges: dict[str, Any], params: dict[str, Any],
+            observed: Any, mask: Any, consumed: dict[str, Plate] | None = None) -> Variable:
+    """Attach observations, create the prior factor and register both."""
+    if observed is not None:
+        value, m = checks.observed_array(observed, mask, var.shape + var.event_shape, var.name,
+                                         len(var.event_shape))
+        var.value, var.mask = value, m
+    elif mask is not None:
+        raise ModelError(f"{var.name!r}: a mask was given without observed data")
+    gates = [a for a in edges.values() if isinstance(a, Gate)]
+    if len({id(g.selector) for g in gates}) > 1:
+        raise ModelError(f"{var.name!r}: all gated arguments of one factor must share one selector")
+    fplates = [*var.plates, *_parent_plates(edges.values())]
+    fplates += [g.plate for g in gates]
+    consumed = consumed or {}
+    fplates = [p for p in fplates if p not in consumed.values()]
+    factor = FactorNode(ftype, f"{ftype.name}({var.name})", {"out": var, **edges},
+                        model.sorted_plates(fplates), "default", params, consumed)
+    var.prior = factor
+    model.add_variable(var)
+    model.add_factor(factor)
+    return var
+
+
+def _var_plates(model: Model, given: Sequence[Plate], name: str, parents: Sequence[Any]) -> tuple[Plate, ...]:
+    given = _plates(model, given, name)
+    return model.sorted_plates([*given, *_parent_plates(parents)])
+
+
+def _scalar_arg(model: Model, x: Any, name: str, edge: str, families: tuple[type, ...],
+                positive: bool = False) -> Any:
+    if isinstance(x, Variable | Deterministic | Gate):
+        _check_parent(model, x, name, edge, families)
+        return x
+    if isinstance(x, PrecisionOf):
+        raise ModelError(f"{name!r}: {x.variable.name!r}.tau can only be the precision of a Gaussian "
+                         f"whose mean is inner(X, {x.variable.name!r})")
+    return (checks.positive if positive else checks.constant)(x, f"{name!r}: {edge}")
+
+
+# ------------------------------------------------------------------------------------ builders
+def gaussian(name: str, mean: Any = 0.0, precision: Any = 1.0, *, variance: Any = None,
+             plates: Sequence[Plate] = (), observed: Any = None, mask: Any = None) -> Variable:
+    """A scalar Gaussian variable x ~ N(mean, precision⁻¹).
+
+    ``mean`` may be a constant, a Gaussian variable, a deterministic expression (``fg.inner``, sums,
+    products) or a gate (``mus[z]``); ``precision`` a positive constant, a Gamma variable or a gate
+    (or ``w.tau`` of a normal–gamma ``w`` whose ``inner`` is the mean); ``variance`` may be given
+    instead of a constant precision.
+    """
+    model = current_model(f"gaussian {name!r}")
+    model.claim_name(name)
+    if variance is not None:
+        precision = 1.0 / checks.positive(variance, f"{name!r}: variance")
+    if isinstance(precision, PrecisionOf):
+        return _normal_gamma_regression(model, name, mean, precision.variable, plates, observed, mask)
+    mean = _scalar_arg(model, mean, name, "mean", (Gaussian,))
+    precision = _scalar_arg(model, precision, name, "precision", (Gamma,), positive=True)
+    if isinstance(mean, Deterministic) and mean.op.name == "inner" and \
+            mean.parents["w"].family is GaussianGamma:
+        raise ModelError(f"{name!r}: the mean is inner(X, {mean.parents['w'].name!r}) of a normal-gamma "
+                         f"block, so the precision must be {mean.parents['w'].name!r}.tau")
+    vplates = _var_plates(model, plates, name, [mean, precision])
+    var = Variable(model, name, Gaussian, vplates)
+    return _finish(model, var, GAUSSIAN, {"mean": mean, "precision": precision}, {}, observed, mask)
+
+
+def gamma(name: str, shape: Any = 1.0, rate: Any = 1.0, *, plates: Sequence[Plate] = (),
+          observed: Any = None, mask: Any = None) -> Variable:
+    """A Gamma variable x ~ Gam(shape, rate) (density ∝ x^(shape−1) e^(−rate·x)); ``rate`` may be a
+    Gamma variable."""
+    model = current_model(f"gamma {name!r}")
+    model.claim_name(name)
+    a = checks.positive(shape, f"{name!r}: shape")
+    rate = _scalar_arg(model, rate, name, "rate", (Gamma,), positive=True)
+    vplates = _var_plates(model, plates, name, [rate])
+    var = Variable(model, name, Gamma, vplates)
+    var = _finish(model, var, GAMMA, {"rate": rate}, {"shape": a}, observed, mask)
+    if var.value is not None and np.any(var.value[var.mask] <= 0):
+        raise ModelError(f"observed data of Gamma variable {name!r} must be positive, got "
+                         f"{var.value[var.mask][var.value[var.mask] <= 0][0]!r}")
+    return var
+
+
+def beta(name: str, alpha: Any = 1.0, beta: Any = 1.0, *, plates: Sequence[Plate] = ()) -> Variable:
+    """A Beta variable p ~ Beta(alpha, beta) with constant parameters."""
+    model = current_model(f"beta {name!r}")
+    model.claim_name(name)
+    a = checks.positive(alpha, f"{name!r}: alpha")
+    b = checks.positive(beta, f"{name!r}: beta")
+    var = Variable(model, name, Beta, _plates(model, plates, name))
+    return _finish(model, var, BETA, {}, {"alpha": a, "beta": b}, None, None)
+
+
+def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), observed: Any = None,
+              mask: Any = None) -> Variable:
+    """A binary variable x ~ Bernoulli(probs), ``probs`` a constant in (0, 1) or a Beta variable."""
+    model = current_model(f"bernoulli {name!r}")
+    model.claim_name(name)
+    if not isinstance(probs, Variable):
+        pr = checks.constant(probs, f"{name!r}: probs")
+        if np.any((pr <= 0) | (pr >= 1)):
+            raise ModelError(f"{name!r}: probs must lie in (0, 1), got {probs!r}")
+        probs = pr
+    else:
+        _check_parent(model, probs, name, "probs", (Beta,))
+    if observed is not None:
+        obs = np.asarray(observed)
+        if obs.dtype == bool:
+            observed = obs.astype(float)
+        vals = np.asarray(observed, dtype=float)
+        m = np.ones(vals.shape, bool) if mask is None else np.asarray(mask, dtype=bool)
+        if np.any(~np.isin(vals[m], (0.0, 1.0))):
+            bad = vals[m][~np.isin(vals[m], (0.0, 1.0))][0]
+            raise ModelError(f"observed data of Bernoulli variable {name!r} must be 0/1 or bool, got {bad!r}")
+    var = Variable(model, name, Bernoulli, _var_plates(model, plates, name, [probs]))
+    return _finish(model, var, BERNOULLI, {"probs": probs}, {}, observed, mask)
+
+
+def dirichlet(name: str, concentration: Any, *, plates: Sequence[Plate] = ()) -> Variable:
+    """A probability vector p ~ Dirichlet(concentration) (K = len(concentration))."""
+    model = current_model(f"dirichlet {name!r}")
+    model.claim_name(name)
+    a = checks.positive(concentration, f"{name!r}: concentration")
+    if a.ndim < 1 or a.shape[-1] < 2:
+        raise ModelError(f"{name!r}: concentration must be a vector of at least 2 entries, got {concentration!r}")
+    var = Variable(model, name, Dirichlet, _plates(model, plates, name), (a.shape[-1],))
+    return _finish(model, var, DIRICHLET, {}, {"concentration": a}, None, None)
+
+
+def categorical(name: str, probs: Any, *, plates: Sequence[Plate] = (), observed: Any = None,
+                mask: Any = None, categories: Plate | None = None) -> Variable:
+    """A label z ∈ {0, …, K−1} ~ Categorical(probs); ``probs`` a constant probability vector or a
+    Dirichlet variable.  ``categories`` optionally names the plate its values index (for gates)."""
+    model = current_model(f"categorical {name!r}")
+    model.claim_name(name)
+    if isinstance(probs, Variable):
+        _check_parent(model, probs, name, "probs", (Dirichlet,))
+        K = probs.event_shape[0]
+    else:
+        pr = checks.nonnegative(probs, f"{name!r}: probs")
+        if pr.ndim < 1 or pr.shape[-1] < 2 or not np.allclose(pr.sum(-1), 1.0, atol=1e-9):
+            raise ModelError(f"{name!r}: probs must be a probability vector (≥ 2 entries summing to 1), got "
+                             f"{probs!r}")
+        K = pr.shape[-1]
+        probs = pr
+    if categories is not None:
+        if not isinstance(categories, Plate) or categories.size != K:
+            raise ModelError(f"{name!r}: categories must be a plate of size {K}, got {categories!r}")
+    var = Variable(model, name, Categorical, _var_plates(model, plates, name, [probs]), (K,))
+    var.category_plate = categories
+    onehot = None
+    if observed is not None:
+        lab = np.asarray(observed)
+        m = np.ones(lab.shape, bool) if mask is None else np.asarray(mask, dtype=bool)
+        if lab.shape != var.shape:
+            raise ModelError(f"observed labels of {name!r} have shape {lab.shape}, expected {var.shape}")
+        seen = lab[m]
+        if seen.size and (not np.all(np.isfinite(seen.astype(float))) or
+                          np.any(seen.astype(float) != np.round(seen.astype(float)))):
+            raise ModelError(f"observed labels of {name!r} must be integers 0..{K - 1}, got {seen[0]!r}")
+        bad = seen[(seen < 0) | (seen >= K)]
+        if bad.size:
+            raise ModelError(f"observed labels of {name!r} must lie in 0..{K - 1}, got {bad[0]!r}")
+        onehot = np.where(m[..., None], (np.where(m, lab, 0).astype(int)[..., None] == np.arange(K)), np.nan)
+        mask = m
+    return _finish(model, var, CATEGORICAL, {"probs": probs}, {}, onehot, mask)
+
+
+def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = 1.0, *, covariance: Any = None,
+                plates: Sequence[Plate] = (), dim: int | None = None, observed: Any = None) -> Variable:
+    """A D-vector w ~ N(mean, Λ⁻¹) with full-covariance posterior.
+
+    ``precision``: a positive scalar (Λ = λI), a vector (diagonal), a D×D matrix, 0 (an improper
+    flat prior), a scalar Gamma variable α (Λ = αI) or a Gamma variable plated over a plate of size
+    D (ARD: Λ = diag(α)).  D comes from ``dim``, ``mean``, ``precision`` or, failing those, from the
+    first ``fg.inner`` that uses the variable.
+    """
+    model = current_model(f"mv_gaussian {name!r}")
+    model.claim_name(name)
+    vplates = _plates(model, plates, name)
+    dims = set() if dim is None else {int(dim)}
+    consumed: dict[str, Plate] = {}
+    params: dict[str, Any] = {}
+    if isinstance(mean, Variable):
+        _check_parent(model, mean, name, "mean", (MvGaussian,))
+        dims.add(mean.event_shape[0])
+    else:
+        mean = checks.constant(mean, f"{name!r}: mean")
+        if mean.ndim:
+            dims.add(mean.shape[-1])
+    if covariance is not None:
+        cov = checks.constant(covariance, f"{name!r}: covariance")
+        precision = np.linalg.inv(cov) if cov.ndim == 2 else 1.0 / checks.positive(cov, f"{name!r}: covariance")
+    if isinstance(precision, Variable):
+        _check_parent(model, precision, name, "precision", (Gamma,))
+        extra = [p for p in precision.plates if p not in vplates]
+        if len(extra) > 1:
+            raise ModelError(f"{name!r}: precision {precision.name!r} has plates {[p.name for p in extra]} "
+                             "beyond the variable's; at most one (the ARD plate over components) is allowed")
+        ard = bool(extra)
+        if ard:
+            consumed["precision"] = extra[0]
+            dims.add(extra[0].size)
+        ftype, edges = MV_GAUSSIAN, {"mean": mean, "precision": precision}
+        params = {"ard": ard}
+    else:
+        lam = checks.nonnegative(precision, f"{name!r}: precision")
+        if lam.ndim == 2:
+            if lam.shape[0] != lam.shape[1] or not np.allclose(lam, lam.T):
+                raise ModelError(f"{name!r}: a precision matrix must be square and symmetric, got shape {lam.shape}")
+            dims.add(lam.shape[0])
+        elif lam.ndim == 1:
+            dims.add(lam.shape[0])
+        elif lam.ndim > 2:
+            raise ModelError(f"{name!r}: precision must be a scalar, vector or matrix, got shape {lam.shape}")
+        ftype, edges = MV_GAUSSIAN_FIXED, {"mean": mean}
+        params = {"precision_raw": lam}
+    if len(dims) > 1:
+        raise ModelError(f"{name!r}: inconsistent dimensions {sorted(dims)} from dim, mean and precision")
+    D = dims.pop() if dims else None
+    var = Variable(model, name, MvGaussian, model.sorted_plates([*vplates, *_parent_plates(
+        [mean] if isinstance(mean, Variable) else [])]), (D,))
+    params["D"] = lambda: var.event_shape[0]
+    return _finish(model, var, ftype, edges, params, observed, None, consumed)
+
+
+def gaussian_gamma(name: str, mean: Any = 0.0, precision: Any = 1.0, *, shape: Any = 1e-2,
+                   rate: Any = 1e-4, dim: int | None = None) -> Variable:
+    """A joint normal–gamma block (w, τ): w | τ ~ N(mean, (τA)⁻¹), τ ~ Gam(shape, rate).
+
+    ``precision`` gives A: a positive scalar or vector, a scalar Gamma variable (A = αI) or a Gamma
+    plated over a plate of size D (ARD).  Use ``w.tau`` as the noise precision of a likelihood
+    ``fg.gaussian("y", mean=fg.inner(X, w), precision=w.tau, ...)``; the posterior q(w, τ) is joint
+    (Drugowitsch 2014 §2; BayesPy's GaussianGamma).
+    """
+    model = current_model(f"gaussian_gamma {name!r}")
+    model.claim_name(name)
+    a0 = float(checks.positive(shape, f"{name!r}: shape"))
+    b0 = float(checks.positive(rate, f"{name!r}: rate"))
+    mu0 = checks.constant(mean, f"{name!r}: mean")
+    dims = set() if dim is None else {int(dim)}
+    if mu0.ndim:
+        dims.add(mu0.shape[-1])
+    consumed: dict[str, Plate] = {}
+    ard = False
+    if isinstance(precision, Variable):
+        _check_parent(model, precision, name, "precision", (Gamma,))
+        if len(precision.plates) > 1:
+            raise ModelError(f"{name!r}: precision {precision.name!r} may have at most one plate (ARD)")
+        if precision.plates:
+            ard = True
+            consumed["precision"] = precision.plates[0]
+            dims.add(precision.plates[0].size)
+    else:
+        precision = checks.positive(precision, f"{name!r}: precision")
+        if precision.ndim > 1:
+            raise ModelError(f"{name!r}: precision must be a scalar or a vector, got shape {precision.shape}")
+        if precision.ndim == 1:
+            dims.add(precision.shape[0])
+            ard = True
+    if len(dims) > 1:
+        raise ModelError(f"{name!r}: inconsistent dimensions {sorted(dims)} from dim, mean and precision")
+    var = Variable(model, name, GaussianGamma, (), (dims.pop() if dims else None,))
+    params = {"D": lambda: var.event_shape[0], "mean_raw": mu0, "shape": a0, "rate": b0, "ard": ard}
+    return _finish(model, var, NORMAL_GAMMA, {"precision": precision}, params, None, None, consumed)
+
+
+def _normal_gamma_regression(model: Model, name: str, mean: Any, w: Variable, plates: Sequence[Plate],
+                             observed: Any, mask: Any) -> Variable:
+    if not (isinstance(mean, Deterministic) and mean.op.name == "inner" and mean.parents["w"] is w):
+        raise ModelError(f"{name!r}: precision {w.name!r}.tau needs mean=fg.inner(X, {w.name!r}, plates=...)")
+    if observed is None:
+        raise ModelError(f"{name!r}: a normal-gamma regression likelihood needs observed data")
+    vplates = _var_plates(model, plates, name, [mean])
+    var = Variable(model, name, Gaussian, vplates)
+    y, m = checks.observed_array(observed, mask, var.shape, name)
+    if not m.all():
+        raise ModelError(f"{name!r}: missing values are not supported in a normal-gamma regression; drop them")
+    X = mean.params["X"].reshape(-1, mean.params["X"].shape[-1])
+    yv = y.reshape(-1)
+    if X.shape[0] != yv.shape[0]:
+        raise ModelError(f"{name!r}: {yv.shape[0]} observations but X has {X.shape[0]} rows")
+    var.value, var.mask = y, m
+    params = {"xtx": X.T @ X, "xty": X.T @ yv, "yty": float(yv @ yv), "n": yv.shape[0]}
+    factor = FactorNode(NORMAL_GAMMA_REGRESSION, f"NormalGammaRegression({name})", {"w": w}, (),
+                        "default", params)
+    var.prior = factor
+    model.add_variable(var)
+    model.add_factor(factor)
+    return var

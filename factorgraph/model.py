@@ -1,0 +1,120 @@
+"""The model: a context that collects plates, variables and factors, and its networkx graph."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import networkx as nx
+import numpy as np
+
+from .nodes import Deterministic, FactorNode, Gate, ModelError, Plate, Variable
+
+_ACTIVE: list[Model] = []
+
+
+class Model:
+    """A declarative factor-graph model.
+
+    Use as a context manager; the builder functions (``fg.gaussian``, ``fg.plate``, ...) add to the
+    innermost active model::
+
+        with fg.Model("gaussian-mean") as m:
+            n = fg.plate("n", 10)
+            mu = fg.gaussian("mu", mean=0.0, precision=1e-2)
+    """
+
+    def __init__(self, name: str = "model") -> None:
+        self.name = name
+        self.plates: dict[str, Plate] = {}
+        self.variables: dict[str, Variable] = {}
+        self.deterministics: list[Deterministic] = []
+        self.factors: list[FactorNode] = []
+        self._names: set[str] = set()
+
+    def __enter__(self) -> Model:
+        _ACTIVE.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _ACTIVE.remove(self)
+
+    # ------------------------------------------------------------------------------ registration
+    def add_plate(self, name: str, size: int) -> Plate:
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"a plate needs a non-empty string name, got {name!r}")
+        if name in self.plates:
+            raise ModelError(f"plate {name!r} is declared twice in model {self.name!r}")
+        if isinstance(size, bool) or not isinstance(size, int | np.integer) or size <= 0:
+            raise ModelError(f"plate {name!r} needs a positive integer size, got {size!r}")
+        plate = Plate(name, int(size), len(self.plates))
+        self.plates[name] = plate
+        return plate
+
+    def claim_name(self, name: str) -> str:
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"a variable needs a non-empty string name, got {name!r}")
+        if name in self._names:
+            raise ModelError(f"the name {name!r} is used twice in model {self.name!r}")
+        self._names.add(name)
+        return name
+
+    def fresh_name(self, stem: str) -> str:
+        i = 0
+        while f"{stem}_{i}" in self._names:
+            i += 1
+        return self.claim_name(f"{stem}_{i}")
+
+    def add_variable(self, var: Variable) -> Variable:
+        self.variables[var.name] = var
+        return var
+
+    def add_factor(self, factor: FactorNode) -> FactorNode:
+        self.factors.append(factor)
+        return factor
+
+    def sorted_plates(self, plates: Iterable[Plate]) -> tuple[Plate, ...]:
+        uniq = {p.name: p for p in plates}
+        return tuple(sorted(uniq.values(), key=lambda p: p.index))
+
+    # ------------------------------------------------------------------------------ inspection
+    def __getitem__(self, name: str) -> Variable:
+        try:
+            return self.variables[name]
+        except KeyError:
+            raise KeyError(f"model {self.name!r} has no variable {name!r}; it has "
+                           f"{sorted(self.variables)}") from None
+
+    @property
+    def graph(self) -> nx.Graph:
+        """Bipartite networkx graph: variable and deterministic nodes (``bipartite=0``) and
+        factors (``bipartite=1``); edges carry the factor's edge name as ``edge``."""
+        g = nx.Graph(name=self.name)
+        for v in self.variables.values():
+            g.add_node(v.name, bipartite=0, kind="variable", family=v.family.__name__,
+                       observed=v.is_observed, plates=[p.name for p in v.plates])
+        for d in self.deterministics:
+            g.add_node(d.name, bipartite=0, kind="deterministic", family="Gaussian",
+                       observed=False, plates=[p.name for p in d.plates])
+            for role, parent in d.parents.items():
+                if isinstance(parent, Variable | Deterministic):
+                    g.add_edge(d.name, parent.name, edge=role)
+        for f in self.factors:
+            g.add_node(f.name, bipartite=1, kind="factor", type=f.ftype.name, method=f.method)
+            for edge, arg in f.edges.items():
+                target = arg.source if isinstance(arg, Gate) else arg
+                if isinstance(target, Variable | Deterministic):
+                    g.add_edge(f.name, target.name, edge=edge)
+                if isinstance(arg, Gate):
+                    g.add_edge(f.name, arg.selector.name, edge=f"{edge}.selector")
+        return g
+
+    def __repr__(self) -> str:
+        return (f"Model({self.name!r}: {len(self.variables)} variables, {len(self.factors)} factors, "
+                f"plates {[(p.name, p.size) for p in self.plates.values()]})")
+
+
+def current_model(what: str) -> Model:
+    """The innermost active model, or a clear error naming what was being built."""
+    if not _ACTIVE:
+        raise ModelError(f"{what}: no active model; build variables inside `with fg.Model(...):`")
+    return _ACTIVE[-1]

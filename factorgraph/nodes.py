@@ -1,0 +1,201 @@
+"""Graph nodes: plates, random variables, deterministic expressions, gates and factors.
+
+Every node lives under an ordered set of named plates (a plate is a name and a size and maps to one
+numpy axis).  A node's arrays have its plates as leading axes, in the model's declaration order,
+followed by the event axes of its family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from factors.base import FactorType
+
+    from .model import Model
+
+
+class ModelError(ValueError):
+    """A model that cannot be built or compiled; the message names the node and the value."""
+
+
+@dataclass(frozen=True, eq=False)
+class Plate:
+    """A named replication axis of the model (``fg.plate("n", 100)``)."""
+
+    name: str
+    size: int
+    index: int  # declaration order in the model: fixes the axis order of every array
+
+    def __repr__(self) -> str:
+        return f"Plate({self.name!r}, {self.size})"
+
+
+class Node:
+    """Common base of variables and deterministic expressions (anything an edge may point to)."""
+
+    name: str
+    plates: tuple[Plate, ...]
+    model: Model
+
+    # arithmetic builds deterministic Gaussian expressions
+    def __add__(self, other: Any) -> Node:
+        from .expressions import add
+
+        return add(self, other)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Node:
+        from .expressions import add, scale
+
+        return add(self, scale(-1.0, other))
+
+    def __rsub__(self, other: Any) -> Node:
+        from .expressions import add, scale
+
+        return add(other, scale(-1.0, self))
+
+    def __mul__(self, other: Any) -> Node:
+        from .expressions import multiply
+
+        return multiply(self, other)
+
+    __rmul__ = __mul__
+
+    def __neg__(self) -> Node:
+        from .expressions import scale
+
+        return scale(-1.0, self)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(p.size for p in self.plates)
+
+
+class Variable(Node):
+    """A random variable of one family (``Gaussian``, ``Gamma``, ...), possibly (partly) observed.
+
+    Parameters
+    ----------
+    family
+        Distribution class of its posterior (from ``distributions``).
+    event_shape
+        Trailing event axes: ``()`` for scalars, ``(D,)`` for vectors, ``(K,)`` for Categorical.
+    value, mask
+        Observed values (plate-shaped, plus event axes) and a boolean mask that is True where the
+        value is observed; ``mask is None`` means fully latent.
+    """
+
+    def __init__(self, model: Model, name: str, family: type, plates: tuple[Plate, ...],
+                 event_shape: tuple[int, ...] = ()) -> None:
+        self.model = model
+        self.name = name
+        self.family = family
+        self.plates = plates
+        self.event_shape = event_shape
+        self.value: np.ndarray | None = None
+        self.mask: np.ndarray | None = None
+        self.prior: FactorNode | None = None
+        self.category_plate: Plate | None = None  # Categorical: the plate its categories index
+
+    @property
+    def is_observed(self) -> bool:
+        return self.mask is not None and bool(np.all(self.mask))
+
+    @property
+    def is_latent(self) -> bool:
+        return self.mask is None or not bool(np.all(self.mask))
+
+    def __getitem__(self, selector: Variable) -> Gate:
+        from .expressions import gate
+
+        return gate(self, selector)
+
+    @property
+    def tau(self) -> PrecisionOf:
+        """The precision τ of a joint normal–gamma variable, for use as a likelihood precision."""
+        from distributions import GaussianGamma
+
+        if self.family is not GaussianGamma:
+            raise ModelError(f"variable {self.name!r} is {self.family.__name__}, not a normal-gamma "
+                             "block: only gaussian_gamma variables have a .tau")
+        return PrecisionOf(self)
+
+    def __repr__(self) -> str:
+        obs = "observed " if self.is_observed else ""
+        return f"<{obs}{self.family.__name__} {self.name!r} plates={[p.name for p in self.plates]}>"
+
+
+@dataclass(eq=False)
+class PrecisionOf:
+    """``w.tau``: the precision half of a normal–gamma variable ``w``."""
+
+    variable: Variable
+
+
+class Deterministic(Node):
+    """A Gaussian-valued deterministic function of its parents (inner product, sum, product, scale).
+
+    Its moments E[y], E[y²] follow from the parents' posteriors (downward message); a Gaussian
+    message arriving at y is pulled back to each parent through the function (upward message).
+    The ``op`` is a ``factors.deterministic`` operation that knows both directions.
+    """
+
+    def __init__(self, model: Model, name: str, op: Any, parents: dict[str, Any],
+                 plates: tuple[Plate, ...], params: dict[str, Any] | None = None) -> None:
+        self.model = model
+        self.name = name
+        self.op = op
+        self.parents = parents  # role -> Node or np.ndarray constant
+        self.plates = plates
+        self.params = params or {}
+        self.event_shape: tuple[int, ...] = ()
+
+    def observe(self, value: Any) -> None:
+        raise ModelError(f"{self.name!r} is deterministic (a function of other variables) and cannot "
+                         "be observed: observe a random variable whose mean it is instead")
+
+    def stochastic_parents(self) -> list[Variable]:
+        out: list[Variable] = []
+        for p in self.parents.values():
+            if isinstance(p, Variable):
+                out.append(p)
+            elif isinstance(p, Deterministic):
+                out.extend(p.stochastic_parents())
+        return out
+
+    def __repr__(self) -> str:
+        return f"<deterministic {self.name!r} plates={[p.name for p in self.plates]}>"
+
+
+@dataclass(eq=False)
+class Gate:
+    """``x[z]``: a plated variable (or constant array) indexed by a Categorical selector ``z``.
+
+    A factor with a gated argument is a mixture: it is replicated over the selector's category
+    plate and each replicate is weighted by q(z = k).
+    """
+
+    source: Variable | np.ndarray
+    selector: Variable
+    plate: Plate
+
+
+@dataclass(eq=False)
+class FactorNode:
+    """An instance of a factor type with its edges bound to nodes or constants."""
+
+    ftype: FactorType
+    name: str
+    edges: dict[str, Any]  # edge -> Variable | Deterministic | Gate | np.ndarray
+    plates: tuple[Plate, ...]
+    method: str = "vmp"
+    params: dict[str, Any] = field(default_factory=dict)
+    consumed: dict[str, Plate] = field(default_factory=dict)  # edge -> plate used as its event axis
+
+    def __repr__(self) -> str:
+        return f"<factor {self.ftype.name} {self.name!r}>"

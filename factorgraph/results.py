@@ -1,0 +1,118 @@
+"""Inference results and model comparison."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# what an evidence figure is (MATH.md §9)
+LOWER_BOUND = "lower bound"
+APPROXIMATION = "approximation"
+ESTIMATE = "Monte Carlo estimate of a lower bound"
+
+
+@dataclass
+class Result:
+    """The outcome of ``fg.infer``.
+
+    Attributes
+    ----------
+    elbo
+        The final evidence figure (for VMP, the ELBO: a lower bound on log p(D)).
+    evidence_kind
+        What ``elbo`` is: "lower bound", "approximation", ... (see MATH.md §9).
+    elbo_trace
+        The ELBO after every iteration.
+    n_iter, converged, time
+        Iterations run, whether the stopping rule was met, wall-clock seconds (including
+        initialisation, excluding compilation).
+    """
+
+    model_name: str
+    algorithm: str
+    posteriors: dict[str, Any]
+    elbo: float
+    evidence_kind: str
+    elbo_trace: np.ndarray
+    n_iter: int
+    converged: bool
+    time: float
+    compile_time: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    elbo_se: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def posterior(self, name: str) -> Any:
+        """The posterior distribution object of a latent variable."""
+        try:
+            return self.posteriors[name]
+        except KeyError:
+            raise KeyError(f"no posterior for {name!r}; latent variables are {sorted(self.posteriors)}") from None
+
+    @property
+    def evidence(self) -> float:
+        return self.elbo
+
+    @property
+    def time_per_iter(self) -> float:
+        return self.time / max(self.n_iter, 1)
+
+    def __repr__(self) -> str:
+        conv = "converged" if self.converged else "not converged"
+        return (f"Result({self.model_name!r}, {self.algorithm}: evidence {self.elbo:.10g} ({self.evidence_kind}), "
+                f"{self.n_iter} iterations, {conv}, {self.time:.3g} s)")
+
+
+@dataclass
+class Comparison:
+    """Table of evidence figures, log Bayes factors and posterior model probabilities."""
+
+    names: list[str]
+    evidence: np.ndarray
+    kinds: list[str]
+    log_bayes_factor: np.ndarray  # against the best model
+    probability: np.ndarray  # posterior model probabilities under a uniform model prior
+    note: str = ""
+
+    def __str__(self) -> str:
+        w = max(5, *(len(n) for n in self.names))
+        kw = max(4, *(len(k) for k in self.kinds))
+        lines = [f"{'model':<{w}}  {'evidence':>14}  {'kind':<{kw}}  {'log BF':>10}  {'P(model)':>9}"]
+        for i in np.argsort(-self.evidence):
+            lines.append(f"{self.names[i]:<{w}}  {self.evidence[i]:14.6f}  {self.kinds[i]:<{kw}}  "
+                         f"{self.log_bayes_factor[i]:10.4f}  {self.probability[i]:9.4f}")
+        if self.note:
+            lines.append(self.note)
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def best(self) -> str:
+        return self.names[int(np.argmax(self.evidence))]
+
+
+def compare(results: dict[str, Result]) -> Comparison:
+    """Compare models by their evidence.
+
+    Log Bayes factors are taken against the best model and posterior model probabilities assume
+    a uniform prior over the models.  Figures of different kinds (a bound against an approximation)
+    are not like with like: the table says so.
+    """
+    if not results:
+        raise ValueError("compare needs at least one result")
+    names = list(results)
+    ev = np.array([results[n].elbo for n in names], dtype=float)
+    kinds = [results[n].evidence_kind for n in names]
+    lbf = ev - ev.max()
+    p = np.exp(lbf)
+    p /= p.sum()
+    note = ""
+    if len(set(kinds)) > 1:
+        note = ("note: the evidence figures are of different kinds (" + ", ".join(sorted(set(kinds))) +
+                "), so the Bayes factors compare unlike quantities")
+    elif kinds[0] == LOWER_BOUND:
+        note = ("note: lower bounds; their difference estimates a log Bayes factor only if the bounds are "
+                "equally tight")
+    return Comparison(names, ev, kinds, lbf, p, note)

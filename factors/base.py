@@ -1,0 +1,136 @@
+"""Factor types and their rule registry.
+
+A factor type declares its edges (``out`` first) with the family each edge carries, and registers
+one plain function per (target edge, algorithm, method)::
+
+    GAUSSIAN = FactorType("Gaussian", out=Gaussian, mean=Gaussian, precision=Gamma)
+
+    @GAUSSIAN.rule("mean", "vmp")
+    def _gaussian_to_mean(m, p):
+        ...
+
+A rule receives ``m``, a mapping from edge name to the expected sufficient statistics of that
+edge's current posterior (aligned to the factor's plates, event axes last), and ``p``, the factor
+instance's static parameters.  It returns the natural parameters of the message to its target
+edge: by the VMP identity, the gradient of E[log f] with respect to the target's expected
+statistics.  ``evidence`` functions return E[log f] per factor instance and say what kind of
+number it is (exact, or a bound).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from scipy.special import gammaln
+
+Stats = tuple[np.ndarray, ...]
+Moments = Mapping[str, Stats]
+Rule = Callable[[Moments, dict[str, Any]], Stats]
+
+# the algorithms rules are registered for; NCVMP uses the VMP rule of a conjugate factor (its
+# gradient-matched message equals the VMP message: Knowles & Minka, Theorem 2)
+ALGORITHMS = ("vmp", "ncvmp")
+FALLBACK = {"ncvmp": "vmp"}
+
+
+class RuleNotFound(LookupError):
+    """No message rule for a (factor, edge, algorithm, method); lists the rules that exist."""
+
+
+class FactorType:
+    """A factor family: its edges, its message rules and its evidence terms."""
+
+    def __init__(self, name: str, **edges: type) -> None:
+        self.name = name
+        self.edges: dict[str, type] = dict(edges)
+        self._rules: dict[tuple[str, str, str], Rule] = {}
+        self._evidence: dict[str, tuple[Callable[[Moments, dict], np.ndarray], str]] = {}
+
+    def rule(self, edge: str, algorithm: str = "vmp", method: str = "default") -> Callable[[Rule], Rule]:
+        if edge not in self.edges:
+            raise ValueError(f"factor {self.name} has no edge {edge!r}")
+
+        def register(fn: Rule) -> Rule:
+            self._rules[(edge, algorithm, method)] = fn
+            return fn
+
+        return register
+
+    def evidence(self, method: str = "default", kind: str = "exact") -> Callable:
+        """Register E[log f]; ``kind`` is "exact", "bound" (a lower bound) or "approximation"."""
+
+        def register(fn: Callable[[Moments, dict], np.ndarray]) -> Callable:
+            self._evidence[method] = (fn, kind)
+            return fn
+
+        return register
+
+    def get_rule(self, edge: str, algorithm: str, method: str = "default") -> Rule:
+        alg = algorithm
+        while True:
+            fn = self._rules.get((edge, alg, method))
+            if fn is not None:
+                return fn
+            if alg not in FALLBACK:
+                break
+            alg = FALLBACK[alg]
+        have = sorted(f"{e}/{a}/{m}" for e, a, m in self._rules)
+        raise RuleNotFound(
+            f"factor {self.name}: no rule for edge {edge!r} under algorithm {algorithm!r} with method "
+            f"{method!r}. Registered rules (edge/algorithm/method): {', '.join(have) or 'none'}")
+
+    def get_evidence(self, method: str = "default") -> tuple[Callable[[Moments, dict], np.ndarray], str]:
+        try:
+            return self._evidence[method]
+        except KeyError:
+            raise RuleNotFound(f"factor {self.name}: no evidence term for method {method!r}; have "
+                               f"{sorted(self._evidence)}") from None
+
+    def rules(self) -> dict[tuple[str, str, str], Rule]:
+        """All registered rules (for the generic message-equals-gradient tests)."""
+        return dict(self._rules)
+
+    def __repr__(self) -> str:
+        return f"FactorType({self.name}: {', '.join(self.edges)})"
+
+
+# ---------------------------------------------------------------------------------- helpers
+def log_mvbeta(alpha: np.ndarray) -> np.ndarray:
+    """log B(α) = Σ log Γ(α_k) − log Γ(Σ α_k) over the last axis."""
+    return gammaln(alpha).sum(-1) - gammaln(alpha.sum(-1))
+
+
+LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+def point_stats(family: type, value: np.ndarray) -> Stats:
+    """Sufficient statistics u(x) of a known value x (a constant or an observation) in ``family``.
+
+    Gaussian (x, x²); MvGaussian (x, xxᵀ); Gamma (x, log x); Beta (log p, log(1−p));
+    Dirichlet log p; Categorical one-hot (``value`` holds integer labels and the number of
+    categories is ``family.K`` of the caller, so Categorical is handled by ``one_hot``); Bernoulli x.
+    """
+    x = np.asarray(value, dtype=float)
+    name = family.__name__
+    with np.errstate(divide="ignore"):
+        if name == "Gaussian":
+            return (x, x * x)
+        if name == "MvGaussian":
+            return (x, x[..., :, None] * x[..., None, :])
+        if name == "Gamma":
+            return (x, np.log(x))
+        if name == "Beta":
+            return (np.log(x), np.log1p(-x))
+        if name == "Dirichlet":
+            return (np.log(x),)
+        if name == "Bernoulli":
+            return (x,)
+    raise TypeError(f"no point statistics for family {name}")
+
+
+def one_hot(labels: np.ndarray, k: int) -> np.ndarray:
+    """One-hot encoding of integer labels along a new last axis of length k."""
+    labels = np.asarray(labels)
+    return (labels[..., None] == np.arange(k)).astype(float)

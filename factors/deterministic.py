@@ -1,0 +1,114 @@
+"""Deterministic Gaussian-valued nodes: sums, products, inner products with observed inputs.
+
+Winn & Bishop (2005, §4.3).  Downward, a node y = g(parents) reports its moments (E[y], E[y²])
+computed from its parents' posteriors (independent under mean field).  Upward, a Gaussian message
+with natural parameters (η₁, η₂) arriving at y contributes η₁E[y] + η₂E[y²] to the ELBO, and each
+moment of y is linear in each parent's expected statistics, so the message to a parent is that
+contribution's gradient with respect to the parent's statistics:
+
+* y = a + b:  E[y] = E[a] + E[b],  E[y²] = E[a²] + 2E[a]E[b] + E[b²]  ⇒ to a: (η₁ + 2η₂E[b], η₂)
+* y = a·b:    E[y] = E[a]E[b],     E[y²] = E[a²]E[b²]               ⇒ to a: (η₁E[b], η₂E[b²])
+* y_n = x_nᵀw (observed x_n):  E[y] = xᵀE[w],  E[y²] = xᵀE[wwᵀ]x
+      ⇒ to w: (Σ_n η₁ₙ x_n, Σ_n η₂ₙ x_n x_nᵀ)   (MvGaussian w)
+      ⇒ to w_d (mean field over d): (Σ_n x_nd(η₁ₙ + 2η₂ₙ(E[y_n] − x_nd E[w_d])), Σ_n η₂ₙ x_nd²)
+
+A constant operand c enters with statistics (c, c²).  The parent's plates may be fewer than y's:
+messages are summed over the missing plates (``plating.reduce``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .base import Stats
+from .plating import expand, reduce
+
+
+class Sum:
+    """y = a + b (either may be a constant)."""
+
+    name = "sum"
+
+    @staticmethod
+    def forward(par: dict[str, Stats], p: dict[str, Any]) -> Stats:
+        a, b = _expand_pair(par, p)
+        return (a[0] + b[0], a[1] + 2.0 * a[0] * b[0] + b[1])
+
+    @staticmethod
+    def pullback(role: str, msg: Stats, par: dict[str, Stats], p: dict[str, Any]) -> Stats:
+        other = _expand_one(par, p, "b" if role == "a" else "a")
+        h, eta2 = msg
+        out = (h + 2.0 * eta2 * other[0], np.broadcast_to(eta2, np.broadcast_shapes(eta2.shape, h.shape)))
+        return _reduce_to(out, p, role)
+
+
+class Product:
+    """y = a·b of two independent scalars (or a scaling by a constant)."""
+
+    name = "product"
+
+    @staticmethod
+    def forward(par: dict[str, Stats], p: dict[str, Any]) -> Stats:
+        a, b = _expand_pair(par, p)
+        return (a[0] * b[0], a[1] * b[1])
+
+    @staticmethod
+    def pullback(role: str, msg: Stats, par: dict[str, Stats], p: dict[str, Any]) -> Stats:
+        other = _expand_one(par, p, "b" if role == "a" else "a")
+        h, eta2 = msg
+        return _reduce_to((h * other[0], eta2 * other[1]), p, role)
+
+
+class Inner:
+    """y = Xw: rows of an observed matrix X (its own plates, last axis D) times a weight vector w.
+
+    ``w`` is an MvGaussian (event D) or a scalar Gaussian plated over a plate of size D (mean
+    field over d; that plate is consumed: its statistics arrive with D as the last axis).  The
+    parameters hold einsum subscripts for X, w and y built from the plates, and XᵀX summed over
+    X's plates for messages whose precision part is the same for every row.
+    """
+
+    name = "inner"
+
+    @staticmethod
+    def forward(par: dict[str, Stats], p: dict[str, Any]) -> Stats:
+        X, (sx, sw, sy) = p["X"], p["subscripts"]
+        ew = par["w"]
+        mean = np.einsum(f"{sx}D,{sw}D->{sy}", X, ew[0], optimize=True)
+        if p["mean_field"]:
+            var_w = ew[1] - ew[0] ** 2
+            second = mean**2 + np.einsum(f"{sx}D,{sw}D->{sy}", X * X, var_w, optimize=True)
+        else:
+            second = np.einsum(f"{sx}D,{sw}DE,{sx}E->{sy}", X, ew[1], X, optimize=True)
+        return (mean, second)
+
+    @staticmethod
+    def pullback(role: str, msg: Stats, par: dict[str, Stats], p: dict[str, Any]) -> Stats:
+        X, (sx, sw, sy) = p["X"], p["subscripts"]
+        h, eta2 = (np.broadcast_to(a, p["shape"]) for a in msg)
+        if p["mean_field"]:
+            prec = np.einsum(f"{sy},{sx}D->{sw}D", eta2, X * X, optimize=True)
+            ey = Inner.forward(par, p)[0]
+            lin = np.einsum(f"{sy},{sx}D->{sw}D", h + 2.0 * eta2 * ey, X, optimize=True)
+            return (lin - 2.0 * par["w"][0] * prec, prec)
+        lin = np.einsum(f"{sy},{sx}D->{sw}D", h, X, optimize=True)
+        if all(msg[1].shape[i] == 1 for i in p["x_axes"]):
+            # the precision part is the same for every row of X: use the cached XᵀX
+            e = np.broadcast_to(np.squeeze(msg[1], axis=tuple(p["x_axes"])), p["w_shape"])
+            return (lin, e[..., None, None] * p["xtx"])
+        return (lin, np.einsum(f"{sy},{sx}D,{sx}E->{sw}DE", eta2, X, X, optimize=True))
+
+
+# ------------------------------------------------------------------------------------ helpers
+def _expand_one(par: dict[str, Stats], p: dict[str, Any], role: str) -> Stats:
+    return tuple(expand(s, p["src"][role], p["dst"], 0) for s in par[role])
+
+
+def _expand_pair(par: dict[str, Stats], p: dict[str, Any]) -> tuple[Stats, Stats]:
+    return _expand_one(par, p, "a"), _expand_one(par, p, "b")
+
+
+def _reduce_to(msg: Stats, p: dict[str, Any], role: str) -> Stats:
+    return tuple(reduce(m, p["dst"], p["src"][role], p["sizes"], 0) for m in msg)

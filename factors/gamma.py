@@ -1,0 +1,37 @@
+"""Gamma factor Gam(out | shape a, rate b) with a constant shape and a constant or random rate.
+
+E[log f] = a E[log b] − log Γ(a) + (a − 1)E[log x] − E[b]E[x].
+Messages in the Gamma stats (·, log ·): to x: (−E[b], a − 1); to b: (−E[x], a).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import gammaln
+
+from distributions import Gamma
+
+from .base import FactorType, Moments
+
+GAMMA = FactorType("Gamma", out=Gamma, rate=Gamma)
+
+
+@GAMMA.rule("out", "vmp")
+def gamma_to_out(m: Moments, p: dict) -> tuple:
+    a = p["shape"]
+    b = m["rate"][0]
+    return (-b, np.broadcast_to(a - 1.0, np.broadcast_shapes(np.shape(a), b.shape)))
+
+
+@GAMMA.rule("rate", "vmp")
+def gamma_to_rate(m: Moments, p: dict) -> tuple:
+    a = p["shape"]
+    x = m["out"][0]
+    return (-x, np.broadcast_to(a, np.broadcast_shapes(np.shape(a), x.shape)) * 1.0)
+
+
+@GAMMA.evidence(kind="exact")
+def gamma_evidence(m: Moments, p: dict) -> np.ndarray:
+    a = p["shape"]
+    x, b = m["out"], m["rate"]
+    return a * b[1] - gammaln(a) + (a - 1.0) * x[1] - b[0] * x[0]

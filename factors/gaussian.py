@@ -1,0 +1,45 @@
+"""Scalar Gaussian factor N(out | mean, precision⁻¹) with constant or random mean and precision.
+
+E[log f] = ½(E[log τ] − log 2π) − ½E[τ]·E[(x − μ)²],  E[(x − μ)²] = E[x²] − 2E[x]E[μ] + E[μ²].
+Messages (natural parameters): to x and to μ: (E[τ]E[·], −½E[τ]); to τ (Gamma, stats (τ, log τ)):
+(−½E[(x − μ)²], ½).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from distributions import Gamma, Gaussian
+
+from .base import LOG_2PI, FactorType, Moments
+
+GAUSSIAN = FactorType("Gaussian", out=Gaussian, mean=Gaussian, precision=Gamma)
+
+
+def _sq_dev(m: Moments) -> np.ndarray:
+    x, mu = m["out"], m["mean"]
+    return x[1] - 2.0 * x[0] * mu[0] + mu[1]
+
+
+@GAUSSIAN.rule("out", "vmp")
+def gaussian_to_out(m: Moments, p: dict) -> tuple:
+    tau = m["precision"][0]
+    return (tau * m["mean"][0], -0.5 * tau)
+
+
+@GAUSSIAN.rule("mean", "vmp")
+def gaussian_to_mean(m: Moments, p: dict) -> tuple:
+    tau = m["precision"][0]
+    return (tau * m["out"][0], -0.5 * tau)
+
+
+@GAUSSIAN.rule("precision", "vmp")
+def gaussian_to_precision(m: Moments, p: dict) -> tuple:
+    d = _sq_dev(m)
+    return (-0.5 * d, np.full_like(d, 0.5))
+
+
+@GAUSSIAN.evidence(kind="exact")
+def gaussian_evidence(m: Moments, p: dict) -> np.ndarray:
+    tau = m["precision"]
+    return 0.5 * (tau[1] - LOG_2PI) - 0.5 * tau[0] * _sq_dev(m)

@@ -1,0 +1,254 @@
+"""Compiling a model: resolve rules, fix parameters, fuse linear-Gaussian parts, plan the schedule.
+
+The compiled model keeps, for every latent variable, the list of places its messages come from:
+factor edges pointing at it (directly or through a gate) and deterministic nodes it feeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from distributions import Categorical, GaussianGamma, MvGaussian
+from factorgraph.nodes import Deterministic, FactorNode, Gate, ModelError, Plate, Variable
+from factors.base import RuleNotFound, one_hot, point_stats
+from factors.gaussian import GAUSSIAN
+from factors.linear_gaussian import LINEAR_GAUSSIAN
+from factors.mv_gaussian import MV_GAUSSIAN_FIXED
+from factors.normal_gamma import NORMAL_GAMMA
+
+
+@dataclass(eq=False)
+class CFactor:
+    """A factor instance ready to run: plates as global indices, rules resolved per edge."""
+
+    node: FactorNode
+    plates: tuple[int, ...]
+    sizes: tuple[int, ...]
+    params: dict[str, Any]
+    rules: dict[str, Any]
+    evidence: Any
+    evidence_kind: str
+    const_stats: dict[str, tuple]  # edge -> statistics of a constant argument
+    gate: Gate | None = None
+    damping: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+
+@dataclass(eq=False)
+class Consumer:
+    """Something that sends messages to a node: a factor edge, or a deterministic child."""
+
+    factor: CFactor | None = None
+    edge: str = ""
+    det: Deterministic | None = None
+    role: str = ""
+
+
+@dataclass(eq=False)
+class Compiled:
+    model: Any
+    algorithm: Any
+    factors: list[CFactor]
+    latent: list[Variable]
+    order: list[Variable]
+    consumers: dict[int, list[Consumer]] = field(default_factory=dict)  # id(node) -> consumers
+    selector_factors: dict[int, list[CFactor]] = field(default_factory=dict)
+    fused: list[str] = field(default_factory=list)
+
+
+def compile_model(model, algorithm, schedule=None, init=None, damping: dict | None = None) -> Compiled:
+    if not model.variables:
+        raise ModelError(f"model {model.name!r} has no variables")
+    latent = [v for v in model.variables.values() if v.is_latent]
+    for v in model.variables.values():
+        if v.family in (MvGaussian, GaussianGamma) and v.event_shape == (None,):
+            raise ModelError(f"the dimension of {v.name!r} is unknown: give dim=, a mean vector or use it "
+                             "in fg.inner")
+    factors = [_compile_factor(f, algorithm, model) for f in _fuse(model)]
+    damping = damping or {}
+    names = {f.name for f in factors}
+    for key, val in damping.items():
+        if key not in names:
+            raise ModelError(f"damping given for unknown factor {key!r}; factors are {sorted(names)}")
+        if not 0.0 <= val < 1.0:
+            raise ModelError(f"damping of {key!r} must lie in [0, 1), got {val!r}")
+    for f in factors:
+        f.damping = damping.get(f.name, algorithm.damping)
+    c = Compiled(model, algorithm, factors, latent, [])
+    c.fused = [f.name for f in factors if f.node.ftype is LINEAR_GAUSSIAN]
+    for f in factors:
+        for edge, arg in f.node.edges.items():
+            target = arg.source if isinstance(arg, Gate) else arg
+            if isinstance(target, Variable | Deterministic):
+                c.consumers.setdefault(id(target), []).append(Consumer(factor=f, edge=edge))
+        if f.gate is not None:
+            c.selector_factors.setdefault(id(f.gate.selector), []).append(f)
+    used = _used_deterministics(c, model)
+    for d in used:
+        for role, parent in d.parents.items():
+            if isinstance(parent, Variable | Deterministic):
+                c.consumers.setdefault(id(parent), []).append(Consumer(det=d, role=role))
+    c.order = _schedule(c, schedule, init or {})
+    return c
+
+
+def _used_deterministics(c: Compiled, model) -> list[Deterministic]:
+    used: list[Deterministic] = []
+    frontier = [a for f in c.factors for a in f.node.edges.values() if isinstance(a, Deterministic)]
+    while frontier:
+        d = frontier.pop()
+        if d in used:
+            continue
+        used.append(d)
+        frontier += [p for p in d.parents.values() if isinstance(p, Deterministic)]
+    return used
+
+
+# ------------------------------------------------------------------------------------ fusion
+def _fuse(model) -> list[FactorNode]:
+    """Replace Gaussian factors on inner(X, w) with fully observed outputs by the fused
+    linear-Gaussian factor (cached XᵀX, Xᵀy, yᵀy), when nothing else uses the inner product."""
+    uses: dict[int, int] = {}
+    for f in model.factors:
+        for a in f.edges.values():
+            if isinstance(a, Deterministic):
+                uses[id(a)] = uses.get(id(a), 0) + 1
+    for d in model.deterministics:
+        for p in d.parents.values():
+            if isinstance(p, Deterministic):
+                uses[id(p)] = uses.get(id(p), 0) + 1
+    out = []
+    for f in model.factors:
+        y, mean, prec = f.edges.get("out"), f.edges.get("mean"), f.edges.get("precision")
+        ok = (f.ftype is GAUSSIAN and isinstance(y, Variable) and y.is_observed
+              and isinstance(mean, Deterministic) and mean.op.name == "inner" and uses.get(id(mean)) == 1
+              and not mean.params["mean_field"] and mean.parents["w"].family is MvGaussian
+              and not mean.parents["w"].plates and mean.plates == y.plates == f.plates
+              and (isinstance(prec, np.ndarray) and prec.size == 1
+                   or isinstance(prec, Variable) and not prec.plates))
+        if not ok:
+            out.append(f)
+            continue
+        X = mean.params["X"].reshape(-1, mean.params["X"].shape[-1])
+        yv = y.value.reshape(-1)
+        params = {"xtx": mean.params["xtx"], "xty": X.T @ yv, "yty": float(yv @ yv), "n": yv.size}
+        precision = prec.reshape(()) if isinstance(prec, np.ndarray) else prec
+        out.append(FactorNode(LINEAR_GAUSSIAN, f.name, {"w": mean.parents["w"], "precision": precision},
+                              (), f.method, params))
+    return out
+
+
+# ------------------------------------------------------------------------------------ factors
+def _compile_factor(f: FactorNode, algorithm, model) -> CFactor:
+    params = {k: (v() if callable(v) else v) for k, v in f.params.items()}
+    _finalize(f, params)
+    rules = {}
+    for edge, arg in f.edges.items():
+        target = arg.source if isinstance(arg, Gate) else arg
+        if isinstance(target, Variable | Deterministic) and _needs_messages(target):
+            try:
+                rules[edge] = f.ftype.get_rule(edge, algorithm.name, f.method)
+            except RuleNotFound as e:
+                raise ModelError(f"{f.name}: {e}") from None
+    try:
+        evidence, kind = f.ftype.get_evidence(f.method)
+    except RuleNotFound as e:
+        raise ModelError(f"{f.name}: {e}") from None
+    gates = [a for a in f.edges.values() if isinstance(a, Gate)]
+    fplates = tuple(p.index for p in f.plates)
+    const = {}
+    for edge, arg in f.edges.items():
+        if isinstance(arg, np.ndarray):
+            const[edge] = _const_stats(f, edge, arg, params)
+        elif isinstance(arg, Gate) and isinstance(arg.source, np.ndarray):
+            const[edge] = _const_stats(f, edge, arg.source, params)
+    return CFactor(f, fplates, tuple(p.size for p in f.plates), params, rules, evidence, kind, const,
+                   gates[0] if gates else None)
+
+
+def _needs_messages(node) -> bool:
+    if isinstance(node, Deterministic):
+        return True
+    return node.is_latent
+
+
+def _finalize(f: FactorNode, p: dict[str, Any]) -> None:
+    """Turn build-time parameters into the arrays the rules use, now that dimensions are known."""
+    if f.ftype is MV_GAUSSIAN_FIXED:
+        D, lam = p["D"], p.pop("precision_raw")
+        mat = lam * np.eye(D) if lam.ndim == 0 else (np.diag(lam) if lam.ndim == 1 else lam)
+        if mat.shape != (D, D):
+            raise ModelError(f"{f.name}: precision has shape {lam.shape}, expected a scalar, ({D},) or ({D}, {D})")
+        if not mat.any():
+            p["precision"], p["logdet"] = mat, None
+        else:
+            sign, logdet = np.linalg.slogdet(mat)
+            if sign <= 0 or np.any(np.linalg.eigvalsh(mat) <= 0):
+                raise ModelError(f"{f.name}: precision matrix must be positive definite (or 0 for a flat prior)")
+            p["precision"], p["logdet"] = mat, logdet
+    if f.ftype is NORMAL_GAMMA:
+        D = p["D"]
+        mu0 = p.pop("mean_raw")
+        if mu0.ndim and mu0.shape[-1] != D:
+            raise ModelError(f"{f.name}: mean has {mu0.shape[-1]} entries, expected {D}")
+        p["mean"] = np.broadcast_to(mu0, (D,)).astype(float)
+
+
+def _const_stats(f: FactorNode, edge: str, value: np.ndarray, params: dict[str, Any]) -> tuple:
+    family = f.ftype.edges[edge]
+    if family is MvGaussian:
+        D = params["D"]
+        value = np.broadcast_to(value, value.shape[:-1] + (D,)) if value.ndim else np.full(D, float(value))
+    return point_stats(family, value)
+
+
+# ------------------------------------------------------------------------------------ schedule
+def _schedule(c: Compiled, schedule, init: dict) -> list[Variable]:
+    model = c.model
+    if schedule is not None:
+        order = []
+        for name in schedule:
+            v = model.variables.get(name)
+            if v is None or not v.is_latent:
+                raise ModelError(f"schedule: {name!r} is not a latent variable of model {model.name!r}; latent "
+                                 f"variables are {[x.name for x in c.latent]}")
+            order.append(v)
+        missing = [v.name for v in c.latent if v not in order]
+        if missing:
+            raise ModelError(f"schedule: latent variables {missing} are never updated")
+        return order
+    # breadth-first distance from the data: variables next to observations are updated first;
+    # variables the user initialised (or that break a mixture's symmetry) go last
+    g = model.graph
+    observed = [v.name for v in model.variables.values() if not v.is_latent or v.mask is not None]
+    dist = {}
+    if observed:
+        import networkx as nx
+
+        lengths = nx.multi_source_dijkstra_path_length(g, observed)
+        dist = {k: v for k, v in lengths.items()}
+    decl = {v.name: i for i, v in enumerate(model.variables.values())}
+    late = set(init) | {v.name for v in c.latent if v.family is Categorical and id(v) in c.selector_factors}
+
+    def key(v: Variable):
+        return (v.name in late, dist.get(v.name, np.inf), decl[v.name])
+
+    return sorted(c.latent, key=key)
+
+
+def categorical_init(v: Variable, rng: np.random.Generator) -> np.ndarray:
+    """Random responsibilities (Dirichlet(1) rows) that break a mixture's symmetry."""
+    K = v.event_shape[0]
+    r = rng.dirichlet(np.ones(K), size=v.shape)
+    if v.mask is not None:
+        r = np.where(v.mask[..., None], np.nan_to_num(v.value), r)
+    return r
+
+
+__all__ = ["CFactor", "Compiled", "Consumer", "Plate", "categorical_init", "compile_model", "one_hot"]

@@ -1,0 +1,352 @@
+"""The message-passing engine: messages, posterior updates, the ELBO and the iteration loop.
+
+Each latent variable's posterior is the product of the messages of every factor around it (its
+prior included): natural parameters add.  A factor's message to an edge is its registered rule
+evaluated on the neighbours' current expected statistics, weighted by the selector's
+responsibilities when the factor is gated, and summed over the plates the target lacks.  Messages
+into deterministic nodes are pulled back to their parents.  The ELBO is
+Σ_f E[log f] + Σ_i H[q_i].
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from distributions import Categorical, Gamma, Gaussian, GaussianGamma, MvGaussian
+from factorgraph.nodes import Deterministic, Gate, ModelError, Variable
+from factors.base import point_stats
+from factors.deterministic import Inner
+from factors.plating import expand, move_event_to_plate, move_plate_to_event, reduce
+
+from .compiled import CFactor, Compiled, categorical_init
+
+
+class InferenceError(RuntimeError):
+    """Numerical trouble during inference (an improper posterior, a NaN), naming the variable."""
+
+
+_DET_EVENT = (0, 0)
+
+
+def _event_ndims(node) -> tuple[int, ...]:
+    return _DET_EVENT if isinstance(node, Deterministic) else node.family.event_ndims
+
+
+class _Moments(dict):
+    """Edge name -> statistics in the factor's plate space, computed on first access."""
+
+    def __init__(self, engine: Engine, f: CFactor) -> None:
+        super().__init__()
+        self.engine, self.f = engine, f
+
+    def __missing__(self, edge: str) -> tuple:
+        value = self.engine.edge_stats(self.f, edge)
+        self[edge] = value
+        return value
+
+
+class Engine:
+    def __init__(self, c: Compiled) -> None:
+        self.c = c
+        self.q: dict[str, Any] = {}
+        self.stats: dict[str, tuple] = {}
+        self.version: dict[str, int] = {}
+        self._det_cache: dict[int, tuple] = {}
+        self._obs_stats: dict[str, tuple] = {}
+        self._last: dict[tuple[str, str], tuple] = {}
+        self.max_change = 0.0
+        for v in c.model.variables.values():
+            if v.mask is not None:
+                self._obs_stats[v.name] = _observed_stats(v)
+                if not v.is_latent:
+                    self.stats[v.name] = self._obs_stats[v.name]
+                    self.version[v.name] = 0
+
+    # ------------------------------------------------------------------------------ statistics
+    def node_stats(self, node) -> tuple:
+        if isinstance(node, Deterministic):
+            key = tuple(self.version[v.name] for v in node.stochastic_parents())
+            hit = self._det_cache.get(id(node))
+            if hit is not None and hit[0] == key:
+                return hit[1]
+            par = self._det_parent_stats(node)
+            value = node.op.forward(par, node.params)
+            self._det_cache[id(node)] = (key, value)
+            return value
+        try:
+            return self.stats[node.name]
+        except KeyError:
+            raise InferenceError(f"{node.name!r} is used before it has a posterior") from None
+
+    def _det_parent_stats(self, d: Deterministic) -> dict[str, tuple]:
+        par = {}
+        for role, p in d.parents.items():
+            if isinstance(p, Variable | Deterministic):
+                s = self.node_stats(p)
+                if d.op is Inner and d.params["mean_field"]:
+                    plates = [x.index for x in p.plates]
+                    s = tuple(move_plate_to_event(a, plates, d.params["consumed"].index, 0) for a in s)
+                par[role] = s
+            else:
+                par[role] = point_stats(Gaussian, p)
+        return par
+
+    def edge_stats(self, f: CFactor, edge: str) -> tuple:
+        arg = f.node.edges[edge]
+        if edge in f.const_stats:
+            s = f.const_stats[edge]
+            if isinstance(arg, Gate):
+                evs = f.node.ftype.edges[edge].event_ndims
+                return tuple(expand(a, (arg.plate.index,), f.plates, k) for a, k in zip(s, evs, strict=True))
+            return s
+        node = arg.source if isinstance(arg, Gate) else arg
+        stats = self.node_stats(node)
+        src = [p.index for p in node.plates]
+        evs = list(_event_ndims(node))
+        consumed = f.node.consumed.get(edge)
+        if consumed is not None:
+            stats = tuple(move_plate_to_event(a, src, consumed.index, k) for a, k in zip(stats, evs, strict=True))
+            src.remove(consumed.index)
+            evs = [k + 1 for k in evs]
+        return tuple(expand(a, src, f.plates, k) for a, k in zip(stats, evs, strict=True))
+
+    def gate_weights(self, f: CFactor) -> np.ndarray:
+        """q(z = k) on the factor's plates (the selector's categories on the gate's plate)."""
+        g = f.gate
+        z = g.selector
+        r = self.stats[z.name][0]
+        plates = sorted([p.index for p in z.plates] + [g.plate.index])
+        r = np.moveaxis(r, -1, plates.index(g.plate.index))
+        return expand(r, plates, f.plates, 0)
+
+    # ------------------------------------------------------------------------------ messages
+    def factor_message(self, f: CFactor, edge: str) -> tuple:
+        """Message from factor f along ``edge``, on the target's plates."""
+        arg = f.node.edges[edge]
+        node = arg.source if isinstance(arg, Gate) else arg
+        msg = f.rules[edge](_Moments(self, f), f.params)
+        evs = list(_event_ndims(node))
+        consumed = f.node.consumed.get(edge)
+        if consumed is not None:
+            evs = [k + 1 for k in evs]
+        if f.gate is not None:
+            r = self.gate_weights(f)
+            msg = tuple(m * r.reshape(r.shape + (1,) * k) for m, k in zip(msg, evs, strict=True))
+        dst = [p.index for p in node.plates if p is not consumed]
+        out = tuple(reduce(m, f.plates, dst, f.sizes, k) for m, k in zip(msg, evs, strict=True))
+        if consumed is not None:
+            full = [p.index for p in node.plates]
+            out = tuple(move_event_to_plate(m, full, consumed.index, k - 1) for m, k in zip(out, evs, strict=True))
+        if f.damping > 0.0:
+            key = (f.name, edge)
+            prev = self._last.get(key)
+            if prev is not None:
+                out = tuple((1.0 - f.damping) * m + f.damping * p for m, p in zip(out, prev, strict=True))
+            self._last[key] = out
+        return out
+
+    def selector_message(self, f: CFactor) -> tuple:
+        """Message from a gated factor to its selector: E[log f] per category."""
+        e = f.evidence(_Moments(self, f), f.params)
+        g = f.gate
+        plates = sorted([p.index for p in g.selector.plates] + [g.plate.index])
+        e = reduce(e, f.plates, plates, f.sizes, 0)
+        e = np.broadcast_to(e, e.shape[:plates.index(g.plate.index)] + (g.plate.size,)
+                            + e.shape[plates.index(g.plate.index) + 1:])
+        return (np.moveaxis(e, plates.index(g.plate.index), -1),)
+
+    def det_incoming(self, d: Deterministic) -> tuple:
+        total = None
+        for cons in self.c.consumers.get(id(d), []):
+            m = self.factor_message(cons.factor, cons.edge) if cons.factor else self.det_message(cons.det, cons.role)
+            total = m if total is None else tuple(a + b for a, b in zip(total, m, strict=True))
+        if total is None:
+            return (np.zeros(d.shape), np.zeros(d.shape))
+        return tuple(np.broadcast_to(a, a.shape) if a.ndim == len(d.plates) else
+                     a.reshape((1,) * (len(d.plates) - a.ndim) + a.shape) for a in total)
+
+    def det_message(self, d: Deterministic, role: str) -> tuple:
+        inc = self.det_incoming(d)
+        par = self._det_parent_stats(d)
+        out = d.op.pullback(role, inc, par, d.params)
+        if d.op is Inner and d.params["mean_field"]:
+            p = d.parents[role]
+            out = tuple(move_event_to_plate(a, [x.index for x in p.plates], d.params["consumed"].index, 0)
+                        for a in out)
+        return out
+
+    # ------------------------------------------------------------------------------ updates
+    def natural_sum(self, v: Variable) -> tuple:
+        zero = v.family._zero_natural(v.shape, v.event_shape)
+        total = [z.copy() for z in zero]
+        for cons in self.c.consumers.get(id(v), []):
+            m = self.factor_message(cons.factor, cons.edge) if cons.factor else self.det_message(cons.det, cons.role)
+            for i, a in enumerate(m):
+                total[i] = total[i] + a
+        for f in self.c.selector_factors.get(id(v), []):
+            total[0] = total[0] + self.selector_message(f)[0]
+        return tuple(total)
+
+    def set_posterior(self, v: Variable, q: Any) -> None:
+        s = q.expected_stats()
+        for a in s:
+            if not np.all(np.isfinite(a)):
+                raise InferenceError(f"the posterior of {v.name!r} has non-finite moments (natural parameters "
+                                     f"{_summary(q.natural)}): the model may be improper or diverging")
+        if v.mask is not None:
+            obs = self._obs_stats[v.name]
+            s = tuple(np.where(v.mask.reshape(v.mask.shape + (1,) * k), o, a)
+                      for o, a, k in zip(obs, s, v.family.event_ndims, strict=True))
+        old = self.q.get(v.name)
+        if old is not None:
+            change = max(float(np.max(np.abs(a - b), initial=0.0)) for a, b in zip(q.natural, old.natural, strict=True))
+            self.max_change = max(self.max_change, change)
+        self.q[v.name] = q
+        self.stats[v.name] = s
+        self.version[v.name] = self.version.get(v.name, 0) + 1
+
+    def update(self, v: Variable) -> None:
+        nat = self.natural_sum(v)
+        q = v.family.from_natural(*nat)
+        proper = np.asarray(q.is_proper())
+        if v.mask is not None:
+            proper = proper | v.mask
+        if not np.all(proper):
+            raise InferenceError(f"the update of {v.name!r} gave an improper posterior (natural parameters "
+                                 f"{_summary(nat)}); check that it has a proper prior or enough data")
+        self.set_posterior(v, q)
+
+    # ------------------------------------------------------------------------------ evidence
+    def elbo_terms(self) -> tuple[float, float]:
+        ef = 0.0
+        for f in self.c.factors:
+            e = f.evidence(_Moments(self, f), f.params)
+            if f.gate is not None:
+                e = e * self.gate_weights(f)
+            ef += float(np.sum(reduce(e, f.plates, (), f.sizes, 0)))
+        h = 0.0
+        for v in self.c.latent:
+            ent = np.broadcast_to(self.q[v.name].entropy(), v.shape)
+            h += float(ent[~v.mask].sum()) if v.mask is not None else float(ent.sum())
+        return ef, h
+
+    def elbo(self) -> float:
+        ef, h = self.elbo_terms()
+        value = ef + h
+        if not np.isfinite(value):
+            raise InferenceError(f"the ELBO is not finite ({value}); a posterior has become degenerate")
+        return value
+
+    # ------------------------------------------------------------------------------ initialisation
+    def initialise(self, init: dict[str, Any], rng: np.random.Generator) -> None:
+        model = self.c.model
+        for name in init:
+            if name not in model.variables or not model.variables[name].is_latent:
+                raise ModelError(f"init: {name!r} is not a latent variable of model {model.name!r}")
+        for v in model.variables.values():
+            if not v.is_latent:
+                continue
+            if v.name in init:
+                self.set_posterior(v, _coerce_init(v, init[v.name]))
+            elif v.family is Categorical and id(v) in self.c.selector_factors:
+                self.set_posterior(v, Categorical(probs=categorical_init(v, rng)))
+            else:
+                prior = next(f for f in self.c.factors if f.node is v.prior)
+                q = v.family.from_natural(*self._prior_natural(v, prior))
+                ok = np.asarray(q.is_proper())
+                if v.mask is not None:
+                    ok = ok | v.mask
+                if not np.all(ok):
+                    q = _default_init(v)
+                self.set_posterior(v, q)
+        self.max_change = 0.0
+
+    def _prior_natural(self, v: Variable, prior: CFactor) -> tuple:
+        zero = v.family._zero_natural(v.shape, v.event_shape)
+        m = self.factor_message(prior, "out")
+        return tuple(z + a for z, a in zip(zero, m, strict=True))
+
+
+# ------------------------------------------------------------------------------------ helpers
+def _observed_stats(v: Variable) -> tuple:
+    if v.family is Categorical:
+        return (np.nan_to_num(v.value),)
+    safe = 0.5 if v.family.__name__ == "Beta" else 1.0
+    val = np.where(np.isfinite(v.value), v.value, safe)
+    if v.mask is not None and v.value.ndim > v.mask.ndim:
+        val = np.where(v.mask.reshape(v.mask.shape + (1,) * (v.value.ndim - v.mask.ndim)), val, safe)
+    return point_stats(v.family, val)
+
+
+def _default_init(v: Variable):
+    """Proper starting point for a variable whose prior is improper (flat): N(0, 1), N(0, I), Gam(1, 1)."""
+    if v.family is Gaussian:
+        return Gaussian(mean=np.zeros(v.shape), var=np.ones(v.shape))
+    if v.family is MvGaussian:
+        D = v.event_shape[0]
+        return MvGaussian(mean=np.zeros(v.shape + (D,)), cov=np.broadcast_to(np.eye(D), v.shape + (D, D)))
+    if v.family is Gamma:
+        return Gamma(shape=np.ones(v.shape), rate=np.ones(v.shape))
+    raise InferenceError(f"cannot initialise {v.name!r}: its prior is improper; pass init={{{v.name!r}: ...}}")
+
+
+def _coerce_init(v: Variable, value: Any):
+    if isinstance(value, v.family):
+        if value.batch_shape != v.shape:
+            raise ModelError(f"init of {v.name!r} has batch shape {value.batch_shape}, expected {v.shape}")
+        return value
+    if v.family is Categorical:
+        r = np.asarray(value, dtype=float)
+        if r.shape != v.shape + v.event_shape or np.any(r < 0) or not np.allclose(r.sum(-1), 1.0):
+            raise ModelError(f"init of {v.name!r} must be probabilities of shape {v.shape + v.event_shape} "
+                             "with rows summing to 1")
+        return Categorical(probs=r)
+    raise ModelError(f"init of {v.name!r} must be a {v.family.__name__} distribution, got {type(value).__name__}")
+
+
+def _summary(nat: tuple) -> str:
+    return ", ".join(f"[{np.min(a):.3g}, {np.max(a):.3g}]" for a in nat)
+
+
+def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, init: dict,
+        callbacks: list, progress: bool, seed: int | None) -> dict[str, Any]:
+    """Iterate the schedule until convergence; returns the pieces of a Result."""
+    eng = Engine(c)
+    t0 = time.perf_counter()
+    eng.initialise(init, np.random.default_rng(seed))
+    trace: list[float] = []
+    converged = False
+    warnings: list[str] = []
+    it = 0
+    for it in range(1, max_iter + 1):
+        eng.max_change = 0.0
+        for v in c.order:
+            eng.update(v)
+        L = eng.elbo()
+        if trace and c.algorithm.monotone and L < trace[-1] - 1e-9 * max(1.0, abs(L)):
+            warnings.append(f"iteration {it}: the ELBO decreased by {trace[-1] - L:.3g}")
+        delta = abs(L - trace[-1]) if trace else np.inf
+        trace.append(L)
+        if progress:
+            print(f"\r{c.model.name}: iteration {it:4d}  ELBO {L: .10g}", end="", file=sys.stderr)
+        stop = False
+        for cb in callbacks:
+            stop = bool(cb(it, L, eng)) or stop
+        if tol is not None and delta <= tol * max(abs(L), 1e-300):
+            converged = True
+        if param_tol is not None and it > 1 and eng.max_change <= param_tol:
+            converged = True
+        if converged or stop:
+            break
+    if progress:
+        print(file=sys.stderr)
+    elapsed = time.perf_counter() - t0
+    return {"engine": eng, "elbo_trace": np.array(trace), "n_iter": it, "converged": converged,
+            "time": elapsed, "warnings": warnings}
+
+
+__all__ = ["Engine", "InferenceError", "run", "GaussianGamma"]
