@@ -284,7 +284,9 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = 1.0, *, covariance:
         ftype, edges = MV_GAUSSIAN, {"mean": mean, "precision": precision}
         params = {"ard": ard}
     else:
-        lam = checks.nonnegative(precision, f"{name!r}: precision")
+        lam = checks.constant(precision, f"{name!r}: precision")
+        if lam.ndim < 2:
+            lam = checks.nonnegative(lam, f"{name!r}: precision")
         if lam.ndim == 2:
             if lam.shape[0] != lam.shape[1] or not np.allclose(lam, lam.T):
                 raise ModelError(f"{name!r}: a precision matrix must be square and symmetric, got shape {lam.shape}")
