@@ -93,6 +93,11 @@ def _finish(model: Model, var: Variable, ftype: Any, edges: dict[str, Any], para
     fplates += [g.plate for g in gates]
     consumed = consumed or {}
     fplates = [p for p in fplates if p not in consumed.values()]
+    fshape = tuple(p.size for p in model.sorted_plates(fplates))
+    for edge, arg in edges.items():
+        if isinstance(arg, np.ndarray) and edge in ftype.edges:
+            k = ftype.edges[edge].event_ndims[0]
+            checks.fits(arg.shape[: max(arg.ndim - k, 0)], fshape, f"{var.name!r}: {edge}")
     factor = FactorNode(ftype, f"{ftype.name}({var.name})", {"out": var, **edges},
                         model.sorted_plates(fplates), "default", params, consumed)
     var.prior = factor
@@ -154,11 +159,13 @@ def gamma(name: str, shape: Any = 1.0, rate: Any = 1.0, *, plates: Sequence[Plat
     rate = _scalar_arg(model, rate, name, "rate", (Gamma,), positive=True)
     vplates = _var_plates(model, plates, name, [rate])
     var = Variable(model, name, Gamma, vplates)
-    var = _finish(model, var, GAMMA, {"rate": rate}, {"shape": a}, observed, mask)
-    if var.value is not None and np.any(var.value[var.mask] <= 0):
-        raise ModelError(f"observed data of Gamma variable {name!r} must be positive, got "
-                         f"{var.value[var.mask][var.value[var.mask] <= 0][0]!r}")
-    return var
+    checks.fits(a.shape, var.shape, f"{name!r}: shape")
+    if observed is not None:
+        vals, m = checks.observed_array(observed, mask, var.shape, name)
+        if np.any(vals[m] <= 0):
+            raise ModelError(f"observed data of Gamma variable {name!r} must be positive, got "
+                             f"{vals[m][vals[m] <= 0][0].item()!r}")
+    return _finish(model, var, GAMMA, {"rate": rate}, {"shape": a}, observed, mask)
 
 
 def beta(name: str, alpha: Any = 1.0, beta: Any = 1.0, *, plates: Sequence[Plate] = ()) -> Variable:
@@ -168,6 +175,8 @@ def beta(name: str, alpha: Any = 1.0, beta: Any = 1.0, *, plates: Sequence[Plate
     a = checks.positive(alpha, f"{name!r}: alpha")
     b = checks.positive(beta, f"{name!r}: beta")
     var = Variable(model, name, Beta, _plates(model, plates, name))
+    checks.fits(a.shape, var.shape, f"{name!r}: alpha")
+    checks.fits(b.shape, var.shape, f"{name!r}: beta")
     return _finish(model, var, BETA, {}, {"alpha": a, "beta": b}, None, None)
 
 
@@ -178,21 +187,22 @@ def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), obse
     model.claim_name(name)
     if not isinstance(probs, Variable):
         pr = checks.constant(probs, f"{name!r}: probs")
-        if np.any((pr <= 0) | (pr >= 1)):
-            raise ModelError(f"{name!r}: probs must lie in (0, 1), got {probs!r}")
+        out = (pr <= 0) | (pr >= 1)
+        if np.any(out):
+            raise ModelError(f"{name!r}: probs must lie in (0, 1), got {pr[out].ravel()[0].item()!r}"
+                             f"{checks._where(pr)}")
         probs = pr
     else:
         _check_parent(model, probs, name, "probs", (Beta,))
+    var = Variable(model, name, Bernoulli, _var_plates(model, plates, name, [probs]))
     if observed is not None:
         obs = np.asarray(observed)
         if obs.dtype == bool:
             observed = obs.astype(float)
-        vals = np.asarray(observed, dtype=float)
-        m = np.ones(vals.shape, bool) if mask is None else np.asarray(mask, dtype=bool)
+        vals, m = checks.observed_array(observed, mask, var.shape, name)
         if np.any(~np.isin(vals[m], (0.0, 1.0))):
-            bad = vals[m][~np.isin(vals[m], (0.0, 1.0))][0]
+            bad = vals[m][~np.isin(vals[m], (0.0, 1.0))][0].item()
             raise ModelError(f"observed data of Bernoulli variable {name!r} must be 0/1 or bool, got {bad!r}")
-    var = Variable(model, name, Bernoulli, _var_plates(model, plates, name, [probs]))
     return _finish(model, var, BERNOULLI, {"probs": probs}, {}, observed, mask)
 
 
@@ -204,6 +214,7 @@ def dirichlet(name: str, concentration: Any, *, plates: Sequence[Plate] = ()) ->
     if a.ndim < 1 or a.shape[-1] < 2:
         raise ModelError(f"{name!r}: concentration must be a vector of at least 2 entries, got {concentration!r}")
     var = Variable(model, name, Dirichlet, _plates(model, plates, name), (a.shape[-1],))
+    checks.fits(a.shape[:-1], var.shape, f"{name!r}: concentration (without its category axis)")
     return _finish(model, var, DIRICHLET, {}, {"concentration": a}, None, None)
 
 
@@ -219,8 +230,9 @@ def categorical(name: str, probs: Any, *, plates: Sequence[Plate] = (), observed
     else:
         pr = checks.nonnegative(probs, f"{name!r}: probs")
         if pr.ndim < 1 or pr.shape[-1] < 2 or not np.allclose(pr.sum(-1), 1.0, atol=1e-9):
+            sums = pr.sum(-1).ravel() if pr.ndim else pr.ravel()
             raise ModelError(f"{name!r}: probs must be a probability vector (≥ 2 entries summing to 1), got "
-                             f"{probs!r}")
+                             f"{checks._show(pr)} (sum {sums[np.argmax(np.abs(sums - 1.0))].item():.6g})")
         K = pr.shape[-1]
         probs = pr
     if categories is not None:
@@ -230,17 +242,25 @@ def categorical(name: str, probs: Any, *, plates: Sequence[Plate] = (), observed
     var.category_plate = categories
     onehot = None
     if observed is not None:
-        lab = np.asarray(observed)
-        m = np.ones(lab.shape, bool) if mask is None else np.asarray(mask, dtype=bool)
+        try:
+            lab = np.asarray(observed, dtype=float)
+        except (TypeError, ValueError):
+            raise ModelError(f"observed labels of {name!r} must be integers 0..{K - 1}, got "
+                             f"{checks._show(observed)}") from None
+        if lab.size == 0:
+            raise ModelError(f"observed labels of {name!r} are empty")
         if lab.shape != var.shape:
             raise ModelError(f"observed labels of {name!r} have shape {lab.shape}, expected {var.shape}")
+        m = checks.mask_array(mask, var.shape, name)
         seen = lab[m]
-        if seen.size and (not np.all(np.isfinite(seen.astype(float))) or
-                          np.any(seen.astype(float) != np.round(seen.astype(float)))):
-            raise ModelError(f"observed labels of {name!r} must be integers 0..{K - 1}, got {seen[0]!r}")
+        bad = seen[~np.isfinite(seen) | (seen != np.round(seen))]
+        if bad.size:
+            raise ModelError(f"observed labels of {name!r} must be integers 0..{K - 1}, got {bad[0].item()!r}"
+                             + ("; mark missing entries with mask=... (True = observed)"
+                                if not np.isfinite(bad[0]) else ""))
         bad = seen[(seen < 0) | (seen >= K)]
         if bad.size:
-            raise ModelError(f"observed labels of {name!r} must lie in 0..{K - 1}, got {bad[0]!r}")
+            raise ModelError(f"observed labels of {name!r} must lie in 0..{K - 1}, got {int(bad[0])!r}")
         onehot = np.where(m[..., None], (np.where(m, lab, 0).astype(int)[..., None] == np.arange(K)), np.nan)
         mask = m
     return _finish(model, var, CATEGORICAL, {"probs": probs}, {}, onehot, mask)
@@ -258,7 +278,7 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = 1.0, *, covariance:
     model = current_model(f"mv_gaussian {name!r}")
     model.claim_name(name)
     vplates = _plates(model, plates, name)
-    dims = set() if dim is None else {int(dim)}
+    dims = set() if dim is None else {checks.positive_int(dim, f"{name!r}: dim")}
     consumed: dict[str, Plate] = {}
     params: dict[str, Any] = {}
     if isinstance(mean, Variable):
@@ -270,7 +290,14 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = 1.0, *, covariance:
             dims.add(mean.shape[-1])
     if covariance is not None:
         cov = checks.constant(covariance, f"{name!r}: covariance")
-        precision = np.linalg.inv(cov) if cov.ndim == 2 else 1.0 / checks.positive(cov, f"{name!r}: covariance")
+        if cov.ndim == 2:
+            if not cov.any():
+                raise ModelError(f"{name!r}: a covariance matrix must be positive definite, got all zeros")
+            precision = np.linalg.inv(checks.precision_matrix(cov, f"{name!r}: covariance"))
+        elif cov.ndim > 2:
+            raise ModelError(f"{name!r}: covariance must be a scalar, vector or matrix, got shape {cov.shape}")
+        else:
+            precision = 1.0 / checks.positive(cov, f"{name!r}: covariance")
     if isinstance(precision, Variable):
         _check_parent(model, precision, name, "precision", (Gamma,))
         extra = [p for p in precision.plates if p not in vplates]
@@ -288,10 +315,12 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = 1.0, *, covariance:
         if lam.ndim < 2:
             lam = checks.nonnegative(lam, f"{name!r}: precision")
         if lam.ndim == 2:
-            if lam.shape[0] != lam.shape[1] or not np.allclose(lam, lam.T):
-                raise ModelError(f"{name!r}: a precision matrix must be square and symmetric, got shape {lam.shape}")
+            checks.precision_matrix(lam, f"{name!r}: precision matrix")
             dims.add(lam.shape[0])
         elif lam.ndim == 1:
+            if lam.any() and not lam.all():
+                raise ModelError(f"{name!r}: a diagonal precision must be all positive (or all 0 for a flat "
+                                 f"prior), got {checks._show(lam)}")
             dims.add(lam.shape[0])
         elif lam.ndim > 2:
             raise ModelError(f"{name!r}: precision must be a scalar, vector or matrix, got shape {lam.shape}")
@@ -320,7 +349,7 @@ def gaussian_gamma(name: str, mean: Any = 0.0, precision: Any = 1.0, *, shape: A
     a0 = float(checks.positive(shape, f"{name!r}: shape"))
     b0 = float(checks.positive(rate, f"{name!r}: rate"))
     mu0 = checks.constant(mean, f"{name!r}: mean")
-    dims = set() if dim is None else {int(dim)}
+    dims = set() if dim is None else {checks.positive_int(dim, f"{name!r}: dim")}
     if mu0.ndim:
         dims.add(mu0.shape[-1])
     consumed: dict[str, Plate] = {}

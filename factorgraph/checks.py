@@ -6,18 +6,38 @@ from typing import Any
 
 import numpy as np
 
-from .nodes import ModelError
+from .nodes import Gate, ModelError, Node, PrecisionOf
 
 
 def _show(value: Any) -> str:
     arr = np.asarray(value)
     if arr.size <= 6:
-        return repr(value if np.ndim(value) == 0 else arr.tolist())
+        return repr(arr.item() if arr.ndim == 0 else arr.tolist())
     return f"array of shape {arr.shape}"
+
+
+def _where(value: Any) -> str:
+    return "" if np.size(value) == 1 else f" in {_show(value)}"
+
+
+def _item(x: Any) -> Any:
+    """A numpy scalar as a plain Python value, so messages read ``-1.0`` rather than ``np.float64(-1.0)``."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _describe(node: Any) -> str:
+    if isinstance(node, Gate):
+        src = node.source.name if isinstance(node.source, Node) else "constant array"
+        return f"the gate {src}[{node.selector.name}]"
+    if isinstance(node, PrecisionOf):
+        return f"{node.variable.name!r}.tau"
+    return repr(node)
 
 
 def constant(value: Any, what: str) -> np.ndarray:
     """A finite float array."""
+    if isinstance(value, Node | Gate | PrecisionOf):
+        raise ModelError(f"{what} must be a constant here, got {_describe(value)}")
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
@@ -25,24 +45,24 @@ def constant(value: Any, what: str) -> np.ndarray:
     if arr.size == 0:
         raise ModelError(f"{what} is empty")
     if not np.all(np.isfinite(arr)):
-        bad = arr[~np.isfinite(arr)].ravel()[0]
-        raise ModelError(f"{what} must be finite, got {bad!r} in {_show(value)}")
+        bad = _item(arr[~np.isfinite(arr)].ravel()[0])
+        raise ModelError(f"{what} must be finite, got {bad!r}{_where(value)}")
     return arr
 
 
 def positive(value: Any, what: str) -> np.ndarray:
     arr = constant(value, what)
     if np.any(arr <= 0):
-        bad = arr[arr <= 0].ravel()[0]
-        raise ModelError(f"{what} must be positive, got {bad!r} in {_show(value)}")
+        bad = _item(arr[arr <= 0].ravel()[0])
+        raise ModelError(f"{what} must be positive, got {bad!r}{_where(value)}")
     return arr
 
 
 def nonnegative(value: Any, what: str) -> np.ndarray:
     arr = constant(value, what)
     if np.any(arr < 0):
-        bad = arr[arr < 0].ravel()[0]
-        raise ModelError(f"{what} must be non-negative, got {bad!r} in {_show(value)}")
+        bad = _item(arr[arr < 0].ravel()[0])
+        raise ModelError(f"{what} must be non-negative, got {bad!r}{_where(value)}")
     return arr
 
 
@@ -62,18 +82,60 @@ def observed_array(value: Any, mask: Any, shape: tuple[int, ...], name: str,
     if arr.shape != shape:
         raise ModelError(f"observed data of {name!r} has shape {arr.shape}, but the variable's plates "
                          f"and event give shape {shape}")
-    plate_shape = shape[: len(shape) - event_ndim]
-    if mask is None:
-        m = np.ones(plate_shape, dtype=bool)
-    else:
-        m = np.asarray(mask)
-        if m.dtype != bool:
-            raise ModelError(f"mask of {name!r} must be boolean (True = observed), got dtype {m.dtype}")
-        if m.shape != plate_shape:
-            raise ModelError(f"mask of {name!r} has shape {m.shape}, expected {plate_shape}")
+    m = mask_array(mask, shape[: len(shape) - event_ndim], name)
     seen = arr[m] if event_ndim == 0 else arr[m].reshape(-1)
     if not np.all(np.isfinite(seen)):
-        bad = seen[~np.isfinite(seen)][0]
+        bad = _item(seen[~np.isfinite(seen)][0])
         raise ModelError(f"observed data of {name!r} contains {bad!r}; mark missing entries with "
                          "mask=... (True = observed)")
     return arr, m
+
+
+def mask_array(mask: Any, plate_shape: tuple[int, ...], name: str) -> np.ndarray:
+    """A boolean missing-value mask of the variable's plate shape (True = observed); None = all observed."""
+    if mask is None:
+        return np.ones(plate_shape, dtype=bool)
+    m = np.asarray(mask)
+    if m.dtype != bool:
+        raise ModelError(f"mask of {name!r} must be boolean (True = observed), got dtype {m.dtype}: {_show(mask)}")
+    if m.shape != plate_shape:
+        raise ModelError(f"mask of {name!r} has shape {m.shape}, expected {plate_shape}")
+    return m
+
+
+def fits(vshape: tuple[int, ...], shape: tuple[int, ...], what: str) -> None:
+    """A constant of shape ``vshape`` must broadcast (numpy-style, trailing axes) to ``shape`` without
+    growing it: constants never add plates."""
+    vshape = tuple(vshape)
+    try:
+        ok = np.broadcast_shapes(vshape, shape) == tuple(shape)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ModelError(f"{what} has shape {vshape}, which does not broadcast to the shape {tuple(shape)} "
+                         "given by the plates")
+
+
+def positive_int(value: Any, what: str) -> int:
+    """A positive integer (bools and non-integral floats are refused)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer) or value <= 0:
+        raise ModelError(f"{what} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def precision_matrix(value: np.ndarray, what: str) -> np.ndarray:
+    """A square, symmetric, positive definite matrix (all zeros is allowed: an improper flat prior)."""
+    if value.shape[0] != value.shape[1]:
+        raise ModelError(f"{what} must be a square matrix, got shape {value.shape}")
+    if not np.allclose(value, value.T):
+        i, j = np.unravel_index(np.argmax(np.abs(value - value.T)), value.shape)
+        raise ModelError(f"{what} must be symmetric, got entry [{i}, {j}] = {_item(value[i, j])!r} but "
+                         f"[{j}, {i}] = {_item(value[j, i])!r} in {_show(value)}")
+    if value.any():
+        try:
+            np.linalg.cholesky(value)
+        except np.linalg.LinAlgError:
+            lo = _item(np.linalg.eigvalsh(value).min())
+            raise ModelError(f"{what} must be positive definite, got smallest eigenvalue {lo!r} in "
+                             f"{_show(value)}") from None
+    return value

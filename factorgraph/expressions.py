@@ -34,6 +34,10 @@ def _binary(op: Any, stem: str, a: Any, b: Any) -> Deterministic:
     model = current_model(f"{stem} of {a!r} and {b!r}")
     a = _gaussian_operand(a, stem)
     b = _gaussian_operand(b, stem)
+    for x in (a, b):
+        if isinstance(x, Node) and x.model is not model:
+            raise ModelError(f"{stem}: {x.name!r} belongs to model {x.model.name!r}, not to the active model "
+                             f"{model.name!r}")
     if isinstance(a, Node) and isinstance(b, Node):
         va = {v.name for v in _roots(a)}
         vb = {v.name for v in _roots(b)}
@@ -114,6 +118,9 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
     D = Xa.shape[-1]
     if not isinstance(w, Variable):
         raise ModelError(f"inner: w must be a random variable, got {w!r}")
+    if w.model is not model:
+        raise ModelError(f"inner: {w.name!r} belongs to model {w.model.name!r}, not to the active model "
+                         f"{model.name!r}")
     mean_field = False
     consumed: Plate | None = None
     if w.family in (MvGaussian, GaussianGamma):

@@ -1,0 +1,19 @@
+"""Factor families: their edges, message rules per (edge, algorithm, method) and evidence terms.
+
+Adding a factor = one module here + one line in ``FACTOR_TYPES`` + its test fixture.
+"""
+
+from .base import FactorType, RuleNotFound
+from .discrete import BERNOULLI, BETA, CATEGORICAL, DIRICHLET
+from .gamma import GAMMA
+from .gaussian import GAUSSIAN
+from .linear_gaussian import LINEAR_GAUSSIAN
+from .mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
+from .normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
+
+FACTOR_TYPES: tuple[FactorType, ...] = (
+    GAUSSIAN, GAMMA, BETA, BERNOULLI, DIRICHLET, CATEGORICAL, MV_GAUSSIAN, MV_GAUSSIAN_FIXED,
+    NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION, LINEAR_GAUSSIAN,
+)
+
+__all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

@@ -253,7 +253,7 @@ class Engine:
             if v.name in init:
                 self.set_posterior(v, _coerce_init(v, init[v.name]))
             elif v.family is Categorical and id(v) in self.c.selector_factors:
-                self.set_posterior(v, Categorical(probs=categorical_init(v, rng)))
+                self.set_posterior(v, Categorical(probs=categorical_init(v, self.c.selector_factors[id(v)], rng)))
             else:
                 prior = next(f for f in self.c.factors if f.node is v.prior)
                 q = v.family.from_natural(*self._prior_natural(v, prior))
