@@ -1,0 +1,30 @@
+"""Exponential-family distributions: natural parameters, expected statistics, entropy, KL, message
+algebra (product, ratio, power, damping), sampling, logpdf and moments.
+
+This package imports nothing from ``factors``, ``factorgraph`` or ``schedules``.
+"""
+
+from .base import Distribution, ExponentialFamily
+from .bernoulli import Bernoulli
+from .beta import Beta
+from .categorical import Categorical
+from .dirichlet import Dirichlet
+from .gamma import Gamma
+from .gaussian import Gaussian
+from .gaussian_gamma import GaussianGamma
+from .mv_gaussian import MvGaussian
+from .point_mass import PointMass
+
+__all__ = [
+    "Bernoulli",
+    "Beta",
+    "Categorical",
+    "Dirichlet",
+    "Distribution",
+    "ExponentialFamily",
+    "Gamma",
+    "Gaussian",
+    "GaussianGamma",
+    "MvGaussian",
+    "PointMass",
+]
