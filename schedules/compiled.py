@@ -60,6 +60,9 @@ class Compiled:
     consumers: dict[int, list[Consumer]] = field(default_factory=dict)  # id(node) -> consumers
     selector_factors: dict[int, list[CFactor]] = field(default_factory=dict)
     fused: list[str] = field(default_factory=list)
+    # variable name -> plate whose elements are coupled (summed over by a mean-field inner
+    # product): updating them all at once is not coordinate ascent, so they go one at a time
+    sequential: dict[str, Plate] = field(default_factory=dict)
 
 
 def compile_model(model, algorithm, schedule=None, init=None, damping: dict | None = None) -> Compiled:
@@ -90,6 +93,9 @@ def compile_model(model, algorithm, schedule=None, init=None, damping: dict | No
         if f.gate is not None:
             c.selector_factors.setdefault(id(f.gate.selector), []).append(f)
     used = _used_deterministics(c, model)
+    for d in used:
+        if d.op.name == "inner" and d.params["mean_field"]:
+            c.sequential[d.parents["w"].name] = d.params["consumed"]
     for d in used:
         for role, parent in d.parents.items():
             if isinstance(parent, Variable | Deterministic):

@@ -210,7 +210,29 @@ class Engine:
         self.version[v.name] = self.version.get(v.name, 0) + 1
 
     def update(self, v: Variable) -> None:
+        plate = self.c.sequential.get(v.name)
+        if plate is not None:
+            self._update_sequential(v, plate)
+            return
         nat = self.natural_sum(v)
+        self._accept(v, nat)
+
+    def _update_sequential(self, v: Variable, plate) -> None:
+        """Gauss–Seidel over the elements of a coupled plate: each element's update sees the others'
+        latest posteriors, so every step is a coordinate-ascent step."""
+        axis = [p.index for p in v.plates].index(plate.index)
+        for j in range(plate.size):
+            nat = self.natural_sum(v)
+            cur = self.q[v.name].natural
+            idx = (slice(None),) * axis + (j,)
+            mixed = []
+            for a, b in zip(cur, nat, strict=True):
+                a = np.array(np.broadcast_to(a, b.shape))
+                a[idx] = b[idx]
+                mixed.append(a)
+            self._accept(v, tuple(mixed))
+
+    def _accept(self, v: Variable, nat: tuple) -> None:
         q = v.family.from_natural(*nat)
         proper = np.asarray(q.is_proper())
         if v.mask is not None:

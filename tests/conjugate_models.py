@@ -50,9 +50,10 @@ def regression(rng, fused=True, ard=True):
 
 
 def regression_mean_field(rng):
-    N, D = 40, 3
-    X = rng.normal(size=(N, D))
-    y = X @ np.array([1.0, -1.0, 0.5]) + 0.3 * rng.normal(size=N)
+    # strongly correlated inputs: simultaneous updates of the w_d would make the ELBO oscillate
+    N, D = 40, 6
+    X = rng.normal(size=(N, 1)) + 0.3 * rng.normal(size=(N, D))
+    y = X @ rng.normal(size=D) + 0.1 * rng.normal(size=N)
     with fg.Model("regression-mean-field") as m:
         n, d = fg.plate("n", N), fg.plate("d", D)
         w = fg.gaussian("w", mean=0.0, precision=1.0, plates=[d])
