@@ -33,7 +33,7 @@ from .model import Model
 from .nodes import ModelError, Plate, Variable
 from .results import Comparison, Result, compare
 
-_LAZY = {"infer": "schedules", "VMP": "schedules", "InferenceError": "schedules"}
+_LAZY = {"infer": "schedules", "VMP": "schedules", "NCVMP": "schedules", "InferenceError": "schedules"}
 
 
 def __getattr__(name: str) -> Any:
@@ -50,4 +50,4 @@ def __getattr__(name: str) -> Any:
 
 __all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "bernoulli", "beta",
            "categorical", "compare", "dirichlet", "gamma", "gaussian", "gaussian_gamma", "infer", "inner",
-           "mv_gaussian", "plate", "select", "InferenceError", "VMP", "models"]
+           "mv_gaussian", "plate", "select", "InferenceError", "NCVMP", "VMP", "models"]

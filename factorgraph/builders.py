@@ -22,6 +22,7 @@ from distributions import (
     GaussianGamma,
     MvGaussian,
 )
+from factors.data_products import cached_gram
 from factors.discrete import BERNOULLI, BETA, CATEGORICAL, DIRICHLET
 from factors.gamma import GAMMA
 from factors.gaussian import GAUSSIAN
@@ -94,8 +95,8 @@ def _finish(model: Model, var: Variable, ftype: Any, edges: dict[str, Any], para
     consumed = consumed or {}
     fplates = [p for p in fplates if p not in consumed.values()]
     fshape = tuple(p.size for p in model.sorted_plates(fplates))
-    for edge, arg in edges.items():
-        if isinstance(arg, np.ndarray) and edge in ftype.edges:
+    for edge, arg in edges.items():  # constants never add plates (an ARD vector is over components, not plates)
+        if isinstance(arg, np.ndarray) and edge in ftype.edges and edge not in consumed and not params.get("ard"):
             k = ftype.edges[edge].event_ndims[0]
             checks.fits(arg.shape[: max(arg.ndim - k, 0)], fshape, f"{var.name!r}: {edge}")
     factor = FactorNode(ftype, f"{ftype.name}({var.name})", {"out": var, **edges},
@@ -133,7 +134,7 @@ def gaussian(name: str, mean: Any = 0.0, precision: Any = 1.0, *, variance: Any 
     instead of a constant precision.
     """
     model = current_model(f"gaussian {name!r}")
-    model.claim_name(name)
+    model.check_name(name)
     if variance is not None:
         precision = 1.0 / checks.positive(variance, f"{name!r}: variance")
     if isinstance(precision, PrecisionOf):
@@ -154,7 +155,7 @@ def gamma(name: str, shape: Any = 1.0, rate: Any = 1.0, *, plates: Sequence[Plat
     """A Gamma variable x ~ Gam(shape, rate) (density ∝ x^(shape−1) e^(−rate·x)); ``rate`` may be a
     Gamma variable."""
     model = current_model(f"gamma {name!r}")
-    model.claim_name(name)
+    model.check_name(name)
     a = checks.positive(shape, f"{name!r}: shape")
     rate = _scalar_arg(model, rate, name, "rate", (Gamma,), positive=True)
     vplates = _var_plates(model, plates, name, [rate])
@@ -171,7 +172,7 @@ def gamma(name: str, shape: Any = 1.0, rate: Any = 1.0, *, plates: Sequence[Plat
 def beta(name: str, alpha: Any = 1.0, beta: Any = 1.0, *, plates: Sequence[Plate] = ()) -> Variable:
     """A Beta variable p ~ Beta(alpha, beta) with constant parameters."""
     model = current_model(f"beta {name!r}")
-    model.claim_name(name)
+    model.check_name(name)
     a = checks.positive(alpha, f"{name!r}: alpha")
     b = checks.positive(beta, f"{name!r}: beta")
     var = Variable(model, name, Beta, _plates(model, plates, name))
@@ -184,7 +185,7 @@ def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), obse
               mask: Any = None) -> Variable:
     """A binary variable x ~ Bernoulli(probs), ``probs`` a constant in (0, 1) or a Beta variable."""
     model = current_model(f"bernoulli {name!r}")
-    model.claim_name(name)
+    model.check_name(name)
     if not isinstance(probs, Variable):
         pr = checks.constant(probs, f"{name!r}: probs")
         out = (pr <= 0) | (pr >= 1)
@@ -209,7 +210,7 @@ def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), obse
 def dirichlet(name: str, concentration: Any, *, plates: Sequence[Plate] = ()) -> Variable:
     """A probability vector p ~ Dirichlet(concentration) (K = len(concentration))."""
     model = current_model(f"dirichlet {name!r}")
-    model.claim_name(name)
+    model.check_name(name)
     a = checks.positive(concentration, f"{name!r}: concentration")
     if a.ndim < 1 or a.shape[-1] < 2:
         raise ModelError(f"{name!r}: concentration must be a vector of at least 2 entries, got {concentration!r}")
@@ -223,7 +224,7 @@ def categorical(name: str, probs: Any, *, plates: Sequence[Plate] = (), observed
     """A label z ∈ {0, …, K−1} ~ Categorical(probs); ``probs`` a constant probability vector or a
     Dirichlet variable.  ``categories`` optionally names the plate its values index (for gates)."""
     model = current_model(f"categorical {name!r}")
-    model.claim_name(name)
+    model.check_name(name)
     if isinstance(probs, Variable):
         _check_parent(model, probs, name, "probs", (Dirichlet,))
         K = probs.event_shape[0]
@@ -276,7 +277,7 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = 1.0, *, covariance:
     first ``fg.inner`` that uses the variable.
     """
     model = current_model(f"mv_gaussian {name!r}")
-    model.claim_name(name)
+    model.check_name(name)
     vplates = _plates(model, plates, name)
     dims = set() if dim is None else {checks.positive_int(dim, f"{name!r}: dim")}
     consumed: dict[str, Plate] = {}
@@ -345,7 +346,7 @@ def gaussian_gamma(name: str, mean: Any = 0.0, precision: Any = 1.0, *, shape: A
     (Drugowitsch 2014 §2; BayesPy's GaussianGamma).
     """
     model = current_model(f"gaussian_gamma {name!r}")
-    model.claim_name(name)
+    model.check_name(name)
     a0 = float(checks.positive(shape, f"{name!r}: shape"))
     b0 = float(checks.positive(rate, f"{name!r}: rate"))
     mu0 = checks.constant(mean, f"{name!r}: mean")
@@ -387,12 +388,13 @@ def _normal_gamma_regression(model: Model, name: str, mean: Any, w: Variable, pl
     y, m = checks.observed_array(observed, mask, var.shape, name)
     if not m.all():
         raise ModelError(f"{name!r}: missing values are not supported in a normal-gamma regression; drop them")
-    X = mean.params["X"].reshape(-1, mean.params["X"].shape[-1])
     yv = y.reshape(-1)
-    if X.shape[0] != yv.shape[0]:
-        raise ModelError(f"{name!r}: {yv.shape[0]} observations but X has {X.shape[0]} rows")
+    rows = int(np.prod(mean.params["X"].shape[:-1]))
+    if rows != yv.shape[0]:
+        raise ModelError(f"{name!r}: {yv.shape[0]} observations but X has {rows} rows")
     var.value, var.mask = y, m
-    params = {"xtx": X.T @ X, "xty": X.T @ yv, "yty": float(yv @ yv), "n": yv.shape[0]}
+    xtx, xty = cached_gram(mean.params, yv)
+    params = {"xtx": xtx, "xty": xty, "yty": float(yv @ yv), "n": yv.shape[0]}
     factor = FactorNode(NORMAL_GAMMA_REGRESSION, f"NormalGammaRegression({name})", {"w": w}, (),
                         "default", params)
     var.prior = factor

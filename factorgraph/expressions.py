@@ -145,11 +145,10 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
     sx = "".join(letter[p.name] for p in plates)
     sw = "".join(letter[p.name] for p in wplates)
     sy = "".join(letter[p.name] for p in yplates)
-    X2 = Xa.reshape(-1, D)
     params = {"X": Xa, "subscripts": (sx, sw, sy), "mean_field": mean_field, "consumed": consumed,
               "shape": tuple(p.size for p in yplates), "w_shape": tuple(p.size for p in wplates),
               "x_axes": tuple(i for i, p in enumerate(yplates) if p in plates),
-              "xtx": None if mean_field else X2.T @ X2}
+              "products": {}}  # XᵀX (and Xᵀy) computed when first needed: factors.data_products
     node = Deterministic(model, model.fresh_name("inner"), Inner, {"w": w}, yplates, params)
     model.deterministics.append(node)
     return node

@@ -50,12 +50,17 @@ class Model:
         self.plates[name] = plate
         return plate
 
-    def claim_name(self, name: str) -> str:
+    def check_name(self, name: str) -> str:
+        """Validate a new variable's name (claimed only when the variable is registered, so a call
+        that fails on a later argument leaves the name free)."""
         if not isinstance(name, str) or not name:
             raise ModelError(f"a variable needs a non-empty string name, got {name!r}")
         if name in self._names:
             raise ModelError(f"the name {name!r} is used twice in model {self.name!r}")
-        self._names.add(name)
+        return name
+
+    def claim_name(self, name: str) -> str:
+        self._names.add(self.check_name(name))
         return name
 
     def fresh_name(self, stem: str) -> str:
@@ -65,6 +70,7 @@ class Model:
         return self.claim_name(f"{stem}_{i}")
 
     def add_variable(self, var: Variable) -> Variable:
+        self.claim_name(var.name)
         self.variables[var.name] = var
         return var
 

@@ -42,8 +42,9 @@ class RuleNotFound(LookupError):
 class FactorType:
     """A factor family: its edges, its message rules and its evidence terms."""
 
-    def __init__(self, name: str, **edges: type) -> None:
+    def __init__(self, name: str, conjugate: bool = True, **edges: type) -> None:
         self.name = name
+        self.conjugate = conjugate  # False: messages depend on the target's own posterior (NCVMP)
         self.edges: dict[str, type] = dict(edges)
         self._rules: dict[tuple[str, str, str], Rule] = {}
         self._evidence: dict[str, tuple[Callable[[Moments, dict], np.ndarray], str]] = {}

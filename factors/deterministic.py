@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .base import Stats
+from .data_products import cached_gram
 from .plating import expand, reduce
 
 
@@ -97,7 +98,7 @@ class Inner:
         if all(msg[1].shape[i] == 1 for i in p["x_axes"]):
             # the precision part is the same for every row of X: use the cached XᵀX
             e = np.broadcast_to(np.squeeze(msg[1], axis=tuple(p["x_axes"])), p["w_shape"])
-            return (lin, e[..., None, None] * p["xtx"])
+            return (lin, e[..., None, None] * cached_gram(p)[0])
         return (lin, np.einsum(f"{sy},{sx}D,{sx}E->{sw}DE", eta2, X, X, optimize=True))
 
 

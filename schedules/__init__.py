@@ -1,7 +1,7 @@
 """The inference engine: algorithms, schedules, the iteration loop and evidence assembly."""
 
-from .algorithms import VMP
+from .algorithms import NCVMP, VMP
 from .engine import InferenceError
 from .infer import infer
 
-__all__ = ["VMP", "InferenceError", "infer"]
+__all__ = ["NCVMP", "VMP", "InferenceError", "infer"]

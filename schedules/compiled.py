@@ -14,6 +14,7 @@ import numpy as np
 from distributions import Categorical, GaussianGamma, MvGaussian
 from factorgraph.nodes import Deterministic, FactorNode, Gate, ModelError, Plate, Variable
 from factors.base import RuleNotFound, one_hot, point_stats
+from factors.data_products import cached_gram
 from factors.gaussian import GAUSSIAN
 from factors.linear_gaussian import LINEAR_GAUSSIAN
 from factors.mv_gaussian import MV_GAUSSIAN_FIXED
@@ -34,6 +35,7 @@ class CFactor:
     const_stats: dict[str, tuple]  # edge -> statistics of a constant argument
     gate: Gate | None = None
     damping: float = 0.0
+    initial_damping: float = 0.0
 
     @property
     def name(self) -> str:
@@ -82,7 +84,7 @@ def compile_model(model, algorithm, schedule=None, init=None, damping: dict | No
         if not 0.0 <= val < 1.0:
             raise ModelError(f"damping of {key!r} must lie in [0, 1), got {val!r}")
     for f in factors:
-        f.damping = damping.get(f.name, algorithm.damping)
+        f.damping = f.initial_damping = damping.get(f.name, algorithm.damping)
     c = Compiled(model, algorithm, factors, latent, [])
     c.fused = [f.name for f in factors if f.node.ftype is LINEAR_GAUSSIAN]
     for f in factors:
@@ -141,9 +143,9 @@ def _fuse(model) -> list[FactorNode]:
         if not ok:
             out.append(f)
             continue
-        X = mean.params["X"].reshape(-1, mean.params["X"].shape[-1])
         yv = y.value.reshape(-1)
-        params = {"xtx": mean.params["xtx"], "xty": X.T @ yv, "yty": float(yv @ yv), "n": yv.size}
+        xtx, xty = cached_gram(mean.params, yv)
+        params = {"xtx": xtx, "xty": xty, "yty": float(yv @ yv), "n": yv.size}
         precision = prec.reshape(()) if isinstance(prec, np.ndarray) else prec
         out.append(FactorNode(LINEAR_GAUSSIAN, f.name, {"w": mean.parents["w"], "precision": precision},
                               (), f.method, params))
@@ -154,6 +156,7 @@ def _fuse(model) -> list[FactorNode]:
 def _compile_factor(f: FactorNode, algorithm, model) -> CFactor:
     params = {k: (v() if callable(v) else v) for k, v in f.params.items()}
     _finalize(f, params)
+    params["state"] = {}  # variational parameters a rule keeps between calls (ξ, a), fresh per run
     rules = {}
     for edge, arg in f.edges.items():
         target = arg.source if isinstance(arg, Gate) else arg

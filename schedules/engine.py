@@ -60,11 +60,8 @@ class Engine:
         self._last: dict[tuple[str, str], tuple] = {}
         self.max_change = 0.0
         for v in c.model.variables.values():
-            if v.mask is not None:
-                self._obs_stats[v.name] = _observed_stats(v)
-                if not v.is_latent:
-                    self.stats[v.name] = self._obs_stats[v.name]
-                    self.version[v.name] = 0
+            if v.mask is not None and not v.is_latent:
+                self.version[v.name] = 0  # statistics of data are computed when first read
 
     # ------------------------------------------------------------------------------ statistics
     def node_stats(self, node) -> tuple:
@@ -80,7 +77,15 @@ class Engine:
         try:
             return self.stats[node.name]
         except KeyError:
+            if node.mask is not None and not node.is_latent:
+                self.stats[node.name] = self.observed_stats(node)
+                return self.stats[node.name]
             raise InferenceError(f"{node.name!r} is used before it has a posterior") from None
+
+    def observed_stats(self, v: Variable) -> tuple:
+        if v.name not in self._obs_stats:
+            self._obs_stats[v.name] = _observed_stats(v)
+        return self._obs_stats[v.name]
 
     def _det_parent_stats(self, d: Deterministic) -> dict[str, tuple]:
         par = {}
@@ -198,7 +203,7 @@ class Engine:
                 raise InferenceError(f"the posterior of {v.name!r} has non-finite moments (natural parameters "
                                      f"{_summary(q.natural)}): the model may be improper or diverging")
         if v.mask is not None:
-            obs = self._obs_stats[v.name]
+            obs = self.observed_stats(v)
             s = tuple(np.where(v.mask.reshape(v.mask.shape + (1,) * k), o, a)
                       for o, a, k in zip(obs, s, v.family.event_ndims, strict=True))
         old = self.q.get(v.name)
@@ -241,6 +246,28 @@ class Engine:
             raise InferenceError(f"the update of {v.name!r} gave an improper posterior (natural parameters "
                                  f"{_summary(nat)}); check that it has a proper prior or enough data")
         self.set_posterior(v, q)
+
+    # ------------------------------------------------------------------------------ backtracking
+    def snapshot(self) -> tuple:
+        states = {f.name: dict(f.params["state"]) for f in self.c.factors}
+        return (dict(self.q), dict(self.stats), dict(self._last), states)
+
+    def restore(self, snap: tuple) -> None:
+        q, stats, last, states = snap
+        self.q, self.stats, self._last = dict(q), dict(stats), dict(last)
+        for f in self.c.factors:
+            f.params["state"] = dict(states[f.name])
+        for name in self.version:  # invalidate every cached deterministic moment
+            self.version[name] += 1
+
+    def raise_damping(self) -> bool:
+        """Halve the undamped share of every non-conjugate factor's messages; False if none left."""
+        raised = False
+        for f in self.c.factors:
+            if not f.node.ftype.conjugate and f.damping < 0.999:
+                f.damping = 0.5 * (1.0 + f.damping)
+                raised = True
+        return raised
 
     # ------------------------------------------------------------------------------ evidence
     def elbo_terms(self) -> tuple[float, float]:
@@ -335,20 +362,34 @@ def _summary(nat: tuple) -> str:
 
 
 def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, init: dict,
-        callbacks: list, progress: bool, seed: int | None) -> dict[str, Any]:
+        callbacks: list, progress: bool, seed: int | None, warmup: list[Variable]) -> dict[str, Any]:
     """Iterate the schedule until convergence; returns the pieces of a Result."""
     eng = Engine(c)
     t0 = time.perf_counter()
     eng.initialise(init, np.random.default_rng(seed))
     trace: list[float] = []
+    notes: list[str] = []
+    if warmup:
+        for v in warmup:
+            eng.update(v)
+        trace.append(eng.elbo())
     converged = False
     warnings: list[str] = []
+    backtrack = getattr(c.algorithm, "backtracking", False)
     it = 0
     for it in range(1, max_iter + 1):
-        eng.max_change = 0.0
-        for v in c.order:
-            eng.update(v)
-        L = eng.elbo()
+        snapshot = eng.snapshot() if backtrack and trace else None
+        while True:
+            eng.max_change = 0.0
+            for v in c.order:
+                eng.update(v)
+            L = eng.elbo()
+            if snapshot is None or L >= trace[-1] - 1e-12 * max(1.0, abs(L)):
+                break
+            if not eng.raise_damping():
+                warnings.append(f"iteration {it}: backtracking could not stop the ELBO from decreasing")
+                break
+            eng.restore(snapshot)
         if trace and c.algorithm.monotone and L < trace[-1] - 1e-9 * max(1.0, abs(L)):
             warnings.append(f"iteration {it}: the ELBO decreased by {trace[-1] - L:.3g}")
         delta = abs(L - trace[-1]) if trace else np.inf
@@ -366,9 +407,12 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
             break
     if progress:
         print(file=sys.stderr)
+    raised = {f.name: f.damping for f in c.factors if f.damping > f.initial_damping}
+    if raised:
+        notes.append(f"backtracking raised damping to {raised}")
     elapsed = time.perf_counter() - t0
     return {"engine": eng, "elbo_trace": np.array(trace), "n_iter": it, "converged": converged,
-            "time": elapsed, "warnings": warnings}
+            "time": elapsed, "warnings": warnings, "notes": notes}
 
 
 __all__ = ["Engine", "InferenceError", "run", "GaussianGamma"]

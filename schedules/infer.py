@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from factorgraph.model import Model
 from factorgraph.nodes import ModelError
 from factorgraph.results import LOWER_BOUND, Result
 
@@ -13,11 +14,14 @@ from .algorithms import VMP
 from .compiled import compile_model
 from .engine import run
 
+_AUTO = object()
 
-def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: float | None = 1e-9,
-          param_tol: float | None = None, init: dict[str, Any] | None = None,
-          schedule: Sequence[str] | None = None, damping: dict[str, float] | None = None,
-          callbacks: Sequence[Callable] = (), progress: bool = False, seed: int | None = 0) -> Result:
+
+def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO,
+          param_tol: Any = _AUTO, init: dict[str, Any] | None = None,
+          schedule: Sequence[str] | None = None, warmup: Sequence[str] = (),
+          damping: dict[str, float] | None = None, callbacks: Sequence[Callable] = (),
+          progress: bool = False, seed: int | None = 0) -> Result:
     """Run inference on a model.
 
     Parameters
@@ -30,14 +34,19 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: float | Non
         Maximum number of sweeps over the schedule.
     tol
         Stop when the ELBO changes by at most ``tol·|ELBO|`` between sweeps (None: never).
+        Default: 1e-9 under VMP, None under NCVMP (whose ELBO need not be monotone).
     param_tol
         Stop when no natural parameter changed by more than this in a sweep (None: never).
+        Default: None under VMP, 1e-8 under NCVMP.
     init
         Starting posteriors by variable name (a distribution object, or for a Categorical an
         array of probabilities); variables given here are updated last in each sweep.
     schedule
         Explicit update order (names of all latent variables); by default variables next to the
         data come first.
+    warmup
+        Variables updated once, in this order, after initialisation and before the first sweep;
+        the ELBO after the warm-up starts the trace.
     damping
         Per-factor damping by factor name (overrides the algorithm's global damping).
     callbacks
@@ -48,17 +57,37 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: float | Non
         Seeds the random responsibilities that break the symmetry of a mixture's selector when no
         ``init`` is given for it (the only randomness in VMP).
     """
+    if not isinstance(model, Model):
+        raise ModelError(f"infer needs an fg.Model, got {type(model).__name__}")
     algorithm = algorithm or VMP()
+    if not hasattr(algorithm, "name") or algorithm.name not in ("vmp", "ncvmp"):
+        raise ModelError(f"algorithm must be fg.VMP() or fg.NCVMP(), got {algorithm!r}")
+    monotone = getattr(algorithm, "monotone", True)
+    if tol is _AUTO:
+        tol = 1e-9 if monotone else None
+    if param_tol is _AUTO:
+        param_tol = None if monotone else 1e-8
+    for label, value in (("tol", tol), ("param_tol", param_tol)):
+        if value is not None and not (isinstance(value, int | float) and value >= 0):
+            raise ModelError(f"{label} must be a non-negative number or None, got {value!r}")
+    if schedule is not None and len(set(schedule)) != len(schedule):
+        raise ModelError(f"schedule names a variable twice: {list(schedule)}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
         raise ModelError(f"max_iter must be a positive integer, got {max_iter!r}")
     t0 = time.perf_counter()
     c = compile_model(model, algorithm, schedule, init, damping)
     compile_time = time.perf_counter() - t0
-    out = run(c, max_iter, tol, param_tol, dict(init or {}), list(callbacks), progress, seed)
+    warm = []
+    for name in warmup:
+        v = model.variables.get(name)
+        if v is None or not v.is_latent:
+            raise ModelError(f"warmup: {name!r} is not a latent variable of model {model.name!r}")
+        warm.append(v)
+    out = run(c, max_iter, tol, param_tol, dict(init or {}), list(callbacks), progress, seed, warm)
     eng = out["engine"]
     kinds = {f.evidence_kind for f in c.factors}
     kind = LOWER_BOUND if kinds <= {"exact", "bound"} else "approximation"
-    notes = []
+    notes = list(out["notes"])
     if any(f.params.get("logdet", 0) is None for f in c.factors):
         notes.append("an improper flat prior contributes no evidence term: the evidence is defined up to a constant")
     if c.fused:

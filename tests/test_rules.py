@@ -140,7 +140,7 @@ def _det_case(op, rng):
     if op is Inner:
         X = rng.normal(size=(4, D))
         params = {"X": X, "subscripts": ("a", "", "a"), "mean_field": False, "consumed": None, "shape": (4,),
-                  "w_shape": (), "x_axes": (0,), "xtx": X.T @ X}
+                  "w_shape": (), "x_axes": (0,)}
         par = {"w": _stats(MvGaussian, rng, ())}
         return params, par, (4,)
     params = {"src": {"a": (0,), "b": ()}, "dst": (0,), "sizes": (4,)}
@@ -151,7 +151,7 @@ def _det_case(op, rng):
 def _det_mean_field(rng):
     X = rng.normal(size=(4, D))
     params = {"X": X, "subscripts": ("a", "", "a"), "mean_field": True, "consumed": None, "shape": (4,),
-              "w_shape": (), "x_axes": (0,), "xtx": None}
+              "w_shape": (), "x_axes": (0,)}
     par = {"w": _stats(Gaussian, rng, (D,))}
     return params, par, (4,)
 

@@ -1,0 +1,817 @@
+"""Bad input gets a clear ``fg.ModelError`` naming the variable (or factor/plate) and the offending value.
+
+DESIGN.md §5: errors are raised when the model is built, or when ``fg.infer`` compiles it where only
+then knowable, never deep inside an iteration.  Each case below is one bad input; the expected message
+fragments (the name and the value) must all appear in the error.
+
+* ``BUILD`` cases fail inside the ``with fg.Model()`` block: the function never calls ``fg.infer``.
+* ``COMPILE`` cases build a valid-looking model and fail in ``fg.infer`` before the first sweep (a
+  callback that would see the first iteration is never called).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import factorgraph as fg
+from distributions import Gaussian
+
+BUILD: list = []
+COMPILE: list = []
+
+
+def _pattern(*fragments: str) -> str:
+    """A regex that matches when every fragment appears (in any order)."""
+    return "(?s)^" + "".join(f"(?=.*{re.escape(f)})" for f in fragments)
+
+
+def build_error(*fragments: str):
+    def deco(fn):
+        BUILD.append(pytest.param(fn, fragments, id=fn.__name__))
+        return fn
+    return deco
+
+
+def compile_error(*fragments: str):
+    def deco(fn):
+        COMPILE.append(pytest.param(fn, fragments, id=fn.__name__))
+        return fn
+    return deco
+
+
+def _simple_model(n: int = 3) -> fg.Model:
+    """mu ~ N(0, 1), tau ~ Gam(1, 1), x_i ~ N(mu, tau) observed."""
+    with fg.Model("simple") as m:
+        p = fg.plate("n", n)
+        mu = fg.gaussian("mu", 0.0, 1.0)
+        tau = fg.gamma("tau", 1.0, 1.0)
+        fg.gaussian("x", mu, tau, plates=[p], observed=np.arange(n, dtype=float))
+    return m
+
+
+# ------------------------------------------------------------------------------------ observed data
+@build_error("'x'", "nan", "mask")
+def nan_in_observed():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        mu = fg.gaussian("mu")
+        fg.gaussian("x", mu, 1.0, plates=[n], observed=[1.0, np.nan, 2.0])
+
+
+@build_error("'x'", "inf")
+def inf_in_observed():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        fg.gaussian("x", 0.0, 1.0, plates=[n], observed=[1.0, np.inf, 2.0])
+
+
+@build_error("'x'", "-inf")
+def minus_inf_in_observed():
+    with fg.Model():
+        n = fg.plate("n", 2)
+        fg.gaussian("x", 0.0, 1.0, plates=[n], observed=[-np.inf, 2.0])
+
+
+@build_error("'x'", "nan")
+def nan_where_mask_true():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        fg.gaussian("x", plates=[n], observed=[1.0, np.nan, 2.0], mask=np.array([True, True, False]))
+
+
+@build_error("'x'", "(4,)", "(3,)")
+def observed_shape_not_plate_shape():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        fg.gaussian("x", plates=[n], observed=np.zeros(4))
+
+
+@build_error("'x'", "(3, 2)", "(2, 3)")
+def observed_shape_transposed():
+    with fg.Model():
+        a, b = fg.plate("a", 2), fg.plate("b", 3)
+        fg.gaussian("x", plates=[a, b], observed=np.zeros((3, 2)))
+
+
+@build_error("'x'", "empty")
+def empty_observed():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        fg.gaussian("x", plates=[n], observed=[])
+
+
+@build_error("'x'", "numeric", "'abc'")
+def non_numeric_observed():
+    with fg.Model():
+        fg.gaussian("x", observed="abc")
+
+
+@build_error("'x'", "(2,)", "(3,)")
+def mask_wrong_shape():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        fg.gaussian("x", plates=[n], observed=np.zeros(3), mask=np.array([True, False]))
+
+
+@build_error("'x'", "boolean", "int64", "[1, 0, 1]")
+def mask_not_boolean():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        fg.gaussian("x", plates=[n], observed=np.zeros(3), mask=np.array([1, 0, 1], dtype=np.int64))
+
+
+@build_error("'x'", "mask", "without observed")
+def mask_without_observed():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        fg.gaussian("x", plates=[n], mask=np.ones(3, bool))
+
+
+@build_error("'t'", "Gamma", "-1.0")
+def observed_gamma_negative():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        fg.gamma("t", 1.0, 1.0, plates=[n], observed=[1.0, -1.0, 2.0])
+
+
+@build_error("'t'", "Gamma", "0.0")
+def observed_gamma_zero():
+    with fg.Model():
+        n = fg.plate("n", 2)
+        fg.gamma("t", 1.0, 1.0, plates=[n], observed=[0.0, 2.0])
+
+
+# ------------------------------------------------------------------------------------ plates and names
+@pytest.mark.parametrize("size", [0, -2, 2.5, 3.0, "3", True, None])
+def test_plate_size_must_be_positive_integer(size):
+    with fg.Model(), pytest.raises(fg.ModelError, match=_pattern("'n'", repr(size))):
+        fg.plate("n", size)
+
+
+@build_error("'n'", "twice")
+def plate_declared_twice():
+    with fg.Model():
+        fg.plate("n", 3)
+        fg.plate("n", 4)
+
+
+@build_error("'mu'", "twice")
+def variable_name_used_twice():
+    with fg.Model():
+        fg.gaussian("mu")
+        fg.gamma("mu")
+
+
+@build_error("non-empty string", "3")
+def variable_name_not_a_string():
+    with fg.Model():
+        fg.gaussian(3)
+
+
+@build_error("'x'", "plates", "'n'")
+def plates_given_as_strings():
+    with fg.Model():
+        fg.plate("n", 3)
+        fg.gaussian("x", plates=["n"])
+
+
+# ------------------------------------------------------------------------------------ parameters
+@build_error("'x'", "precision", "-1.0")
+def negative_constant_precision():
+    with fg.Model():
+        fg.gaussian("x", 0.0, -1.0)
+
+
+@build_error("'x'", "precision", "0.0", "[1.0, 0.0, 2.0]")
+def zero_in_precision_array():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        fg.gaussian("x", 0.0, np.array([1.0, 0.0, 2.0]), plates=[n])
+
+
+@build_error("'x'", "variance", "0.0")
+def zero_variance():
+    with fg.Model():
+        fg.gaussian("x", 0.0, variance=0.0)
+
+
+@build_error("'x'", "variance", "-3.0")
+def negative_variance():
+    with fg.Model():
+        fg.gaussian("x", 0.0, variance=-3.0)
+
+
+@build_error("'x'", "mean", "nan")
+def nan_constant_mean():
+    with fg.Model():
+        fg.gaussian("x", mean=np.nan)
+
+
+@build_error("'t'", "shape", "0.0")
+def zero_gamma_shape():
+    with fg.Model():
+        fg.gamma("t", shape=0.0, rate=1.0)
+
+
+@build_error("'t'", "shape", "inf")
+def infinite_gamma_shape():
+    with fg.Model():
+        fg.gamma("t", shape=np.inf, rate=1.0)
+
+
+@build_error("'t'", "rate", "-2.0")
+def negative_gamma_rate():
+    with fg.Model():
+        fg.gamma("t", shape=1.0, rate=-2.0)
+
+
+@build_error("'x'", "mean", "(4,)", "(3,)")
+def constant_mean_does_not_fit_plates():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        fg.gaussian("x", mean=np.zeros(4), plates=[n])
+
+
+@build_error("'x'", "mean", "(3,)", "()")
+def constant_array_on_unplated_variable():
+    with fg.Model():
+        fg.gaussian("x", mean=np.zeros(3))
+
+
+@build_error("'t'", "shape", "(4,)", "(3,)")
+def gamma_shape_does_not_fit_plates():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        fg.gamma("t", shape=np.ones(4), plates=[n])
+
+
+@build_error("'p'", "alpha", "0.0")
+def zero_beta_alpha():
+    with fg.Model():
+        fg.beta("p", alpha=0.0, beta=1.0)
+
+
+@build_error("'p'", "beta", "-1.0")
+def negative_beta_beta():
+    with fg.Model():
+        fg.beta("p", alpha=1.0, beta=-1.0)
+
+
+@build_error("'theta'", "concentration", "0.0")
+def zero_dirichlet_concentration():
+    with fg.Model():
+        fg.dirichlet("theta", concentration=[1.0, 0.0, 2.0])
+
+
+@build_error("'theta'", "concentration", "[3.0]")
+def dirichlet_with_one_category():
+    with fg.Model():
+        fg.dirichlet("theta", concentration=[3.0])
+
+
+# ------------------------------------------------------------------------------------ discrete data
+@build_error("'c'", "0..2", "3")
+def label_out_of_range():
+    with fg.Model():
+        n = fg.plate("n", 4)
+        fg.categorical("c", probs=np.ones(3) / 3, plates=[n], observed=[0, 1, 3, 2])
+
+
+@build_error("'c'", "0..2", "-1")
+def negative_label():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        fg.categorical("c", probs=np.ones(3) / 3, plates=[n], observed=[0, -1, 2])
+
+
+@build_error("'c'", "integers", "1.5")
+def non_integer_label():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        fg.categorical("c", probs=[0.5, 0.5], plates=[n], observed=[0, 1.5, 1])
+
+
+@build_error("'c'", "integers", "'a'")
+def string_labels():
+    with fg.Model():
+        n = fg.plate("n", 2)
+        fg.categorical("c", probs=[0.5, 0.5], plates=[n], observed=["a", "b"])
+
+
+@build_error("'c'", "nan", "mask")
+def nan_label_unmasked():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        fg.categorical("c", probs=[0.5, 0.5], plates=[n], observed=[0, np.nan, 1])
+
+
+@build_error("'c'", "empty")
+def empty_labels():
+    with fg.Model():
+        fg.categorical("c", probs=[0.5, 0.5], observed=[])
+
+
+@build_error("'c'", "(2,)", "(3,)")
+def label_mask_wrong_shape():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        fg.categorical("c", probs=[0.5, 0.5], plates=[n], observed=[0, 1, 1], mask=np.array([True, False]))
+
+
+@build_error("'c'", "[0.5, 0.4]", "0.9")
+def categorical_probs_not_summing_to_one():
+    with fg.Model():
+        fg.categorical("c", probs=[0.5, 0.4])
+
+
+@build_error("'c'", "-0.5")
+def categorical_probs_negative():
+    with fg.Model():
+        fg.categorical("c", probs=[1.5, -0.5])
+
+
+@build_error("'coin'", "0/1", "2.0")
+def bernoulli_observed_not_binary():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        p = fg.beta("p")
+        fg.bernoulli("coin", probs=p, plates=[n], observed=[0, 2, 1])
+
+
+@build_error("'coin'", "nan")
+def bernoulli_observed_nan():
+    with fg.Model():
+        n = fg.plate("n", 2)
+        fg.bernoulli("coin", probs=0.5, plates=[n], observed=[0.0, np.nan])
+
+
+@build_error("'coin'", "(2,)", "(3,)")
+def bernoulli_mask_wrong_shape():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        fg.bernoulli("coin", probs=0.5, plates=[n], observed=[0, 1, 1], mask=np.array([True, False]))
+
+
+@pytest.mark.parametrize("probs", [0.0, 1.0, 1.5, -0.2])
+def test_bernoulli_probs_outside_unit_interval(probs):
+    with fg.Model(), pytest.raises(fg.ModelError, match=_pattern("'coin'", "(0, 1)", repr(probs))):
+        fg.bernoulli("coin", probs=probs)
+
+
+# ------------------------------------------------------------------------------------ structure
+@build_error("'sum_0'", "deterministic", "observe")
+def observing_a_deterministic_node():
+    with fg.Model():
+        a, b = fg.gaussian("a"), fg.gaussian("b")
+        (a + b).observe(1.0)
+
+
+@build_error("'a'", "both sides")
+def same_variable_on_both_sides_of_a_sum():
+    with fg.Model():
+        a = fg.gaussian("a")
+        _ = a + a
+
+
+@build_error("'a'", "both sides")
+def same_variable_on_both_sides_of_a_product():
+    with fg.Model():
+        a, b = fg.gaussian("a"), fg.gaussian("b")
+        _ = (a + b) * a
+
+
+@build_error("'x'", "precision", "Gamma", "Gaussian 'g'")
+def gaussian_as_precision():
+    with fg.Model():
+        g = fg.gaussian("g")
+        fg.gaussian("x", 0.0, g)
+
+
+@build_error("'x'", "mean", "Gaussian", "Gamma 'g'")
+def gamma_as_mean():
+    with fg.Model():
+        g = fg.gamma("g")
+        fg.gaussian("x", g, 1.0)
+
+
+@build_error("'t'", "rate", "Gaussian 'g'")
+def gaussian_as_gamma_rate():
+    with fg.Model():
+        g = fg.gaussian("g")
+        fg.gamma("t", 1.0, g)
+
+
+@build_error("'x'", "precision", "'sum_0'")
+def expression_as_precision():
+    with fg.Model():
+        a, b = fg.gaussian("a"), fg.gaussian("b")
+        fg.gaussian("x", 0.0, a + b)
+
+
+@build_error("'coin'", "probs", "Beta", "Gaussian 'g'")
+def gaussian_as_bernoulli_probs():
+    with fg.Model():
+        g = fg.gaussian("g")
+        fg.bernoulli("coin", probs=g)
+
+
+@build_error("'c'", "probs", "Dirichlet", "Gaussian 'g'")
+def gaussian_as_categorical_probs():
+    with fg.Model():
+        g = fg.gaussian("g")
+        fg.categorical("c", probs=g)
+
+
+@build_error("'coin'", "probs", "constant", "p[z]")
+def gate_where_only_a_constant_or_beta_is_allowed():
+    with fg.Model():
+        k = fg.plate("k", 2)
+        p = fg.beta("p", plates=[k])
+        z = fg.categorical("z", [0.5, 0.5])
+        fg.bernoulli("coin", probs=p[z])
+
+
+@build_error("'g'", "Gaussian", "Categorical")
+def gate_with_non_categorical_selector():
+    with fg.Model():
+        k = fg.plate("k", 2)
+        mus = fg.gaussian("mus", plates=[k])
+        g = fg.gaussian("g")
+        _ = mus[g]
+
+
+@build_error("'x'", "mean", "'a'", "another model")
+def parent_from_another_model():
+    with fg.Model("A"):
+        a = fg.gaussian("a")
+    with fg.Model("B"):
+        fg.gaussian("x", a, 1.0)
+
+
+@build_error("'a'", "'A'", "'B'")
+def sum_with_a_node_from_another_model():
+    with fg.Model("A"):
+        a = fg.gaussian("a")
+    with fg.Model("B"):
+        b = fg.gaussian("b")
+        _ = a + b
+
+
+@build_error("inner", "'w'", "'A'", "'B'")
+def inner_with_weights_from_another_model():
+    with fg.Model("A"):
+        w = fg.mv_gaussian("w", dim=2)
+    with fg.Model("B"):
+        n = fg.plate("n", 3)
+        fg.inner(np.ones((3, 2)), w, plates=[n])
+
+
+@build_error("'x'", "Plate('n', 3)", "'B'")
+def plate_from_another_model():
+    with fg.Model("A"):
+        n = fg.plate("n", 3)
+    with fg.Model("B"):
+        fg.gaussian("x", plates=[n])
+
+
+@build_error("'x'", "no active model")
+def variable_outside_a_model():
+    fg.gaussian("x")
+
+
+@build_error("'n'", "no active model")
+def plate_outside_a_model():
+    fg.plate("n", 3)
+
+
+@build_error("inner", "no active model")
+def inner_outside_a_model():
+    with fg.Model():
+        w = fg.mv_gaussian("w", dim=2)
+    fg.inner(np.ones((3, 2)), w)
+
+
+# ------------------------------------------------------------------------------------ inner / gates
+@build_error("inner", "'w'", "2 columns", "3")
+def inner_columns_not_weight_dimension():
+    with fg.Model():
+        n = fg.plate("n", 4)
+        w = fg.mv_gaussian("w", dim=3)
+        fg.inner(np.ones((4, 2)), w, plates=[n])
+
+
+@build_error("inner", "'n'", "5 rows", "4")
+def inner_rows_not_plate_size():
+    with fg.Model():
+        n = fg.plate("n", 4)
+        w = fg.mv_gaussian("w", dim=3)
+        fg.inner(np.ones((5, 3)), w, plates=[n])
+
+
+@build_error("inner", "'w'", "3", "('d', 2)")
+def inner_mean_field_weights_without_matching_plate():
+    with fg.Model():
+        n, d = fg.plate("n", 4), fg.plate("d", 2)
+        w = fg.gaussian("w", plates=[d])
+        fg.inner(np.ones((4, 3)), w, plates=[n])
+
+
+@build_error("inner", "X", "nan")
+def inner_with_nan_inputs():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        w = fg.mv_gaussian("w", dim=2)
+        fg.inner(np.array([[1.0, 2.0], [np.nan, 1.0], [1.0, 1.0]]), w, plates=[n])
+
+
+@build_error("inner", "'g'", "Gamma")
+def inner_with_gamma_weights():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        g = fg.gamma("g")
+        fg.inner(np.ones((3, 2)), g, plates=[n])
+
+
+@build_error("'mus'", "'z'", "2 categories", "('k', 3)")
+def dirichlet_size_not_gate_plate():
+    with fg.Model():
+        k, n = fg.plate("k", 3), fg.plate("n", 5)
+        pi = fg.dirichlet("pi", np.ones(2))
+        z = fg.categorical("z", pi, plates=[n])
+        mus = fg.gaussian("mus", 0.0, 1.0, plates=[k])
+        fg.gaussian("x", mus[z], 1.0, plates=[n], observed=np.zeros(5))
+
+
+@build_error("'z'", "size 2", "Plate('k', 3)")
+def dirichlet_size_not_categories_plate():
+    with fg.Model():
+        k, n = fg.plate("k", 3), fg.plate("n", 5)
+        pi = fg.dirichlet("pi", np.ones(2))
+        fg.categorical("z", pi, plates=[n], categories=k)
+
+
+@build_error("'mus'", "'z'", "('k', 2)", "('j', 2)")
+def gate_with_ambiguous_plate():
+    with fg.Model():
+        k, j = fg.plate("k", 2), fg.plate("j", 2)
+        mus = fg.gaussian("mus", plates=[k, j])
+        z = fg.categorical("z", [0.5, 0.5])
+        fg.gaussian("x", mus[z], 1.0, observed=1.0)
+
+
+@build_error("select", "3 rows", "'z'", "2 categories")
+def select_rows_not_categories():
+    with fg.Model():
+        z = fg.categorical("z", [0.5, 0.5])
+        fg.gaussian("x", fg.select([1.0, 2.0, 3.0], z), 1.0, observed=1.0)
+
+
+# ------------------------------------------------------------------------------------ mv_gaussian / normal-gamma
+@build_error("'w'", "symmetric", "0.5", "0.0")
+def precision_matrix_not_symmetric():
+    with fg.Model():
+        fg.mv_gaussian("w", precision=np.array([[1.0, 0.5], [0.0, 1.0]]))
+
+
+@build_error("'w'", "positive definite", "-1.0")
+def precision_matrix_not_positive_definite():
+    with fg.Model():
+        fg.mv_gaussian("w", precision=np.array([[1.0, 2.0], [2.0, 1.0]]))
+
+
+@build_error("'w'", "square", "(2, 3)")
+def precision_matrix_not_square():
+    with fg.Model():
+        fg.mv_gaussian("w", precision=np.ones((2, 3)))
+
+
+@build_error("'w'", "covariance", "positive definite", "-1.0")
+def covariance_not_positive_definite():
+    with fg.Model():
+        fg.mv_gaussian("w", covariance=np.array([[1.0, 2.0], [2.0, 1.0]]))
+
+
+@build_error("'w'", "covariance", "zeros")
+def covariance_all_zero():
+    with fg.Model():
+        fg.mv_gaussian("w", covariance=np.zeros((2, 2)))
+
+
+@build_error("'w'", "diagonal precision", "[1.0, 0.0]")
+def diagonal_precision_partly_zero():
+    with fg.Model():
+        fg.mv_gaussian("w", precision=np.array([1.0, 0.0]))
+
+
+@pytest.mark.parametrize("dim", [0, -1, 2.5, "2"])
+def test_mv_gaussian_dim_must_be_positive_integer(dim):
+    with fg.Model(), pytest.raises(fg.ModelError, match=_pattern("'w'", "dim", repr(dim))):
+        fg.mv_gaussian("w", dim=dim)
+
+
+@build_error("'w'", "[2, 3]")
+def mv_gaussian_inconsistent_dimensions():
+    with fg.Model():
+        d = fg.plate("d", 3)
+        alpha = fg.gamma("alpha", plates=[d])
+        fg.mv_gaussian("w", precision=alpha, dim=2)
+
+
+@build_error("'y'", "'w'.tau", "inner")
+def tau_without_inner_mean():
+    with fg.Model():
+        w = fg.gaussian_gamma("w", dim=2)
+        fg.gaussian("y", 0.0, w.tau, observed=1.0)
+
+
+@build_error("'t'", "'w'.tau")
+def tau_as_gamma_rate():
+    with fg.Model():
+        w = fg.gaussian_gamma("w", dim=2)
+        fg.gamma("t", 1.0, w.tau)
+
+
+@build_error("'g'", "Gaussian", "normal-gamma")
+def tau_of_a_plain_gaussian():
+    with fg.Model():
+        g = fg.gaussian("g")
+        _ = g.tau
+
+
+@build_error("'y'", "precision must be 'w'.tau")
+def normal_gamma_inner_with_other_precision():
+    with fg.Model():
+        n = fg.plate("n", 3)
+        w = fg.gaussian_gamma("w", dim=2)
+        fg.gaussian("y", fg.inner(np.ones((3, 2)), w, plates=[n]), 1.0, plates=[n], observed=np.zeros(3))
+
+
+# ------------------------------------------------------------------------------------ compile time (fg.infer)
+@compile_error("'w'", "dimension", "unknown")
+def mv_gaussian_dimension_never_given():
+    with fg.Model() as m:
+        fg.mv_gaussian("w")
+    return m, {}
+
+
+@compile_error("init", "'nope'")
+def init_names_unknown_variable():
+    return _simple_model(), {"init": {"nope": Gaussian(mean=0.0, var=1.0)}}
+
+
+@compile_error("init", "'x'")
+def init_names_observed_variable():
+    return _simple_model(), {"init": {"x": Gaussian(mean=np.zeros(3), var=np.ones(3))}}
+
+
+@compile_error("init", "'mu'", "(2,)", "()")
+def init_with_wrong_shape():
+    return _simple_model(), {"init": {"mu": Gaussian(mean=np.zeros(2), var=np.ones(2))}}
+
+
+@compile_error("init", "'mu'", "Gaussian", "Gamma")
+def init_of_the_wrong_family():
+    from distributions import Gamma
+
+    return _simple_model(), {"init": {"mu": Gamma(shape=1.0, rate=1.0)}}
+
+
+@compile_error("schedule", "'x'", "latent")
+def schedule_names_observed_variable():
+    return _simple_model(), {"schedule": ["mu", "tau", "x"]}
+
+
+@compile_error("schedule", "'tau'", "never updated")
+def schedule_omits_latent_variable():
+    return _simple_model(), {"schedule": ["mu"]}
+
+
+@compile_error("schedule", "'nope'")
+def schedule_names_unknown_variable():
+    return _simple_model(), {"schedule": ["mu", "tau", "nope"]}
+
+
+@pytest.mark.parametrize("max_iter", [0, -5, 2.5, True])
+def test_max_iter_must_be_positive_integer(max_iter):
+    m = _simple_model()
+    with pytest.raises(fg.ModelError, match=_pattern("max_iter", repr(max_iter))):
+        fg.infer(m, max_iter=max_iter)
+
+
+@pytest.mark.parametrize("value", [1.0, -0.1, 1.5, float("nan")])
+def test_per_factor_damping_outside_unit_interval(value):
+    m = _simple_model()
+    name = m["x"].prior.name
+    with pytest.raises(fg.ModelError, match=_pattern(repr(name), "[0, 1)", repr(value))):
+        fg.infer(m, damping={name: value})
+
+
+@compile_error("damping", "'nope'")
+def damping_for_unknown_factor():
+    return _simple_model(), {"damping": {"nope": 0.5}}
+
+
+@pytest.mark.parametrize("algorithm", ["VMP", "NCVMP"])
+@pytest.mark.parametrize("value", [1.0, -0.1, float("nan")])
+def test_global_damping_outside_unit_interval(algorithm, value):
+    with pytest.raises(fg.ModelError, match=_pattern(algorithm, "damping", "[0, 1)", repr(value))):
+        getattr(fg, algorithm)(damping=value)
+
+
+@compile_error("model 'empty'", "no variables")
+def empty_model():
+    with fg.Model("empty") as m:
+        pass
+    return m, {}
+
+
+# ------------------------------------------------------------------------------------ the runners
+@pytest.mark.parametrize(("build", "fragments"), BUILD)
+def test_build_time_error(build, fragments):
+    with pytest.raises(fg.ModelError, match=_pattern(*fragments)):
+        build()
+
+
+@pytest.mark.parametrize(("setup", "fragments"), COMPILE)
+def test_compile_time_error(setup, fragments):
+    model, kwargs = setup()
+    sweeps = []
+    with pytest.raises(fg.ModelError, match=_pattern(*fragments)):
+        fg.infer(model, callbacks=[lambda it, elbo, eng: sweeps.append(it)], **kwargs)
+    assert sweeps == [], "the error must come before the first iteration"
+
+
+def test_model_error_is_a_value_error():
+    assert issubclass(fg.ModelError, ValueError)
+
+
+def test_enough_distinct_bad_inputs():
+    assert len(BUILD) + len(COMPILE) >= 25
+
+
+# ------------------------------------------------------------------------------------ positive controls
+def test_nan_where_masked_is_allowed():
+    """NaN at a masked (missing) entry is not an error, and the entry is ignored."""
+    data = np.array([1.0, np.nan, 2.0, 4.0])
+    mask = np.isfinite(data)
+
+    def fit(obs, msk, n):
+        with fg.Model() as m:
+            p = fg.plate("n", n)
+            mu = fg.gaussian("mu", 0.0, 1e-2)
+            fg.gaussian("x", mu, 2.0, plates=[p], observed=obs, mask=msk)
+        return fg.infer(m).posterior("mu")
+
+    q = fit(data, mask, 4)
+    ref = fit(data[mask], None, 3)
+    assert np.isfinite(q.mean()) and np.isfinite(q.var())
+    # the missing entry becomes a latent x[1]; at the VMP fixed point q(mu) has the exact posterior mean
+    # (its variance is the mean-field one, smaller than the exact posterior's)
+    np.testing.assert_allclose(q.mean(), ref.mean(), rtol=1e-5)
+
+
+def test_masked_labels_and_bernoulli_allow_nan():
+    with fg.Model() as m:
+        n = fg.plate("n", 4)
+        theta = fg.dirichlet("theta", np.ones(3))
+        fg.categorical("c", theta, plates=[n], observed=[0, np.nan, 2, 2],
+                       mask=np.array([True, False, True, True]))
+        p = fg.beta("p")
+        fg.bernoulli("coin", p, plates=[n], observed=[1.0, np.nan, 0.0, 1.0],
+                     mask=np.array([True, False, True, True]))
+    r = fg.infer(m)
+    # the three observed labels count once each; the missing one is latent and adds its responsibilities
+    extra = r.posterior("theta").concentration - np.array([2.0, 1.0, 3.0])
+    assert np.all(extra >= 0) and np.isclose(extra.sum(), 1.0)
+    q = r.posterior("p")
+    assert q.alpha >= 3.0 and q.beta >= 2.0 and np.isclose(q.alpha + q.beta, 6.0)
+    assert np.isfinite(r.elbo)
+
+
+def test_constants_that_broadcast_are_accepted():
+    """Constants may broadcast (numpy-style, trailing axes) over the plates; only growing them is an error."""
+    with fg.Model() as m:
+        a, b = fg.plate("a", 2), fg.plate("b", 3)
+        mu = fg.gaussian("mu", mean=np.zeros((2, 1)), precision=np.ones(3), plates=[a, b])
+        fg.gaussian("x", mu, 1.0, plates=[a, b], observed=np.ones((2, 3)))
+    assert fg.infer(m).posterior("mu").mean().shape == (2, 3)
+
+
+def test_infer_arguments_are_checked():
+    m = _simple_model()
+    with pytest.raises(fg.ModelError, match="fg.Model"):
+        fg.infer("abc")
+    with pytest.raises(fg.ModelError, match="tol"):
+        fg.infer(m, tol=-1.0)
+    with pytest.raises(fg.ModelError, match="twice"):
+        fg.infer(m, schedule=["mu", "mu"])
+
+
+def test_failed_builder_call_leaves_the_name_free():
+    with fg.Model("retry"):
+        with pytest.raises(fg.ModelError):
+            fg.gaussian("x", precision=-1.0)
+        fg.gaussian("x", precision=1.0)
