@@ -135,7 +135,8 @@ def gmm(N: int = 10_000, K: int = 5, D: int = 2) -> None:
     print(f"\nGaussian mixture K = {K}, N = {N}, D = {D} (ours: diagonal precisions; BayesPy: full Wishart)")
     print(f"{'':10} {'per iter':>10} {'fit':>8} {'iters':>6} {'accuracy':>9}")
     print(f"{'ours':10} {timer.per_iter():10.2e} {total:8.3f} {r.n_iter:6d} {acc:9.3f}")
-    print(f"{'BayesPy':10} {peer['sec_per_iter']:10.2e} {peer['total_sec']:8.3f} {peer['iterations']:6d} {peer_acc:9.3f}")
+    print(f"{'BayesPy':10} {peer['sec_per_iter']:10.2e} {peer['total_sec']:8.3f} {peer['iterations']:6d} "
+          f"{peer_acc:9.3f}")
     print(f"per-iteration ratio BayesPy / ours: {peer['sec_per_iter'] / timer.per_iter():.1f}")
 
 

@@ -1,0 +1,40 @@
+"""Numba kernels for Gaussian expectations and bounds used by the logistic, softmax and site factors.
+
+Every expectation/bound kernel takes broadcastable ``m`` (means) and ``v`` (variances) and returns the
+value followed by its derivatives ``∂/∂m`` and ``∂/∂v`` (the inputs of a Gaussian NCVMP message,
+``1/v_f = −2∂S/∂v``, ``m_f/v_f = m/v_f + ∂S/∂m``), then any optimised variational parameters.
+"""
+
+from .gauss_hermite import gaussian_expectation, normal_rule
+from .logistic import logistic_expectations, logistic_quadrature_message
+from .quadratic import bouchard_softmax_bound, jj_lambda, jj_logistic_bound
+from .softmax_bounds import (
+    adaptive_softmax_bound,
+    bohning_softmax_bound,
+    log_softmax_bound,
+    taylor_softmax_approx,
+)
+from .special import erfcx, log1pexp, log_sigmoid, logsumexp, sigmoid, softmax
+from .tilted import tilted_logistic_bound, tilted_softmax_bound
+
+__all__ = [
+    "adaptive_softmax_bound",
+    "bohning_softmax_bound",
+    "bouchard_softmax_bound",
+    "erfcx",
+    "gaussian_expectation",
+    "jj_lambda",
+    "jj_logistic_bound",
+    "log1pexp",
+    "log_sigmoid",
+    "log_softmax_bound",
+    "logistic_expectations",
+    "logistic_quadrature_message",
+    "logsumexp",
+    "normal_rule",
+    "sigmoid",
+    "softmax",
+    "taylor_softmax_approx",
+    "tilted_logistic_bound",
+    "tilted_softmax_bound",
+]
