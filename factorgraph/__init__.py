@@ -31,6 +31,7 @@ from .builders import (
 from .expressions import inner, select
 from .model import Model
 from .nodes import ModelError, Plate, Variable
+from .nonconjugate import bernoulli_logit, categorical_softmax
 from .results import Comparison, Result, compare
 
 _LAZY = {"infer": "schedules", "VMP": "schedules", "NCVMP": "schedules", "InferenceError": "schedules"}
@@ -48,6 +49,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'factorgraph' has no attribute {name!r}")
 
 
-__all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "bernoulli", "beta",
+__all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "bernoulli", "bernoulli_logit",
+           "beta", "categorical_softmax",
            "categorical", "compare", "dirichlet", "gamma", "gaussian", "gaussian_gamma", "infer", "inner",
            "mv_gaussian", "plate", "select", "InferenceError", "NCVMP", "VMP", "models"]

@@ -58,6 +58,8 @@ class Engine:
         self._det_cache: dict[int, tuple] = {}
         self._obs_stats: dict[str, tuple] = {}
         self._last: dict[tuple[str, str], tuple] = {}
+        # backtracking damps a retried sweep toward the messages of the last accepted one
+        self._keep_last = bool(getattr(c.algorithm, "backtracking", False))
         self.max_change = 0.0
         for v in c.model.variables.values():
             if v.mask is not None and not v.is_latent:
@@ -146,10 +148,10 @@ class Engine:
         if consumed is not None:
             full = [p.index for p in node.plates]
             out = tuple(move_event_to_plate(m, full, consumed.index, k - 1) for m, k in zip(out, evs, strict=True))
-        if f.damping > 0.0:
+        if f.damping > 0.0 or self._keep_last:
             key = (f.name, edge)
             prev = self._last.get(key)
-            if prev is not None:
+            if prev is not None and f.damping > 0.0:
                 out = tuple((1.0 - f.damping) * m + f.damping * p for m, p in zip(out, prev, strict=True))
             self._last[key] = out
         return out
@@ -208,7 +210,8 @@ class Engine:
                       for o, a, k in zip(obs, s, v.family.event_ndims, strict=True))
         old = self.q.get(v.name)
         if old is not None:
-            change = max(float(np.max(np.abs(a - b), initial=0.0)) for a, b in zip(q.natural, old.natural, strict=True))
+            change = max(float(np.max(np.abs(a - b) / (1.0 + np.abs(b)), initial=0.0))
+                         for a, b in zip(q.natural, old.natural, strict=True))
             self.max_change = max(self.max_change, change)
         self.q[v.name] = q
         self.stats[v.name] = s
@@ -264,7 +267,7 @@ class Engine:
         """Halve the undamped share of every non-conjugate factor's messages; False if none left."""
         raised = False
         for f in self.c.factors:
-            if not f.node.ftype.conjugate and f.damping < 0.999:
+            if not f.node.ftype.conjugate and f.damping < 1.0 - 1e-10:
                 f.damping = 0.5 * (1.0 + f.damping)
                 raised = True
         return raised

@@ -36,7 +36,8 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         Stop when the ELBO changes by at most ``tol·|ELBO|`` between sweeps (None: never).
         Default: 1e-9 under VMP, None under NCVMP (whose ELBO need not be monotone).
     param_tol
-        Stop when no natural parameter changed by more than this in a sweep (None: never).
+        Stop when no natural parameter η changed by more than this, relative to 1 + |η|, in a sweep
+        (None: never).
         Default: None under VMP, 1e-8 under NCVMP.
     init
         Starting posteriors by variable name (a distribution object, or for a Categorical an

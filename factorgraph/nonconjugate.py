@@ -1,0 +1,119 @@
+"""Builders for the non-conjugate likelihoods: logistic and softmax (run them with ``fg.NCVMP``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from distributions import Bernoulli, Categorical, Gaussian
+from factors.logistic import BERNOULLI_LOGIT
+from factors.softmax import BOUNDS, CATEGORICAL_SOFTMAX
+
+from . import checks
+from .builders import _check_parent, _finish, _plates
+from .model import current_model
+from .nodes import Deterministic, ModelError, Plate, Variable
+
+LOGISTIC_METHODS = ("quadrature", "tilted", "quadratic")
+
+
+def _gaussian_node(model, x: Any, name: str, edge: str) -> Variable | Deterministic:
+    if not isinstance(x, Variable | Deterministic):
+        raise ModelError(f"{name!r}: {edge} must be a Gaussian variable or expression (e.g. fg.inner), got {x!r}")
+    _check_parent(model, x, name, edge, (Gaussian,))
+    return x
+
+
+def bernoulli_logit(name: str, logit: Any, *, observed: Any = None, mask: Any = None,
+                    method: str = "quadrature", plates: Sequence[Plate] = (),
+                    xi0: float | None = None) -> Variable:
+    """A binary label s with P(s = 1) = σ(logit), the logit a Gaussian variable or expression.
+
+    Parameters
+    ----------
+    observed
+        Labels as bool, {0, 1} or {−1, +1}.
+    method
+        ``"quadrature"`` (exact E[log(1 + eˣ)], NCVMP), ``"tilted"`` (Saul–Jordan bound, NCVMP) or
+        ``"quadratic"`` (Jaakkola–Jordan bound, conjugate: VMP or NCVMP).
+    xi0
+        ``"quadratic"`` only: the variational parameter ξ of the first message (default: √E[x²]
+        from the starting posterior; Drugowitsch 2014 starts from 0).
+    """
+    model = current_model(f"bernoulli_logit {name!r}")
+    model.check_name(name)
+    if method not in LOGISTIC_METHODS:
+        raise ModelError(f"{name!r}: method must be one of {LOGISTIC_METHODS}, got {method!r}")
+    logit = _gaussian_node(model, logit, name, "logit")
+    vplates = model.sorted_plates([*_plates(model, plates, name), *logit.plates])
+    var = Variable(model, name, Bernoulli, vplates)
+    if observed is not None:
+        observed = _binary_labels(observed, mask, name)
+    params = {} if xi0 is None else {"xi0": float(checks.nonnegative(xi0, f"{name!r}: xi0"))}
+    var = _finish(model, var, BERNOULLI_LOGIT, {"logit": logit}, params, observed, mask)
+    var.prior.method = method
+    return var
+
+
+def _binary_labels(observed: Any, mask: Any, name: str) -> np.ndarray:
+    lab = np.asarray(observed)
+    m = np.ones(lab.shape, bool) if mask is None else np.asarray(mask, dtype=bool)
+    if lab.dtype == bool:
+        return lab.astype(float)
+    vals = checks.observed_array(lab, mask, lab.shape, name)[0]
+    seen = np.unique(vals[m])
+    if np.all(np.isin(seen, (0.0, 1.0))):
+        return vals
+    if np.all(np.isin(seen, (-1.0, 1.0))):
+        return np.where(m, (vals + 1.0) / 2.0, np.nan)
+    bad = seen[~np.isin(seen, (-1.0, 0.0, 1.0))]
+    raise ModelError(f"labels of {name!r} must be bool, 0/1 or -1/+1, got {bad[0] if bad.size else seen!r}")
+
+
+def categorical_softmax(name: str, logits: Any, over: Plate, *, observed: Any = None, mask: Any = None,
+                        counts: bool = False, method: str = "tilted") -> Variable:
+    """A class label y ∈ {0..K−1} with P(y = k) = softmax(logits)_k over the plate ``over`` (size K).
+
+    ``logits`` is a Gaussian variable or expression plated over ``over`` (e.g. ``fg.inner(X, W) + b``
+    with one weight vector per class).  With ``counts=True`` the observations are count vectors
+    (N, K) instead of labels (the d_k form of Knowles & Minka §5.2).  ``method``: ``"tilted"``,
+    ``"log"``, ``"quadratic"``, ``"bohning"``, ``"adaptive"`` (bounds) or ``"taylor"`` (an
+    approximation, not a bound).  Run with ``fg.NCVMP``.
+    """
+    model = current_model(f"categorical_softmax {name!r}")
+    model.check_name(name)
+    if method not in BOUNDS:
+        raise ModelError(f"{name!r}: method must be one of {tuple(BOUNDS)}, got {method!r}")
+    logits = _gaussian_node(model, logits, name, "logits")
+    if not isinstance(over, Plate) or over not in logits.plates:
+        raise ModelError(f"{name!r}: over must be a plate of the logits {[p.name for p in logits.plates]}, "
+                         f"got {over!r}")
+    K = over.size
+    if K < 2:
+        raise ModelError(f"{name!r}: a softmax needs at least 2 classes, plate {over.name!r} has {K}")
+    vplates = tuple(p for p in logits.plates if p is not over)
+    var = Variable(model, name, Categorical, vplates, (K,))
+    var.category_plate = over
+    obs = None
+    if observed is not None:
+        shape = tuple(p.size for p in vplates)
+        if counts:
+            obs, mask = checks.observed_array(observed, mask, shape + (K,), name, event_ndim=1)
+            if np.any(obs[mask] < 0) or np.any(obs[mask] != np.round(obs[mask])):
+                raise ModelError(f"counts of {name!r} must be non-negative integers")
+        else:
+            lab = np.asarray(observed)
+            if lab.shape != shape:
+                raise ModelError(f"observed labels of {name!r} have shape {lab.shape}, expected {shape}")
+            m = np.ones(shape, bool) if mask is None else checks.mask_array(mask, shape, name)
+            seen = lab[m].astype(float)
+            if np.any(~np.isfinite(seen)) or np.any(seen != np.round(seen)) or np.any((seen < 0) | (seen >= K)):
+                bad = seen[~np.isfinite(seen) | (seen != np.round(seen)) | (seen < 0) | (seen >= K)][0]
+                raise ModelError(f"observed labels of {name!r} must be integers 0..{K - 1}, got {bad!r}")
+            obs = np.where(m[..., None], np.where(m, lab, 0).astype(int)[..., None] == np.arange(K), np.nan)
+            mask = m
+    var = _finish(model, var, CATEGORICAL_SOFTMAX, {"logits": logits}, {}, obs, mask, {"logits": over})
+    var.prior.method = method
+    return var

@@ -1,0 +1,96 @@
+"""Logistic factor f(s, x) = σ(x)^s (1 − σ(x))^(1−s), s ∈ {0, 1}, on a Gaussian logit x.
+
+log f = s·x − log(1 + eˣ).  With q(x) = N(m, v), S = s·m − E[log(1 + eˣ)], and the message to x
+is the gradient of S in x's mean parameters (E[x], E[x²]) (MATH.md §2–3):
+
+    η₂ = ∂S/∂v,   η₁ = ∂S/∂m − 2m ∂S/∂v.
+
+Methods for E[log(1 + eˣ)]:
+
+* ``"quadrature"`` — exact (Gauss–Hermite and series kernels): NCVMP; the ELBO term is exact.
+* ``"tilted"`` — Saul & Jordan's bound at its optimal a: NCVMP; the ELBO term is a lower bound.
+* ``"quadratic"`` — Jaakkola & Jordan's bound, conjugate (VMP or NCVMP): message precision 2λ(ξ),
+  precision·mean s − ½.  ξ is a variational parameter set to √E[x²] whenever the message is sent
+  and kept in the factor's state, so the ELBO term is the bound at that ξ (as in Drugowitsch 2014
+  §3); ``xi0`` in the factor parameters gives the ξ of the first message (Drugowitsch: 0).
+
+To a latent label s the factor sends the logit E[x].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from distributions import Bernoulli, Gaussian
+
+from .base import FactorType, Moments
+from .kernels import jj_lambda, log1pexp, logistic_expectations, tilted_logistic_bound
+
+BERNOULLI_LOGIT = FactorType("BernoulliLogit", conjugate=False, out=Bernoulli, logit=Gaussian)
+
+
+def _mv(m: Moments) -> tuple[np.ndarray, np.ndarray]:
+    ex, ex2 = m["logit"]
+    return ex, np.maximum(ex2 - ex * ex, 0.0)
+
+
+def gradient_message(mean: np.ndarray, dS_dm: np.ndarray, dS_dv: np.ndarray) -> tuple:
+    """Gaussian message (natural parameters) equal to ∂S/∂(E[x], E[x²])."""
+    return (dS_dm - 2.0 * mean * dS_dv, dS_dv)
+
+
+def _out(m: Moments, p: dict) -> tuple:
+    return (m["logit"][0],)
+
+
+for _method in ("quadrature", "tilted", "quadratic"):
+    BERNOULLI_LOGIT.rule("out", "vmp", _method)(_out)
+
+
+@BERNOULLI_LOGIT.rule("logit", "ncvmp", "quadrature")
+def logit_quadrature(m: Moments, p: dict) -> tuple:
+    mean, var = _mv(m)
+    _, e_sig, half_e_sig2 = logistic_expectations(mean, var)
+    return gradient_message(mean, m["out"][0] - e_sig, -half_e_sig2)
+
+
+@BERNOULLI_LOGIT.evidence("quadrature", kind="exact")
+def logit_quadrature_evidence(m: Moments, p: dict) -> np.ndarray:
+    mean, var = _mv(m)
+    return m["out"][0] * mean - logistic_expectations(mean, var)[0]
+
+
+@BERNOULLI_LOGIT.rule("logit", "ncvmp", "tilted")
+def logit_tilted(m: Moments, p: dict) -> tuple:
+    mean, var = _mv(m)
+    _, dm, dv, _ = tilted_logistic_bound(mean, var)
+    return gradient_message(mean, m["out"][0] - dm, -dv)
+
+
+@BERNOULLI_LOGIT.evidence("tilted", kind="bound")
+def logit_tilted_evidence(m: Moments, p: dict) -> np.ndarray:
+    mean, var = _mv(m)
+    return m["out"][0] * mean - tilted_logistic_bound(mean, var)[0]
+
+
+@BERNOULLI_LOGIT.rule("logit", "vmp", "quadratic")
+def logit_quadratic(m: Moments, p: dict) -> tuple:
+    state = p["state"]
+    if "xi" in state or p.get("xi0") is None:
+        xi = np.sqrt(np.maximum(m["logit"][1], 0.0))
+    else:
+        xi = np.broadcast_to(np.asarray(p["xi0"], dtype=float), m["logit"][0].shape)
+    state["xi"] = xi
+    lam = jj_lambda(xi)
+    return (np.broadcast_to(m["out"][0] - 0.5, lam.shape), -lam)
+
+
+@BERNOULLI_LOGIT.evidence("quadratic", kind="bound")
+def logit_quadratic_evidence(m: Moments, p: dict) -> np.ndarray:
+    """s·E[x] − [log(1 + e^ξ) + (E[x] − ξ)/2 + λ(ξ)(E[x²] − ξ²)] at the stored ξ."""
+    ex, ex2 = m["logit"]
+    xi = p["state"].get("xi")
+    if xi is None:
+        xi = np.sqrt(np.maximum(ex2, 0.0))
+    bound = log1pexp(xi) + 0.5 * (ex - xi) + jj_lambda(xi) * (ex2 - xi * xi)
+    return m["out"][0] * ex - bound

@@ -1,0 +1,82 @@
+"""Softmax factor: a label y ∈ {0..K−1} (or counts) on K Gaussian scores x (Knowles & Minka 2011 §5).
+
+log f = Σ_k (d_k − 1)x_k − c·lse(x), with d_k − 1 the count of class k and c = d. − K the total
+count (one observed label: d − 1 = e_y, c = 1).  With q(x_k) = N(m_k, v_k) every method bounds or
+approximates B ≈ E[lse(x)]; S = Σ(d_k − 1)m_k − c·B and the message to x_k is the gradient of S in
+x_k's mean parameters: η₂ = −c ∂B/∂v_k, η₁ = (d_k − 1) − c ∂B/∂m_k − 2m_k η₂.
+
+``"tilted"`` (Knowles & Minka eq. 12), ``"log"`` (Blei & Lafferty), ``"quadratic"`` (Bouchard),
+``"bohning"`` and ``"adaptive"`` (per data point the tighter of quadratic and tilted) are upper
+bounds on E[lse], so the ELBO term is a lower bound; ``"taylor"`` is a second-order expansion, not a
+bound: its evidence is labelled an approximation.  The scores' plate over classes is consumed as the
+factor's event axis (length K).  To a latent label the factor sends E[x_k] − B (log-probabilities
+up to a constant).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from distributions import Categorical, Gaussian
+
+from .base import FactorType, Moments
+from .kernels import (
+    adaptive_softmax_bound,
+    bohning_softmax_bound,
+    bouchard_softmax_bound,
+    log_softmax_bound,
+    taylor_softmax_approx,
+    tilted_softmax_bound,
+)
+from .logistic import gradient_message
+
+CATEGORICAL_SOFTMAX = FactorType("CategoricalSoftmax", conjugate=False, out=Categorical, logits=Gaussian)
+
+BOUNDS = {
+    "tilted": tilted_softmax_bound,
+    "log": log_softmax_bound,
+    "quadratic": bouchard_softmax_bound,
+    "bohning": bohning_softmax_bound,
+    "taylor": taylor_softmax_approx,
+    "adaptive": adaptive_softmax_bound,
+}
+
+
+def _mv(m: Moments) -> tuple[np.ndarray, np.ndarray]:
+    ex, ex2 = m["logits"]
+    return ex, np.maximum(ex2 - ex * ex, 0.0)
+
+
+def _counts(m: Moments, p: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(d − 1, c): class counts (a one-hot label, or observed counts) and their total per data point."""
+    d1 = m["out"][0]
+    return d1, d1.sum(-1)
+
+
+def _register(method: str) -> None:
+    bound = BOUNDS[method]
+
+    def to_logits(m: Moments, p: dict) -> tuple:
+        mean, var = _mv(m)
+        _, dm, dv, *_ = bound(mean, var)
+        d1, c = _counts(m, p)
+        return gradient_message(mean, d1 - c[..., None] * dm, -c[..., None] * dv)
+
+    def evidence(m: Moments, p: dict) -> np.ndarray:
+        mean, var = _mv(m)
+        d1, c = _counts(m, p)
+        return (d1 * mean).sum(-1) - c * bound(mean, var)[0]
+
+    def to_out(m: Moments, p: dict) -> tuple:
+        # d − 1 enters linearly and c = Σ(d_k − 1): ∂S/∂(d_k − 1) = m_k − B
+        mean, var = _mv(m)
+        return (mean - bound(mean, var)[0][..., None],)
+
+    to_logits.__name__ = f"softmax_{method}"
+    CATEGORICAL_SOFTMAX.rule("logits", "ncvmp", method)(to_logits)
+    CATEGORICAL_SOFTMAX.rule("out", "vmp", method)(to_out)
+    CATEGORICAL_SOFTMAX.evidence(method, kind="approximation" if method == "taylor" else "bound")(evidence)
+
+
+for _method in BOUNDS:
+    _register(_method)
