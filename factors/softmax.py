@@ -8,7 +8,9 @@ x_k's mean parameters: η₂ = −c ∂B/∂v_k, η₁ = (d_k − 1) − c ∂B/
 ``"tilted"`` (Knowles & Minka eq. 12), ``"log"`` (Blei & Lafferty), ``"quadratic"`` (Bouchard),
 ``"bohning"`` and ``"adaptive"`` (per data point the tighter of quadratic and tilted) are upper
 bounds on E[lse], so the ELBO term is a lower bound; ``"taylor"`` is a second-order expansion, not a
-bound: its evidence is labelled an approximation.  The scores' plate over classes is consumed as the
+bound: its evidence is labelled an approximation, and its message holds the expansion point fixed
+(precision c·s_k(1 − s_k), precision·mean (d_k − 1) − c·s_k + c·s_k(1 − s_k)m_k with s = softmax(m)),
+so it is not the gradient of the value it reports.  The scores' plate over classes is consumed as the
 factor's event axis (length K).  To a latent label the factor sends E[x_k] − B (log-probabilities
 up to a constant).
 """
@@ -25,6 +27,7 @@ from .kernels import (
     bohning_softmax_bound,
     bouchard_softmax_bound,
     log_softmax_bound,
+    softmax,
     taylor_softmax_approx,
     tilted_softmax_bound,
 )
@@ -59,6 +62,8 @@ def _register(method: str) -> None:
     def to_logits(m: Moments, p: dict) -> tuple:
         mean, var = _mv(m)
         _, dm, dv, *_ = bound(mean, var)
+        if method == "taylor":  # the expansion point is held fixed (MATH.md §4): ∂B/∂m = softmax(m)
+            dm = softmax(mean)
         d1, c = _counts(m, p)
         return gradient_message(mean, d1 - c[..., None] * dm, -c[..., None] * dv)
 
