@@ -61,6 +61,7 @@ class Engine:
         # backtracking damps a retried sweep toward the messages of the last accepted one
         self._keep_last = bool(getattr(c.algorithm, "backtracking", False))
         self.max_change = 0.0
+        self.trace: list[float] = []
         for v in c.model.variables.values():
             if v.mask is not None and not v.is_latent:
                 self.version[v.name] = 0  # statistics of data are computed when first read
@@ -371,6 +372,7 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
     t0 = time.perf_counter()
     eng.initialise(init, np.random.default_rng(seed))
     trace: list[float] = []
+    eng.trace = trace  # callbacks may read the ELBO history (the current value is last)
     notes: list[str] = []
     if warmup:
         for v in warmup:

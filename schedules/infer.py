@@ -52,6 +52,7 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         Per-factor damping by factor name (overrides the algorithm's global damping).
     callbacks
         Functions ``cb(iteration, elbo, engine)`` called after each sweep; a true return stops.
+        ``engine.trace`` holds the ELBO history, ending with the current value.
     progress
         Print the iteration and the ELBO to stderr.
     seed
