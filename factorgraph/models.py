@@ -233,3 +233,49 @@ def logistic_predictive(result: Result, X_new: Any, method: str = "quadrature") 
     wVw = float(mu @ P @ mu)
     return (np.exp(-np.log1p(np.exp(-xi)) - 0.5 * np.log1p(2.0 * lam * xVx)
                    + 0.5 * (-xi - wVw + quad) + lam * xi**2))
+
+
+def softmax_regression_model(X: Any, y: Any, n_classes: int, method: str = "tilted",
+                             prior_precision: float = 1.0) -> Model:
+    """Multinomial regression (Knowles & Minka 2011 §5): g_kn = w_kᵀx_n + m_k with W_kd ~ N(0, 1),
+    m_k ~ N(0, 1) (precision ``prior_precision``), y_n ~ Categorical(softmax(g_:n))."""
+    from .builders import mv_gaussian
+    from .nonconjugate import categorical_softmax
+
+    Xa = checks.constant(X, "X")
+    if Xa.ndim != 2:
+        raise ModelError(f"X must be a matrix (N, D), got shape {Xa.shape}")
+    N, D = Xa.shape
+    if isinstance(n_classes, bool) or not isinstance(n_classes, int | np.integer) or n_classes < 2:
+        raise ModelError(f"n_classes must be an integer ≥ 2, got {n_classes!r}")
+    with Model("softmax_regression") as m:
+        n, k = plate("n", N), plate("k", int(n_classes))
+        W = mv_gaussian("W", mean=0.0, precision=prior_precision, plates=[k], dim=D)
+        b = gaussian("b", mean=0.0, precision=prior_precision, plates=[k])
+        categorical_softmax("y", logits=inner(Xa, W, plates=[n]) + b, over=k, observed=y, method=method)
+    return m
+
+
+def softmax_regression(X: Any, y: Any, n_classes: int, method: str = "tilted", prior_precision: float = 1.0,
+                       **infer_options: Any) -> Result:
+    """Fit ``softmax_regression_model`` with NCVMP (options go to ``fg.infer``)."""
+    from schedules import NCVMP, infer
+
+    m = softmax_regression_model(X, y, n_classes, method, prior_precision)
+    infer_options.setdefault("algorithm", NCVMP(damping=0.5 if method == "taylor" else 0.0))
+    infer_options.setdefault("max_iter", 500)
+    return infer(m, **infer_options)
+
+
+def softmax_predictive(result: Result, X_new: Any, n_samples: int = 2000, seed: int = 0) -> np.ndarray:
+    """p(y = k | x) under q(W)q(b), by Monte Carlo over the Gaussian scores (seeded)."""
+    from factors.kernels import softmax
+
+    W, b = result.posterior("W"), result.posterior("b")
+    Xn = checks.constant(X_new, "X_new")
+    Xn = Xn[None, :] if Xn.ndim == 1 else Xn
+    mean = Xn @ W.mean().T + b.mean()
+    var = np.einsum("nd,kde,ne->nk", Xn, W.cov(), Xn) + b.var()
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((n_samples,) + mean.shape)
+    return softmax(mean + np.sqrt(var) * z).mean(0)
