@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .base import Stats
-from .data_products import cached_gram
+from .data_products import cached_gram, weighted_gram
 from .plating import expand, reduce
 
 
@@ -77,6 +77,11 @@ class Inner:
     def forward(par: dict[str, Stats], p: dict[str, Any]) -> Stats:
         X, (sx, sw, sy) = p["X"], p["subscripts"]
         ew = par["w"]
+        if not sw and not p["mean_field"]:  # one weight vector: plain BLAS products
+            X2 = X.reshape(-1, X.shape[-1])
+            mean = X2 @ ew[0]
+            second = np.einsum("nd,nd->n", X2 @ ew[1], X2)
+            return mean.reshape(X.shape[:-1]), second.reshape(X.shape[:-1])
         mean = np.einsum(f"{sx}D,{sw}D->{sy}", X, ew[0], optimize=True)
         if p["mean_field"]:
             var_w = ew[1] - ew[0] ** 2
@@ -99,6 +104,8 @@ class Inner:
             # the precision part is the same for every row of X: use the cached XᵀX
             e = np.broadcast_to(np.squeeze(msg[1], axis=tuple(p["x_axes"])), p["w_shape"])
             return (lin, e[..., None, None] * cached_gram(p)[0])
+        if not sw:
+            return (lin, weighted_gram(X.reshape(-1, X.shape[-1]), eta2.reshape(-1)))
         return (lin, np.einsum(f"{sy},{sx}D,{sx}E->{sw}DE", eta2, X, X, optimize=True))
 
 

@@ -34,6 +34,19 @@ def _mv(m: Moments) -> tuple[np.ndarray, np.ndarray]:
     return ex, np.maximum(ex2 - ex * ex, 0.0)
 
 
+def _cached(p: dict, m: Moments, kernel, tag: str):
+    """Kernel output at the logit's current moments, reused while they are the same arrays: the ELBO
+    after a sweep and the first message of the next sweep see the same moments."""
+    stats = m["logit"]
+    hit = p["state"].get(tag)
+    if hit is not None and hit[0] is stats[0] and hit[1] is stats[1]:
+        return hit[2]
+    mean, var = _mv(m)
+    out = (mean, var, kernel(mean, var))
+    p["state"][tag] = (stats[0], stats[1], out)
+    return out
+
+
 def gradient_message(mean: np.ndarray, dS_dm: np.ndarray, dS_dv: np.ndarray) -> tuple:
     """Gaussian message (natural parameters) equal to ∂S/∂(E[x], E[x²])."""
     return (dS_dm - 2.0 * mean * dS_dv, dS_dv)
@@ -49,28 +62,26 @@ for _method in ("quadrature", "tilted", "quadratic"):
 
 @BERNOULLI_LOGIT.rule("logit", "ncvmp", "quadrature")
 def logit_quadrature(m: Moments, p: dict) -> tuple:
-    mean, var = _mv(m)
-    _, e_sig, half_e_sig2 = logistic_expectations(mean, var)
+    mean, _, (_, e_sig, half_e_sig2) = _cached(p, m, logistic_expectations, "quadrature")
     return gradient_message(mean, m["out"][0] - e_sig, -half_e_sig2)
 
 
 @BERNOULLI_LOGIT.evidence("quadrature", kind="exact")
 def logit_quadrature_evidence(m: Moments, p: dict) -> np.ndarray:
-    mean, var = _mv(m)
-    return m["out"][0] * mean - logistic_expectations(mean, var)[0]
+    mean, _, (value, _, _) = _cached(p, m, logistic_expectations, "quadrature")
+    return m["out"][0] * mean - value
 
 
 @BERNOULLI_LOGIT.rule("logit", "ncvmp", "tilted")
 def logit_tilted(m: Moments, p: dict) -> tuple:
-    mean, var = _mv(m)
-    _, dm, dv, _ = tilted_logistic_bound(mean, var)
+    mean, _, (_, dm, dv, _) = _cached(p, m, tilted_logistic_bound, "tilted")
     return gradient_message(mean, m["out"][0] - dm, -dv)
 
 
 @BERNOULLI_LOGIT.evidence("tilted", kind="bound")
 def logit_tilted_evidence(m: Moments, p: dict) -> np.ndarray:
-    mean, var = _mv(m)
-    return m["out"][0] * mean - tilted_logistic_bound(mean, var)[0]
+    mean, _, (value, _, _, _) = _cached(p, m, tilted_logistic_bound, "tilted")
+    return m["out"][0] * mean - value
 
 
 @BERNOULLI_LOGIT.rule("logit", "vmp", "quadratic")
