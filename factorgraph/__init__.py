@@ -31,7 +31,14 @@ from .builders import (
 from .expressions import inner, select
 from .model import Model
 from .nodes import ModelError, Plate, Variable
-from .nonconjugate import bernoulli_logit, categorical_softmax
+from .nonconjugate import (
+    bernoulli_logit,
+    categorical_softmax,
+    cauchy_site,
+    laplace_site,
+    probit,
+    student_t_site,
+)
 from .results import Comparison, Result, compare
 
 _LAZY = {"infer": "schedules", "VMP": "schedules", "NCVMP": "schedules", "InferenceError": "schedules"}
@@ -50,6 +57,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "bernoulli", "bernoulli_logit",
-           "beta", "categorical_softmax",
+           "beta", "categorical_softmax", "cauchy_site", "laplace_site", "probit", "student_t_site",
            "categorical", "compare", "dirichlet", "gamma", "gaussian", "gaussian_gamma", "infer", "inner",
            "mv_gaussian", "plate", "select", "InferenceError", "NCVMP", "VMP", "models"]

@@ -1,4 +1,4 @@
-"""Builders for the non-conjugate likelihoods: logistic and softmax (run them with ``fg.NCVMP``)."""
+"""Builders for the non-conjugate factors: logistic, softmax and sites (run them with ``fg.NCVMP``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import numpy as np
 
 from distributions import Bernoulli, Categorical, Gaussian
 from factors.logistic import BERNOULLI_LOGIT
+from factors.sites import CAUCHY_SITE, LAPLACE_SITE, PROBIT, STUDENT_T_SITE
 from factors.softmax import BOUNDS, CATEGORICAL_SOFTMAX
 
 from . import checks
@@ -117,3 +118,46 @@ def categorical_softmax(name: str, logits: Any, over: Plate, *, observed: Any = 
     var = _finish(model, var, CATEGORICAL_SOFTMAX, {"logits": logits}, {}, obs, mask, {"logits": over})
     var.prior.method = method
     return var
+
+
+def _site(name: str, ftype, x: Any, location: Any, params: dict, what: str) -> Variable:
+    model = current_model(f"{what} {name!r}")
+    model.check_name(name)
+    x = _gaussian_node(model, x, name, "x")
+    var = Variable(model, name, Gaussian, x.plates)
+    loc = np.broadcast_to(checks.constant(location, f"{name!r}: location"), var.shape).astype(float)
+    var = _finish(model, var, ftype, {"x": x}, params, loc, None)
+    var.prior.method = "default"
+    return var
+
+
+def laplace_site(name: str, x: Any, location: Any = 0.0, scale: float = 1.0) -> Variable:
+    """Laplace potential (2τ)⁻¹exp(−|x − location|/τ) on a Gaussian x (a robust likelihood with
+    ``location`` the observations, or a sparsity prior with location 0).  Closed form; run with NCVMP."""
+    tau = float(checks.positive(scale, f"{name!r}: scale"))
+    return _site(name, LAPLACE_SITE, x, location, {"scale": tau}, "laplace_site")
+
+
+def cauchy_site(name: str, x: Any, location: Any = 0.0, scale: float = 1.0) -> Variable:
+    """Cauchy potential (πγ[1 + ((x − location)/γ)²])⁻¹ on a Gaussian x, by quadrature."""
+    gam = float(checks.positive(scale, f"{name!r}: scale"))
+    return _site(name, CAUCHY_SITE, x, location, {"scale": gam}, "cauchy_site")
+
+
+def student_t_site(name: str, x: Any, location: Any = 0.0, scale: float = 1.0, dof: float = 3.0) -> Variable:
+    """Student-t potential with ``dof`` degrees of freedom and ``scale`` on a Gaussian x, by quadrature."""
+    sc = float(checks.positive(scale, f"{name!r}: scale"))
+    nu = float(checks.positive(dof, f"{name!r}: dof"))
+    return _site(name, STUDENT_T_SITE, x, location, {"scale": sc, "dof": nu}, "student_t_site")
+
+
+def probit(name: str, x: Any, *, observed: Any, mask: Any = None) -> Variable:
+    """Binary labels with P(s = 1) = Φ(x) on a Gaussian x, by quadrature.  Labels as bool, 0/1 or ±1."""
+    model = current_model(f"probit {name!r}")
+    model.check_name(name)
+    x = _gaussian_node(model, x, name, "x")
+    s01 = _binary_labels(observed, mask, name)
+    if s01.shape != tuple(p.size for p in x.plates):
+        raise ModelError(f"labels of {name!r} have shape {s01.shape}, expected {tuple(p.size for p in x.plates)}")
+    var = Variable(model, name, Gaussian, x.plates)
+    return _finish(model, var, PROBIT, {"x": x}, {}, 2.0 * s01 - 1.0, mask)

@@ -92,6 +92,9 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     notes = list(out["notes"])
     if any(f.params.get("logdet", 0) is None for f in c.factors):
         notes.append("an improper flat prior contributes no evidence term: the evidence is defined up to a constant")
+    clipped = {f.name: f.params["state"]["clipped"] for f in c.factors if f.params["state"].get("clipped")}
+    if clipped:
+        notes.append(f"messages with negative precision clipped to zero precision (count per factor): {clipped}")
     if c.fused:
         notes.append(f"fused linear-Gaussian factors (cached XᵀX, Xᵀy): {c.fused}")
     trace = out["elbo_trace"]
