@@ -41,7 +41,8 @@ from .nonconjugate import (
 )
 from .results import Comparison, Result, compare
 
-_LAZY = {"infer": "schedules", "VMP": "schedules", "NCVMP": "schedules", "InferenceError": "schedules"}
+_LAZY = {name: "schedules" for name in
+         ("infer", "VMP", "NCVMP", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate")}
 
 
 def __getattr__(name: str) -> Any:
@@ -59,4 +60,5 @@ def __getattr__(name: str) -> Any:
 __all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "bernoulli", "bernoulli_logit",
            "beta", "categorical_softmax", "cauchy_site", "laplace_site", "probit", "student_t_site",
            "categorical", "compare", "dirichlet", "gamma", "gaussian", "gaussian_gamma", "infer", "inner",
-           "mv_gaussian", "plate", "select", "InferenceError", "NCVMP", "VMP", "models"]
+           "mv_gaussian", "plate", "select", "InferenceError", "Laplace", "MVI", "NCVMP", "VIDiag", "VMP",
+           "approximate", "models"]

@@ -48,6 +48,8 @@ class FactorType:
         self.edges: dict[str, type] = dict(edges)
         self._rules: dict[tuple[str, str, str], Rule] = {}
         self._evidence: dict[str, tuple[Callable[[Moments, dict], np.ndarray], str]] = {}
+        # pointwise (log f, (log f)′, (log f)″) in a Gaussian edge at given values, for global handlers
+        self.pointwise: dict[str, Callable] = {}
 
     def rule(self, edge: str, algorithm: str = "vmp", method: str = "default") -> Callable[[Rule], Rule]:
         if edge not in self.edges:
@@ -64,6 +66,16 @@ class FactorType:
 
         def register(fn: Callable[[Moments, dict], np.ndarray]) -> Callable:
             self._evidence[method] = (fn, kind)
+            return fn
+
+        return register
+
+    def point(self, edge: str) -> Callable:
+        """Register ``fn(u, m, p) -> (log f, ∂ log f/∂u, ∂² log f/∂u²)`` at values u of ``edge`` (the
+        other edges' statistics in ``m``), for handlers that optimise over that edge's parent."""
+
+        def register(fn: Callable) -> Callable:
+            self.pointwise[edge] = fn
             return fn
 
         return register

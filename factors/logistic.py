@@ -105,3 +105,11 @@ def logit_quadratic_evidence(m: Moments, p: dict) -> np.ndarray:
         xi = np.sqrt(np.maximum(ex2, 0.0))
     bound = log1pexp(xi) + 0.5 * (ex - xi) + jj_lambda(xi) * (ex2 - xi * xi)
     return m["out"][0] * ex - bound
+
+
+@BERNOULLI_LOGIT.point("logit")
+def logit_point(u: np.ndarray, m: Moments, p: dict) -> tuple:
+    """log f = s·u − log(1 + eᵘ), (log f)′ = s − σ(u), (log f)″ = −σ(u)σ(−u)."""
+    s = m["out"][0]
+    sig = 0.5 * (1.0 + np.tanh(0.5 * u))
+    return s * u - log1pexp(u), s - sig, -sig * (1.0 - sig)

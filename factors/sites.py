@@ -150,3 +150,29 @@ def _register(ftype: FactorType, expectation, g) -> None:
 _register(CAUCHY_SITE, _heavy_tailed, _cauchy)
 _register(STUDENT_T_SITE, _heavy_tailed, _student)
 _register(PROBIT, _quadrature, _probit)
+
+
+@LAPLACE_SITE.point("x")
+def laplace_point(u: np.ndarray, m: Moments, p: dict) -> tuple:
+    """log f, its derivative, and 0 for the second derivative (the kink at the location has none)."""
+    tau, d = p["scale"], u - m["out"][0]
+    return -np.log(2.0 * tau) - np.abs(d) / tau, -np.sign(d) / tau, np.zeros_like(d)
+
+
+@CAUCHY_SITE.point("x")
+def cauchy_point(u: np.ndarray, m: Moments, p: dict) -> tuple:
+    return _cauchy(u - m["out"][0], p)
+
+
+@STUDENT_T_SITE.point("x")
+def student_point(u: np.ndarray, m: Moments, p: dict) -> tuple:
+    return _student(u - m["out"][0], p)
+
+
+@PROBIT.point("x")
+def probit_point(u: np.ndarray, m: Moments, p: dict) -> tuple:
+    t = m["out"][0]
+    tu = t * u
+    lg = log_ndtr(tu)
+    d1 = t * np.exp(-0.5 * tu * tu - _LOG_SQRT_2PI - lg)
+    return lg, d1, -d1 * (tu * t + d1)  # d/du [t φ(tu)/Φ(tu)] = −t²·tu·r − r², r = (log f)′

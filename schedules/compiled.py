@@ -34,6 +34,7 @@ class CFactor:
     evidence_kind: str
     const_stats: dict[str, tuple]  # edge -> statistics of a constant argument
     gate: Gate | None = None
+    claimed_by: str | None = None  # the handled variable whose handler owns this factor
     damping: float = 0.0
     initial_damping: float = 0.0
 
@@ -65,9 +66,13 @@ class Compiled:
     # variable name -> plate whose elements are coupled (summed over by a mean-field inner
     # product): updating them all at once is not coordinate ascent, so they go one at a time
     sequential: dict[str, Plate] = field(default_factory=dict)
+    # global handlers: variable name -> handler, and the factors each one claimed
+    handlers: dict[str, Any] = field(default_factory=dict)
+    claimed: dict[str, list[CFactor]] = field(default_factory=dict)
 
 
-def compile_model(model, algorithm, schedule=None, init=None, damping: dict | None = None) -> Compiled:
+def compile_model(model, algorithm, schedule=None, init=None, damping: dict | None = None,
+                  handlers: dict | None = None) -> Compiled:
     if not model.variables:
         raise ModelError(f"model {model.name!r} has no variables")
     latent = [v for v in model.variables.values() if v.is_latent]
@@ -75,7 +80,8 @@ def compile_model(model, algorithm, schedule=None, init=None, damping: dict | No
         if v.family in (MvGaussian, GaussianGamma) and v.event_shape == (None,):
             raise ModelError(f"the dimension of {v.name!r} is unknown: give dim=, a mean vector or use it "
                              "in fg.inner")
-    factors = [_compile_factor(f, algorithm, model) for f in _fuse(model)]
+    handled = set(handlers or {})
+    factors = [_compile_factor(f, algorithm, model, handled) for f in _fuse(model)]
     damping = damping or {}
     names = {f.name for f in factors}
     for key, val in damping.items():
@@ -102,8 +108,43 @@ def compile_model(model, algorithm, schedule=None, init=None, damping: dict | No
         for role, parent in d.parents.items():
             if isinstance(parent, Variable | Deterministic):
                 c.consumers.setdefault(id(parent), []).append(Consumer(det=d, role=role))
+    _claim(c, handlers or {})
     c.order = _schedule(c, schedule, init or {})
     return c
+
+
+def _claim(c: Compiled, handlers: dict) -> None:
+    """Give each handled variable the factors on inner(X, w) that have pointwise rules; every other
+    factor around it keeps sending messages, which form the block's Gaussian prior (a Gaussian
+    likelihood fused into a conjugate factor is such a message: exact, and cheaper than a site)."""
+    model = c.model
+    for name, handler in handlers.items():
+        v = model.variables.get(name)
+        if v is None or not v.is_latent:
+            raise ModelError(f"handlers: {name!r} is not a latent variable of model {model.name!r}")
+        if v.family is not MvGaussian or v.plates:
+            raise ModelError(f"handlers: {name!r} must be an unplated mv_gaussian weight vector, it is "
+                             f"{v.family.__name__} with plates {[p.name for p in v.plates]}")
+        if not hasattr(handler, "fit"):
+            raise ModelError(f"handlers: {name!r} needs a handler such as fg.Laplace(), got {handler!r}")
+        claimed, dets = [], []
+        for cons in c.consumers.get(id(v), []):
+            d = cons.det
+            if d is None or d.op.name != "inner" or d.params["mean_field"]:
+                continue
+            users = c.consumers.get(id(d), [])
+            rows = tuple(p.index for p in d.plates)
+            ok = users and all(u.factor is not None and u.factor.gate is None and u.factor.plates == rows
+                               and u.edge in u.factor.node.ftype.pointwise for u in users)
+            if ok:
+                claimed += [u.factor for u in users]
+                dets.append(d)
+        for f in claimed:
+            f.claimed_by = name
+        c.consumers[id(v)] = [x for x in c.consumers[id(v)] if x.det not in dets]
+        c.handlers[name] = handler
+        c.claimed[name] = claimed
+
 
 
 def _used_deterministics(c: Compiled, model) -> list[Deterministic]:
@@ -153,7 +194,7 @@ def _fuse(model) -> list[FactorNode]:
 
 
 # ------------------------------------------------------------------------------------ factors
-def _compile_factor(f: FactorNode, algorithm, model) -> CFactor:
+def _compile_factor(f: FactorNode, algorithm, model, handled: set[str] = frozenset()) -> CFactor:
     params = {k: (v() if callable(v) else v) for k, v in f.params.items()}
     _finalize(f, params)
     params["state"] = {}  # variational parameters a rule keeps between calls (ξ, a), fresh per run
@@ -161,6 +202,8 @@ def _compile_factor(f: FactorNode, algorithm, model) -> CFactor:
     for edge, arg in f.edges.items():
         target = arg.source if isinstance(arg, Gate) else arg
         if isinstance(target, Variable | Deterministic) and _needs_messages(target):
+            if _feeds_handler(target, handled, edge, f):
+                continue  # a handler will evaluate this factor pointwise instead
             try:
                 rules[edge] = f.ftype.get_rule(edge, algorithm.name, f.method)
             except RuleNotFound as e:
@@ -179,6 +222,11 @@ def _compile_factor(f: FactorNode, algorithm, model) -> CFactor:
             const[edge] = _const_stats(f, edge, arg.source, params)
     return CFactor(f, fplates, tuple(p.size for p in f.plates), params, rules, evidence, kind, const,
                    gates[0] if gates else None)
+
+
+def _feeds_handler(node, handled: set[str], edge: str, f: FactorNode) -> bool:
+    return (isinstance(node, Deterministic) and node.op.name == "inner" and not node.params["mean_field"]
+            and node.parents["w"].name in handled and edge in f.ftype.pointwise)
 
 
 def _needs_messages(node) -> bool:

@@ -62,6 +62,7 @@ class Engine:
         self._keep_last = bool(getattr(c.algorithm, "backtracking", False))
         self.max_change = 0.0
         self.trace: list[float] = []
+        self.block: dict[str, Any] = {}  # handled variable -> its handler's last BlockFit
         for v in c.model.variables.values():
             if v.mask is not None and not v.is_latent:
                 self.version[v.name] = 0  # statistics of data are computed when first read
@@ -219,12 +220,37 @@ class Engine:
         self.version[v.name] = self.version.get(v.name, 0) + 1
 
     def update(self, v: Variable) -> None:
+        if v.name in self.c.handlers:
+            self._update_block(v)
+            return
         plate = self.c.sequential.get(v.name)
         if plate is not None:
             self._update_sequential(v, plate)
             return
         nat = self.natural_sum(v)
         self._accept(v, nat)
+
+    def _update_block(self, v: Variable) -> None:
+        """Hand the block to its handler: the messages of every unclaimed factor form its Gaussian
+        prior, the claimed factors its sites; the handler returns q(w) and the block's terms."""
+        from .handlers import BlockTarget, Site
+
+        eta1, eta2 = self.natural_sum(v)
+        sites = []
+        for f in self.c.claimed[v.name]:
+            edge = next(e for e in f.node.edges if e in f.node.ftype.pointwise)
+            mom = _Moments(self, f)
+            others = {e: tuple(np.broadcast_to(a, f.sizes).reshape(-1) for a in mom[e])
+                      for e in f.node.edges if e != edge}
+            d = f.node.edges[edge]
+            sites.append(Site(d.params["X"].reshape(-1, d.params["X"].shape[-1]), f.node.ftype.pointwise[edge],
+                              others, f.params))
+        target = BlockTarget(np.asarray(eta1, float), np.asarray(eta2, float), sites)
+        warm = self.block.get(v.name)
+        x0 = self.q[v.name].mean()
+        fit = self.c.handlers[v.name].fit(target, x0, None if warm is None else warm.info)
+        self.block[v.name] = fit
+        self.set_posterior(v, fit.q)
 
     def _update_sequential(self, v: Variable, plate) -> None:
         """Gauss–Seidel over the elements of a coupled plate: each element's update sees the others'
@@ -276,13 +302,20 @@ class Engine:
     # ------------------------------------------------------------------------------ evidence
     def elbo_terms(self) -> tuple[float, float]:
         ef = 0.0
+        for fit in self.block.values():
+            ef += fit.site_term
         for f in self.c.factors:
+            if f.claimed_by is not None:
+                continue
             e = f.evidence(_Moments(self, f), f.params)
             if f.gate is not None:
                 e = e * self.gate_weights(f)
             ef += float(np.sum(reduce(e, f.plates, (), f.sizes, 0)))
         h = 0.0
         for v in self.c.latent:
+            if v.name in self.block:
+                h += self.block[v.name].entropy
+                continue
             ent = np.broadcast_to(self.q[v.name].entropy(), v.shape)
             h += float(ent[~v.mask].sum()) if v.mask is not None else float(ent.sum())
         return ef, h

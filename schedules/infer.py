@@ -6,9 +6,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from factorgraph.model import Model
 from factorgraph.nodes import ModelError
-from factorgraph.results import LOWER_BOUND, Result
+from factorgraph.results import APPROXIMATION, ESTIMATE, LOWER_BOUND, Result
 
 from .algorithms import VMP
 from .compiled import compile_model
@@ -20,8 +22,8 @@ _AUTO = object()
 def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO,
           param_tol: Any = _AUTO, init: dict[str, Any] | None = None,
           schedule: Sequence[str] | None = None, warmup: Sequence[str] = (),
-          damping: dict[str, float] | None = None, callbacks: Sequence[Callable] = (),
-          progress: bool = False, seed: int | None = 0) -> Result:
+          damping: dict[str, float] | None = None, handlers: dict[str, Any] | None = None,
+          callbacks: Sequence[Callable] = (), progress: bool = False, seed: int | None = 0) -> Result:
     """Run inference on a model.
 
     Parameters
@@ -50,6 +52,10 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         the ELBO after the warm-up starts the trace.
     damping
         Per-factor damping by factor name (overrides the algorithm's global damping).
+    handlers
+        Global handlers by variable name, e.g. ``{"w": fg.MVI("lr")}``: the handler takes over the
+        weight vector w and the factors on ``fg.inner(X, w)``; the rest of the graph keeps passing
+        messages around it (its messages form the block's prior; q(w)'s moments flow back).
     callbacks
         Functions ``cb(iteration, elbo, engine)`` called after each sweep; a true return stops.
         ``engine.trace`` holds the ELBO history, ending with the current value.
@@ -77,7 +83,7 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
         raise ModelError(f"max_iter must be a positive integer, got {max_iter!r}")
     t0 = time.perf_counter()
-    c = compile_model(model, algorithm, schedule, init, damping)
+    c = compile_model(model, algorithm, schedule, init, damping, handlers)
     compile_time = time.perf_counter() - t0
     warm = []
     for name in warmup:
@@ -87,8 +93,13 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         warm.append(v)
     out = run(c, max_iter, tol, param_tol, dict(init or {}), list(callbacks), progress, seed, warm)
     eng = out["engine"]
-    kinds = {f.evidence_kind for f in c.factors}
-    kind = LOWER_BOUND if kinds <= {"exact", "bound"} else "approximation"
+    # a block with claimed sites reports their expectation the handler's way; without sites the
+    # engine computes every term exactly under the handler's q, which is then an exact ELBO
+    kinds = {f.evidence_kind for f in c.factors if f.claimed_by is None} | {
+        fit.kind for name, fit in eng.block.items() if c.claimed[name]}
+    kind = LOWER_BOUND if kinds <= {"exact", "bound"} else (
+        ESTIMATE if kinds <= {"exact", "bound", ESTIMATE} else APPROXIMATION)
+    elbo_se = float(np.sqrt(sum(fit.site_se**2 for fit in eng.block.values())))
     notes = list(out["notes"])
     if any(f.params.get("logdet", 0) is None for f in c.factors):
         notes.append("an improper flat prior contributes no evidence term: the evidence is defined up to a constant")
@@ -98,5 +109,8 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     if c.fused:
         notes.append(f"fused linear-Gaussian factors (cached XᵀX, Xᵀy): {c.fused}")
     trace = out["elbo_trace"]
+    if c.handlers:
+        notes.append("handlers: " + ", ".join(f"{k} ← {h!r} (claims {[f.name for f in c.claimed[k]]})"
+                                              for k, h in c.handlers.items()))
     return Result(model.name, algorithm.name, dict(eng.q), float(trace[-1]), kind, trace, out["n_iter"],
-                  out["converged"], out["time"], compile_time, out["warnings"], 0.0, notes)
+                  out["converged"], out["time"], compile_time, out["warnings"], elbo_se, notes)
