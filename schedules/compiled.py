@@ -80,6 +80,7 @@ def compile_model(model, algorithm, schedule=None, init=None, damping: dict | No
         if v.family in (MvGaussian, GaussianGamma) and v.event_shape == (None,):
             raise ModelError(f"the dimension of {v.name!r} is unknown: give dim=, a mean vector or use it "
                              "in fg.inner")
+    _check_handlers(model, handlers or {})
     handled = set(handlers or {})
     factors = [_compile_factor(f, algorithm, model, handled) for f in _fuse(model)]
     damping = damping or {}
@@ -113,11 +114,7 @@ def compile_model(model, algorithm, schedule=None, init=None, damping: dict | No
     return c
 
 
-def _claim(c: Compiled, handlers: dict) -> None:
-    """Give each handled variable the factors on inner(X, w) that have pointwise rules; every other
-    factor around it keeps sending messages, which form the block's Gaussian prior (a Gaussian
-    likelihood fused into a conjugate factor is such a message: exact, and cheaper than a site)."""
-    model = c.model
+def _check_handlers(model, handlers: dict) -> None:
     for name, handler in handlers.items():
         v = model.variables.get(name)
         if v is None or not v.is_latent:
@@ -127,6 +124,15 @@ def _claim(c: Compiled, handlers: dict) -> None:
                              f"{v.family.__name__} with plates {[p.name for p in v.plates]}")
         if not hasattr(handler, "fit"):
             raise ModelError(f"handlers: {name!r} needs a handler such as fg.Laplace(), got {handler!r}")
+
+
+def _claim(c: Compiled, handlers: dict) -> None:
+    """Give each handled variable the factors on inner(X, w) that have pointwise rules; every other
+    factor around it keeps sending messages, which form the block's Gaussian prior (a Gaussian
+    likelihood fused into a conjugate factor is such a message: exact, and cheaper than a site)."""
+    model = c.model
+    for name, handler in handlers.items():
+        v = model.variables[name]
         claimed, dets = [], []
         for cons in c.consumers.get(id(v), []):
             d = cons.det

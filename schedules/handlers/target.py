@@ -95,8 +95,8 @@ class DensityTarget:
             self.batched = False
 
     def _values(self, W: np.ndarray) -> np.ndarray:
-        if self.batched:
-            return np.asarray(self.f(W), dtype=float)
+        if self.batched:  # some densities squeeze a batch of one to a scalar
+            return np.asarray(self.f(W), dtype=float).reshape(len(W))
         return np.array([float(self.f(w)) for w in W])
 
     def _grads(self, W: np.ndarray) -> np.ndarray:
