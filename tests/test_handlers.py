@@ -189,3 +189,16 @@ def test_handler_errors_are_clear():
     with pytest.raises(fg.ModelError, match="handler"):
         fg.infer(_logistic_model(X, y), handlers={"w": "laplace"})
     assert issubclass(MVI, _FixedSampleVI)
+
+
+def test_predictive_log_density_matches_quadrature_for_one_point():
+    from factorgraph import models
+
+    X, y = _logistic_data()
+    r = fg.infer(_logistic_model(X, y), handlers={"w": fg.MVI("lr")})
+    q = r.posterior("w")
+    x = X[:1]
+    m, v = float(x @ q.mean()), float(x @ q.cov() @ x.T)
+    exact = np.log(logistic_expectations(m, v)[1] if y[0] else 1 - logistic_expectations(m, v)[1])
+    lpd = models.predictive_log_density(r, x, y[:1], n_samples=200_000)
+    assert lpd == pytest.approx(float(exact), abs=5e-3)
