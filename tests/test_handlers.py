@@ -198,7 +198,7 @@ def test_predictive_log_density_matches_quadrature_for_one_point():
     r = fg.infer(_logistic_model(X, y), handlers={"w": fg.MVI("lr")})
     q = r.posterior("w")
     x = X[:1]
-    m, v = float(x @ q.mean()), float(x @ q.cov() @ x.T)
+    m, v = float(x[0] @ q.mean()), float(x[0] @ q.cov() @ x[0])
     exact = np.log(logistic_expectations(m, v)[1] if y[0] else 1 - logistic_expectations(m, v)[1])
     lpd = models.predictive_log_density(r, x, y[:1], n_samples=200_000)
     assert lpd == pytest.approx(float(exact), abs=5e-3)
