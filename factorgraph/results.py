@@ -9,8 +9,23 @@ import numpy as np
 
 # what an evidence figure is (MATH.md §9)
 LOWER_BOUND = "lower bound"
+LATTICE_BOUND = "lower bound up to lattice error"
 APPROXIMATION = "approximation"
 ESTIMATE = "Monte Carlo estimate of a lower bound"
+
+
+def combine_kinds(kinds: set[str]) -> str:
+    """What a sum of evidence terms of the given kinds is: a bound only if every term is exact or a
+    bound; an estimate of a bound if some terms are Monte Carlo estimates of bounds; else an
+    approximation.  ("exact" and "bound" are the factor-level kinds.)"""
+    bounds = {"exact", "bound", LOWER_BOUND}
+    if kinds <= bounds:
+        return LOWER_BOUND
+    if kinds <= bounds | {LATTICE_BOUND}:
+        return LATTICE_BOUND
+    if kinds <= bounds | {LATTICE_BOUND, ESTIMATE}:
+        return ESTIMATE
+    return APPROXIMATION
 
 
 @dataclass

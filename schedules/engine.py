@@ -212,8 +212,12 @@ class Engine:
                       for o, a, k in zip(obs, s, v.family.event_ndims, strict=True))
         old = self.q.get(v.name)
         if old is not None:
+            # natural parameters where both have them; a handler's non-Gaussian q (a mixture, an
+            # affine-independent density) is compared by its moments
+            new_p, old_p = (q.natural, old.natural) if hasattr(q, "natural") and hasattr(old, "natural") else (
+                s, self.stats[v.name])
             change = max(float(np.max(np.abs(a - b) / (1.0 + np.abs(b)), initial=0.0))
-                         for a, b in zip(q.natural, old.natural, strict=True))
+                         for a, b in zip(new_p, old_p, strict=True))
             self.max_change = max(self.max_change, change)
         self.q[v.name] = q
         self.stats[v.name] = s

@@ -10,7 +10,7 @@ import numpy as np
 
 from factorgraph.model import Model
 from factorgraph.nodes import ModelError
-from factorgraph.results import APPROXIMATION, ESTIMATE, LOWER_BOUND, Result
+from factorgraph.results import Result, combine_kinds
 
 from .algorithms import VMP
 from .compiled import compile_model
@@ -97,8 +97,7 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     # engine computes every term exactly under the handler's q, which is then an exact ELBO
     kinds = {f.evidence_kind for f in c.factors if f.claimed_by is None} | {
         fit.kind for name, fit in eng.block.items() if c.claimed[name]}
-    kind = LOWER_BOUND if kinds <= {"exact", "bound"} else (
-        ESTIMATE if kinds <= {"exact", "bound", ESTIMATE} else APPROXIMATION)
+    kind = combine_kinds(kinds)
     elbo_se = float(np.sqrt(sum(fit.site_se**2 for fit in eng.block.values())))
     notes = list(out["notes"])
     if any(f.params.get("logdet", 0) is None for f in c.factors):
