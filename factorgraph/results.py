@@ -58,6 +58,9 @@ class Result:
     warnings: list[str] = field(default_factory=list)
     elbo_se: float = 0.0
     notes: list[str] = field(default_factory=list)
+    # joint posteriors of class-plated weight matrices handled as one block (posteriors hold their
+    # per-class marginals)
+    joint: dict[str, Any] = field(default_factory=dict)
 
     def posterior(self, name: str) -> Any:
         """The posterior distribution object of a latent variable."""

@@ -85,3 +85,15 @@ def _register(method: str) -> None:
 
 for _method in BOUNDS:
     _register(_method)
+
+
+@CATEGORICAL_SOFTMAX.point("logits")
+def softmax_point(u: np.ndarray, m: Moments, p: dict) -> tuple:
+    """At logits u (..., K): log f = Σ_k d_k u_k − c·lse(u), gradient d − c·softmax(u), Hessian
+    −c(diag(s) − ssᵀ), with d the counts (one-hot label) and c their total (a vector site)."""
+    d = m["out"][0]
+    c = d.sum(-1)
+    s = softmax(u)
+    lse = np.log(np.exp(u - u.max(-1, keepdims=True)).sum(-1)) + u.max(-1)
+    hess = -c[..., None, None] * (s[..., :, None] * np.eye(u.shape[-1]) - s[..., :, None] * s[..., None, :])
+    return (d * u).sum(-1) - c * lse, d - c[..., None] * s, hess

@@ -119,9 +119,10 @@ def _check_handlers(model, handlers: dict) -> None:
         v = model.variables.get(name)
         if v is None or not v.is_latent:
             raise ModelError(f"handlers: {name!r} is not a latent variable of model {model.name!r}")
-        if v.family is not MvGaussian or v.plates:
-            raise ModelError(f"handlers: {name!r} must be an unplated mv_gaussian weight vector, it is "
-                             f"{v.family.__name__} with plates {[p.name for p in v.plates]}")
+        if v.family is not MvGaussian or len(v.plates) > 1:
+            raise ModelError(f"handlers: {name!r} must be an mv_gaussian weight vector (or a class-plated weight "
+                             f"matrix under a softmax), it is {v.family.__name__} with plates "
+                             f"{[p.name for p in v.plates]}")
         if not hasattr(handler, "fit"):
             raise ModelError(f"handlers: {name!r} needs a handler such as fg.Laplace(), got {handler!r}")
 
@@ -139,12 +140,17 @@ def _claim(c: Compiled, handlers: dict) -> None:
             if d is None or d.op.name != "inner" or d.params["mean_field"]:
                 continue
             users = c.consumers.get(id(d), [])
-            rows = tuple(p.index for p in d.plates)
+            # one factor instance per row of X; a softmax consumes the weight matrix's class plate
+            rows = tuple(p.index for p in d.plates if p not in v.plates)
             ok = users and all(u.factor is not None and u.factor.gate is None and u.factor.plates == rows
-                               and u.edge in u.factor.node.ftype.pointwise for u in users)
+                               and u.edge in u.factor.node.ftype.pointwise
+                               and tuple(u.factor.node.consumed.values()) == v.plates for u in users)
             if ok:
                 claimed += [u.factor for u in users]
                 dets.append(d)
+        if v.plates and not claimed:
+            raise ModelError(f"handlers: the class-plated {name!r} needs a softmax whose logits are exactly "
+                             f"fg.inner(X, {name!r}) (no bias term: add a column of ones to X)")
         for f in claimed:
             f.claimed_by = name
         c.consumers[id(v)] = [x for x in c.consumers[id(v)] if x.det not in dets]

@@ -63,6 +63,7 @@ class Engine:
         self.max_change = 0.0
         self.trace: list[float] = []
         self.block: dict[str, Any] = {}  # handled variable -> its handler's last BlockFit
+        self.joint: dict[str, Any] = {}  # class-plated handled variable -> joint q over all its weights
         for v in c.model.variables.values():
             if v.mask is not None and not v.is_latent:
                 self.version[v.name] = 0  # statistics of data are computed when first read
@@ -236,25 +237,41 @@ class Engine:
 
     def _update_block(self, v: Variable) -> None:
         """Hand the block to its handler: the messages of every unclaimed factor form its Gaussian
-        prior, the claimed factors its sites; the handler returns q(w) and the block's terms."""
+        prior, the claimed factors its sites; the handler returns q(w) and the block's terms.
+
+        A class-plated weight matrix (K rows of D) is one block of K·D weights, class-major: its
+        prior is block-diagonal and its joint q is kept in ``self.joint``, while the rest of the
+        graph sees the per-class marginals."""
+        from scipy.linalg import block_diag
+
+        from distributions import MvGaussian
+
         from .handlers import BlockTarget, Site
 
         eta1, eta2 = self.natural_sum(v)
+        K = v.shape[0] if v.plates else 0
+        if K:
+            eta1, eta2 = eta1.reshape(-1), block_diag(*eta2)
         sites = []
         for f in self.c.claimed[v.name]:
             edge = next(e for e in f.node.edges if e in f.node.ftype.pointwise)
             mom = _Moments(self, f)
-            others = {e: tuple(np.broadcast_to(a, f.sizes).reshape(-1) for a in mom[e])
-                      for e in f.node.edges if e != edge}
-            d = f.node.edges[edge]
-            sites.append(Site(d.params["X"].reshape(-1, d.params["X"].shape[-1]), f.node.ftype.pointwise[edge],
-                              others, f.params))
+            others = {e: tuple(_rows(a, f.sizes) for a in mom[e]) for e in f.node.edges if e != edge}
+            X = f.node.edges[edge].params["X"]
+            sites.append(Site(X.reshape(-1, X.shape[-1]), f.node.ftype.pointwise[edge], others, f.params, K))
         target = BlockTarget(np.asarray(eta1, float), np.asarray(eta2, float), sites)
         warm = self.block.get(v.name)
-        x0 = self.q[v.name].mean()
+        x0 = np.asarray(self.q[v.name].mean()).reshape(-1)
         fit = self.c.handlers[v.name].fit(target, x0, None if warm is None else warm.info)
         self.block[v.name] = fit
-        self.set_posterior(v, fit.q)
+        if K:
+            D = v.event_shape[0]
+            cov = fit.q.cov().reshape(K, D, K, D)
+            marginal = MvGaussian(mean=fit.q.mean().reshape(K, D), cov=np.stack([cov[k, :, k] for k in range(K)]))
+            self.joint[v.name] = fit.q
+            self.set_posterior(v, marginal)
+        else:
+            self.set_posterior(v, fit.q)
 
     def _update_sequential(self, v: Variable, plate) -> None:
         """Gauss–Seidel over the elements of a coupled plate: each element's update sees the others'
@@ -362,6 +379,15 @@ class Engine:
 
 
 # ------------------------------------------------------------------------------------ helpers
+def _rows(a: np.ndarray, sizes: tuple[int, ...]) -> np.ndarray:
+    """A factor-space statistic with one row per factor instance (event axes kept)."""
+    a = np.asarray(a)
+    if a.ndim < len(sizes):
+        return np.broadcast_to(a, sizes).reshape(-1)
+    event = a.shape[len(sizes):]
+    return np.broadcast_to(a, sizes + event).reshape((-1,) + event)
+
+
 def _observed_stats(v: Variable) -> tuple:
     if v.family is Categorical:
         return (np.nan_to_num(v.value),)

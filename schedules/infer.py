@@ -36,7 +36,8 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         Maximum number of sweeps over the schedule.
     tol
         Stop when the ELBO changes by at most ``tol·|ELBO|`` between sweeps (None: never).
-        Default: 1e-9 under VMP, None under NCVMP (whose ELBO need not be monotone).
+        Default: 1e-9 under VMP (1e-6 with handlers), None under NCVMP (whose ELBO need not be
+        monotone).
     param_tol
         Stop when no natural parameter η changed by more than this, relative to 1 + |η|, in a sweep
         (None: never).
@@ -71,8 +72,8 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     if not hasattr(algorithm, "name") or algorithm.name not in ("vmp", "ncvmp"):
         raise ModelError(f"algorithm must be fg.VMP() or fg.NCVMP(), got {algorithm!r}")
     monotone = getattr(algorithm, "monotone", True)
-    if tol is _AUTO:
-        tol = 1e-9 if monotone else None
+    if tol is _AUTO:  # a handler refits its block each sweep, to its optimiser's tolerance
+        tol = (1e-6 if handlers else 1e-9) if monotone else None
     if param_tol is _AUTO:
         param_tol = None if monotone else 1e-8
     for label, value in (("tol", tol), ("param_tol", param_tol)):
@@ -111,5 +112,7 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     if c.handlers:
         notes.append("handlers: " + ", ".join(f"{k} ← {h!r} (claims {[f.name for f in c.claimed[k]]})"
                                               for k, h in c.handlers.items()))
-    return Result(model.name, algorithm.name, dict(eng.q), float(trace[-1]), kind, trace, out["n_iter"],
-                  out["converged"], out["time"], compile_time, out["warnings"], elbo_se, notes)
+    result = Result(model.name, algorithm.name, dict(eng.q), float(trace[-1]), kind, trace, out["n_iter"],
+                    out["converged"], out["time"], compile_time, out["warnings"], elbo_se, notes)
+    result.joint.update(eng.joint)
+    return result

@@ -78,11 +78,7 @@ class Laplace:
         D = w.shape[0]
         log_z = logp + 0.5 * D * LOG_2PI - 0.5 * logdet
         entropy = 0.5 * D * (LOG_2PI + 1.0) - 0.5 * logdet
-        cov = q.cov()
-        site = 0.0
-        if hasattr(target, "site_terms"):
-            for f, g2, X in target.site_terms(w):
-                site += float(f.sum() + 0.5 * np.einsum("n,nd,de,ne->", g2, X, cov, X))
+        site = target.laplace_site_term(w, q.cov()) if hasattr(target, "laplace_site_term") else 0.0
         return BlockFit(q, log_z, APPROXIMATION, 0.0, site, 0.0, entropy, {"mode": w})
 
     def __repr__(self) -> str:

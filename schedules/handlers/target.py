@@ -20,12 +20,46 @@ import numpy as np
 
 @dataclass
 class Site:
-    """Claimed factors on one projection matrix: log f at u = Xw, with the factor's pointwise rule."""
+    """Claimed factors on one projection matrix: log f at u = Xw, with the factor's pointwise rule.
+
+    A scalar site has u_n = x_nᵀw; a vector site (a softmax over K classes, ``classes = K``) has
+    u_nk = x_nᵀw_k for a weight matrix w of K rows, flattened class-major into the block's vector.
+    """
 
     X: np.ndarray  # (N, D)
-    point: Callable  # point(u, m, p) -> (log f, g′, g″), u of shape (..., N)
-    moments: dict  # statistics of the factor's other edges, flattened to (N,)
+    point: Callable  # point(u, m, p) -> (log f, g′, g″); u of shape (..., N) or (..., N, K)
+    moments: dict  # statistics of the factor's other edges, one row per data point
     params: dict
+    classes: int = 0  # K for a vector site, 0 for a scalar one
+
+    def project(self, W: np.ndarray) -> np.ndarray:
+        """u for each row of W (S, dim): (S, N) or (S, N, K)."""
+        if not self.classes:
+            return W @ self.X.T
+        Wk = W.reshape(W.shape[0], self.classes, -1)
+        return np.einsum("skd,nd->snk", Wk, self.X)
+
+    def pull(self, g: np.ndarray) -> np.ndarray:
+        """Gradient in the block's vector from the gradient in u."""
+        if not self.classes:
+            return g @ self.X
+        return np.einsum("snk,nd->skd", g, self.X).reshape(g.shape[0], -1)
+
+    def hessian(self, g2: np.ndarray) -> np.ndarray:
+        if not self.classes:
+            return self.X.T @ (g2[:, None] * self.X)
+        K, D = self.classes, self.X.shape[1]
+        return np.einsum("nkl,nd,ne->kdle", g2, self.X, self.X).reshape(K * D, K * D)
+
+    def expansion(self, w: np.ndarray, cov: np.ndarray) -> float:
+        """Second-order expansion of Σ_n E_q[log f_n] at the mode w for q = N(w, cov)."""
+        f, _, g2 = self.point(self.project(w[None])[0], self.moments, self.params)
+        if not self.classes:
+            return float(f.sum() + 0.5 * np.einsum("n,nd,de,ne->", g2, self.X, cov, self.X))
+        K, D = self.classes, self.X.shape[1]
+        C = cov.reshape(K, D, K, D)
+        cu = np.einsum("nd,kdle,ne->nkl", self.X, C, self.X)  # Cov(u_n) per data point
+        return float(f.sum() + 0.5 * np.einsum("nkl,nlk->", g2, cu))
 
 
 @dataclass
@@ -53,10 +87,9 @@ class BlockTarget:
         S = W.shape[0]
         val, grad = np.zeros(S), np.zeros_like(W)
         for s in self.sites:
-            u = W @ s.X.T
-            f, g1, _ = s.point(u, s.moments, s.params)
+            f, g1, _ = s.point(s.project(W), s.moments, s.params)
             val += f.sum(-1)
-            grad += g1 @ s.X
+            grad += s.pull(g1)
         return val, grad
 
     def logp_grad(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -68,17 +101,13 @@ class BlockTarget:
     def hessian(self, w: np.ndarray) -> np.ndarray:
         H = 2.0 * self.eta2.copy()
         for s in self.sites:
-            _, _, g2 = s.point(s.X @ w, s.moments, s.params)
-            H += s.X.T @ (g2[:, None] * s.X)
+            _, _, g2 = s.point(s.project(w[None])[0], s.moments, s.params)
+            H += s.hessian(g2)
         return H
 
-    def site_terms(self, w: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """Per site: (log f_n, g″_n) at w and the projection matrix (for Laplace's site term)."""
-        out = []
-        for s in self.sites:
-            f, _, g2 = s.point(s.X @ w, s.moments, s.params)
-            out.append((f, g2, s.X))
-        return out
+    def laplace_site_term(self, w: np.ndarray, cov: np.ndarray) -> float:
+        """Σ over sites of the second-order expansion of E_q[log f] at the mode (Laplace's site term)."""
+        return sum(s.expansion(w, cov) for s in self.sites)
 
 
 class DensityTarget:
