@@ -202,3 +202,45 @@ def test_predictive_log_density_matches_quadrature_for_one_point():
     exact = np.log(logistic_expectations(m, v)[1] if y[0] else 1 - logistic_expectations(m, v)[1])
     lpd = models.predictive_log_density(r, x, y[:1], n_samples=200_000)
     assert lpd == pytest.approx(float(exact), abs=5e-3)
+
+
+def _softmax_model(X, y, K):
+    with fg.Model("multiclass") as m:
+        n, k = fg.plate("n", X.shape[0]), fg.plate("k", K)
+        W = fg.mv_gaussian("W", mean=0.0, precision=1.0, plates=[k], dim=X.shape[1])
+        fg.categorical_softmax("y", logits=fg.inner(X, W, plates=[n]), over=k, observed=y)
+    return m
+
+
+def test_softmax_block_gradient_and_hessian():
+    from factors.softmax import softmax_point
+    from schedules.handlers import Site
+
+    rng = np.random.default_rng(6)
+    N, D, K = 12, 3, 4
+    X = rng.normal(size=(N, D))
+    y = np.eye(K)[rng.integers(0, K, N)]
+    target = BlockTarget(np.zeros(K * D), -0.5 * np.eye(K * D), [Site(X, softmax_point, {"out": (y,)}, {}, K)])
+    w = rng.normal(size=K * D)
+    v, g = target.logp_grad(w[None])
+    num_g = np.array([(target.logp_grad((w + e)[None])[0][0] - target.logp_grad((w - e)[None])[0][0]) / 2e-6
+                      for e in 1e-6 * np.eye(K * D)])
+    np.testing.assert_allclose(g[0], num_g, rtol=1e-6, atol=1e-7)
+    num_h = np.array([(target.logp_grad((w + e)[None])[1][0] - target.logp_grad((w - e)[None])[1][0]) / 2e-6
+                      for e in 1e-6 * np.eye(K * D)])
+    np.testing.assert_allclose(target.hessian(w), num_h, rtol=1e-5, atol=1e-6)
+
+
+def test_joint_multiclass_block_beats_class_factorised_fits():
+    rng = np.random.default_rng(7)
+    N, D, K = 90, 3, 3
+    X = np.c_[np.ones(N), rng.normal(size=(N, D - 1))]
+    y = np.argmax(X @ rng.normal(size=(D, K)) * 2 + rng.gumbel(size=(N, K)), axis=1)
+    joint = fg.infer(_softmax_model(X, y, K), handlers={"W": fg.MVI("lr")})
+    diag = fg.infer(_softmax_model(X, y, K), handlers={"W": fg.VIDiag()})
+    ncvmp = fg.infer(_softmax_model(X, y, K), algorithm=fg.NCVMP(), max_iter=500)
+    assert joint.joint["W"].mean().shape == (K * D,)
+    assert joint.posterior("W").mean().shape == (K, D)
+    np.testing.assert_allclose(joint.posterior("W").mean().ravel(), joint.joint["W"].mean())
+    assert joint.elbo > diag.elbo - 3 * (joint.elbo_se + diag.elbo_se)
+    assert joint.elbo > ncvmp.elbo
