@@ -42,7 +42,7 @@ from .nonconjugate import (
 from .results import Comparison, Result, compare
 
 _LAZY = {name: "schedules" for name in
-         ("infer", "VMP", "NCVMP", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
+         ("infer", "VMP", "NCVMP", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate")}
 
 
 def __getattr__(name: str) -> Any:
