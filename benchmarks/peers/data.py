@@ -86,3 +86,39 @@ def matched_accuracy(labels_true: np.ndarray, labels_pred: np.ndarray, K: int) -
         C[i, :] = -1
         C[:, j] = -1
     return total / len(labels_true)
+
+
+def make_logistic(N: int, D: int = 20, seed: int = 0, logit_sd: float = 2.0):
+    """Logistic regression data for the NCVMP benchmark (no intercept).
+
+    X ~ N(0, 1) of shape (N, D); w_true ~ N(0, (logit_sd² / D) I), so the true logits x_nᵀw_true have a
+    standard deviation of about ``logit_sd``; y_n ~ Bernoulli(σ(x_nᵀw_true)) as 0/1 floats.
+
+    Returns (X, y, w_true).
+    """
+    rng = np.random.default_rng(seed)
+    w_true = rng.normal(size=D) * logit_sd / np.sqrt(D)
+    X = rng.normal(size=(N, D))
+    p = 1.0 / (1.0 + np.exp(-(X @ w_true)))
+    y = (rng.random(N) < p).astype(float)
+    return X, y, w_true
+
+
+def make_softmax(N: int, D: int = 20, K: int = 10, seed: int = 0, logit_sd: float = 2.0):
+    """Multinomial (softmax) regression data for the NCVMP benchmark.
+
+    X ~ N(0, 1) of shape (N, D); W_true (K, D) ~ N(0, logit_sd² / D), b_true (K,) ~ N(0, 0.5²);
+    labels y_n ~ Categorical(softmax(W_true x_n + b_true)) as integers 0..K−1 (inverse-CDF draws).
+
+    Returns (X, labels, W_true, b_true).
+    """
+    rng = np.random.default_rng(seed)
+    W_true = rng.normal(size=(K, D)) * logit_sd / np.sqrt(D)
+    b_true = 0.5 * rng.normal(size=K)
+    X = rng.normal(size=(N, D))
+    g = X @ W_true.T + b_true
+    p = np.exp(g - g.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    u = rng.random(N)
+    labels = np.minimum((p.cumsum(axis=1) < u[:, None]).sum(axis=1), K - 1)
+    return X, labels.astype(np.int64), W_true, b_true
