@@ -12,6 +12,7 @@ from .dirichlet import Dirichlet
 from .gamma import Gamma
 from .gaussian import Gaussian
 from .gaussian_gamma import GaussianGamma
+from .gaussian_mixture import GaussianMixture
 from .mv_gaussian import MvGaussian
 from .point_mass import PointMass
 
@@ -25,6 +26,7 @@ __all__ = [
     "Gamma",
     "Gaussian",
     "GaussianGamma",
+    "GaussianMixture",
     "MvGaussian",
     "PointMass",
 ]
