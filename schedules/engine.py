@@ -57,7 +57,8 @@ class Engine:
         self.version: dict[str, int] = {}
         self._det_cache: dict[int, tuple] = {}
         self._obs_stats: dict[str, tuple] = {}
-        self._last: dict[tuple[str, str], tuple] = {}
+        self._last: dict[tuple[str, str, str], tuple] = {}
+        self._updating = ""  # the variable whose update is being computed
         # backtracking damps a retried sweep toward the messages of the last accepted one
         self._keep_last = bool(getattr(c.algorithm, "backtracking", False))
         self.max_change = 0.0
@@ -152,7 +153,9 @@ class Engine:
             full = [p.index for p in node.plates]
             out = tuple(move_event_to_plate(m, full, consumed.index, k - 1) for m, k in zip(out, evs, strict=True))
         if f.damping > 0.0 or self._keep_last:
-            key = (f.name, edge)
+            # one memory per updated variable: a factor feeding two variables (W and b through a sum)
+            # must damp each one's update toward the message that variable last received
+            key = (f.name, edge, self._updating)
             prev = self._last.get(key)
             if prev is not None and f.damping > 0.0:
                 out = tuple((1.0 - f.damping) * m + f.damping * p for m, p in zip(out, prev, strict=True))
@@ -225,6 +228,7 @@ class Engine:
         self.version[v.name] = self.version.get(v.name, 0) + 1
 
     def update(self, v: Variable) -> None:
+        self._updating = v.name
         if v.name in self.c.handlers:
             self._update_block(v)
             return
@@ -445,6 +449,7 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
     warnings: list[str] = []
     backtrack = getattr(c.algorithm, "backtracking", False)
     it = 0
+    gave_up = False
     for it in range(1, max_iter + 1):
         snapshot = eng.snapshot() if backtrack and trace else None
         while True:
@@ -455,9 +460,14 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
             if snapshot is None or L >= trace[-1] - 1e-12 * max(1.0, abs(L)):
                 break
             if not eng.raise_damping():
-                warnings.append(f"iteration {it}: backtracking could not stop the ELBO from decreasing")
+                warnings.append(f"iteration {it}: backtracking could not stop the ELBO from decreasing; "
+                                "stopped at the last accepted state")
+                eng.restore(snapshot)
+                gave_up = True
                 break
             eng.restore(snapshot)
+        if gave_up:
+            break
         if trace and c.algorithm.monotone and L < trace[-1] - 1e-9 * max(1.0, abs(L)):
             warnings.append(f"iteration {it}: the ELBO decreased by {trace[-1] - L:.3g}")
         delta = abs(L - trace[-1]) if trace else np.inf
