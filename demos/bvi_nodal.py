@@ -28,7 +28,9 @@ from scipy.special import log_expit
 import factorgraph as fg
 
 OUT = Path(__file__).resolve().parent / "out"
-DATA = Path("/work/shared/data/nodal")
+# shared/ sits beside the repository (as in CI), or at /work/shared
+DATA = next((r / "data" / "nodal" for r in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared"))
+             if (r / "data" / "nodal").is_dir()), Path("/work/shared/data/nodal"))
 COLUMNS = ["m", "aged", "stage", "grade", "xray", "acid"]
 
 

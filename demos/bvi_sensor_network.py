@@ -93,8 +93,8 @@ def log_posterior(prob: dict):
             # ∂/∂d of each pair's term, then ∂d/∂x_i = diff/d
             g_obs = -d / R**2 + (np.nan_to_num(y) - d) / SIGMA**2
             g_miss = (d / R**2) / np.expm1(u)
-        gd = np.where(z, g_obs, g_miss)
-        vec = (gd / d)[:, :, None] * diff  # (S, pairs, 2)
+            gd = np.where(z, g_obs, g_miss)
+            vec = (gd / d)[:, :, None] * diff  # (S, pairs, 2)
         G = np.zeros_like(P)
         np.add.at(G, (slice(None), i), vec)
         np.add.at(G, (slice(None), j), -vec)

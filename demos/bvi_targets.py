@@ -227,8 +227,9 @@ def _plot_2d(ax, target: Target, q: GaussianMixture, title: str, n: int = 200) -
     xs, ys = np.linspace(x0, x1, n), np.linspace(y0, y1, n)
     Xg, Yg = np.meshgrid(xs, ys)
     P = np.stack([Xg.ravel(), Yg.ravel()], axis=1)
-    ax.contour(Xg, Yg, np.exp(target.logp(P)).reshape(Xg.shape), levels=6, colors="tab:blue", linewidths=0.8)
-    ax.contour(Xg, Yg, np.exp(q.logpdf(P)).reshape(Xg.shape), levels=6, colors="tab:red", linewidths=0.8)
+    for dens, colour in ((np.exp(target.logp(P)), "tab:blue"), (np.exp(q.logpdf(P)), "tab:red")):
+        levels = dens.max() * np.exp(-np.array([4.5, 3.0, 1.5, 0.5]))  # density ratios e^-4.5 … e^-0.5 of the peak
+        ax.contour(Xg, Yg, dens.reshape(Xg.shape), levels=levels, colors=colour, linewidths=0.8)
     ax.set_title(title, fontsize=8)
 
 

@@ -24,7 +24,8 @@ x* gives μ = x*, Σ_h = λH⁻¹.
 *Starts.*  ``n_candidates`` draws from the current mixture (half from q_{t−1}, half from its components
 with equal weights, so that a component of small weight such as a broad initial one still explores)
 are resampled without replacement with probabilities ∝ e^r = (p̃/Ẑ + ε)/(q + ε): the starts favour
-the regions q underestimates and stay diverse.
+the regions q underestimates and stay diverse.  A start on the ε-plateau (p̃/Ẑ < ε, where ∇r ≈ 0: most
+draws of a broad Gaussian in several dimensions) first climbs log p̃ until p̃/Ẑ ≥ ε.
 
 *Which peak.*  A local maximum counts only if −∇²r is positive definite there, p̃/Ẑ ≥ ε there (not a
 peak of the ε-plateau), r(x*) > 0 (the target is underestimated there), its component is at most
@@ -47,18 +48,21 @@ estimate; log Z on average as q_{t−1} improves).  On a normalised target Ẑ �
     ∂D/∂α = E_h[γ_α] − E_{q_{t−1}}[γ_α],   γ_α = log((1 − α)q_{t−1} + αh) − log p̃;
 
 both expectations are estimated with ``n_weight_samples`` fresh draws from h and from q_{t−1} at every
-step, and α follows projected SGD from α₀ = 1/(K + 1), α ← Π_[0,1](α − c/k · ĝ_k) (Robbins–Monro
-steps c/k, c = ``weight_step``), stopping when |Δα| < ``weight_tol`` (after at least
-``min_weight_steps`` steps, at most ``max_weight_steps``).  A component whose weight comes out below
-``min_weight`` is skipped (q unchanged).
+step (those of q_{t−1} stratified by component, ``GaussianMixture.sample_stratified``: a far component
+of small weight, such as a broad initial one, would otherwise make the gradient heavy-tailed through the
+random number of its draws), and α follows projected SGD from α₀ = 1/(K + 1), α ← Π_[0,1](α − c/k · ĝ_k)
+(Robbins–Monro steps c/k, c = ``weight_step``), stopping when |Δα| < ``weight_tol`` (after at least
+``min_weight_steps`` steps, at most ``max_weight_steps``). A component whose weight comes out below
+``min_weight`` is skipped (q unchanged); with ``revert=True`` one after which the ELBO estimate falls by
+more than three standard errors is undone too.
 
-**Evidence.**  After each added component the ELBO E_q[log p̃ − log q] is estimated on
-``n_elbo_samples`` fresh draws (``info["elbo_trace"]``, ``info["elbo_se_trace"]``); the reported
-figure is a final estimate on ``n_final_samples`` draws from a second seeded stream, labelled
-``ESTIMATE`` (a Monte Carlo estimate of a lower bound, MATH.md §9).  On a model block the claimed
-sites' part E_q[Σ log f] and the entropy −E_q[log q] come from the same final draws; ``site_se`` is the
-standard error of their sum (the Monte Carlo part of the block's ELBO; the engine adds the prior's
-E_q[log N(w | prior)] exactly from q's moments).
+**Evidence.** After each added component the ELBO E_q[log p̃ − log q] is estimated on ``n_elbo_samples``
+fresh draws stratified by component (``elbo_estimate``; ``info["elbo_trace"]``,
+``info["elbo_se_trace"]``); the reported figure is a final estimate on ``n_final_samples`` draws from a
+second seeded stream, labelled ``ESTIMATE`` (a Monte Carlo estimate of a lower bound, MATH.md §9). On a
+model block the claimed sites' part E_q[Σ log f] and the entropy −E_q[log q] come from the same final
+draws; ``site_se`` is the standard error of their sum (the Monte Carlo part of the block's ELBO; the
+engine adds the prior's E_q[log N(w | prior)] exactly from q's moments).
 
 **Limits.**  The residual peak is a good proposal where q misses mass entirely (a missing mode: there
 H ≈ −∇²log p̃).  Where q is already close to p̃, H = −∇²log p̃ + ∇²log q is small and the peaks move to
@@ -316,6 +320,11 @@ class BVI:
         tolerance on |Δα| (1e−4), bounds on the number of steps, and c of the step size c/k.
     min_weight
         Components whose weight comes out below this are skipped.
+    revert
+        Undo an added component when the ELBO estimate falls by more than three standard errors (the
+        stochastic weight step overshot); it then counts as skipped.  Off by default: a greedy step that
+        lowers the ELBO is sometimes the start of a better mixture (on the sensor network the guard stops
+        the run at two components).
     patience
         Stop after this many consecutive iterations that add no component.
     n_elbo_samples, n_final_samples
@@ -328,7 +337,7 @@ class BVI:
     ``fit`` returns a ``BlockFit`` whose ``info`` holds ``elbo_trace``, ``elbo_se_trace``,
     ``log_z_trace`` (the importance-sampling log Ẑ), ``alpha_trace``, ``time_trace`` (seconds since
     the start) and ``weight_steps``, one entry per component of the mixture (entry k: after the
-    (k+1)-th component), plus ``iterations``, ``skipped``, ``failed_searches``, ``rejections`` (why
+    (k+1)-th component), plus ``iterations``, ``skipped``, ``reverted``, ``failed_searches``, ``rejections`` (why
     peaks were not used, with counts) and ``stopped`` (why the run ended).  The mixture after k
     components is ``q.head(k, info["alpha_trace"])``.  The handler object keeps its latest fit in
     ``last_fit`` (useful under ``fg.infer``, whose result does not carry handler traces).  On a model
@@ -345,7 +354,7 @@ class BVI:
                  min_weight: float = 1e-3, n_elbo_samples: int = 2000, n_final_samples: int = 10_000,
                  select: str = "objective", start_scale: float = 1.0, n_candidates: int = 100,
                  max_spread: float = 10.0, patience: int = 5, min_weight_steps: int = 10,
-                 n_select_samples: int = 200, seed: int = 0) -> None:
+                 n_select_samples: int = 200, revert: bool = False, seed: int = 0) -> None:
         def count(name: str, v: Any, low: int) -> int:
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
                 raise ModelError(f"BVI: {name} must be an integer ≥ {low}, got {v!r}")
@@ -379,6 +388,7 @@ class BVI:
         if not 0.0 <= float(min_weight) < 1.0:
             raise ModelError(f"BVI: min_weight must lie in [0, 1), got {min_weight!r}")
         self.min_weight = float(min_weight)
+        self.revert = bool(revert)
         self.n_elbo_samples = count("n_elbo_samples", n_elbo_samples, 2)
         self.n_final_samples = count("n_final_samples", n_final_samples, 2)
         self.seed = count("seed", seed, 0)
@@ -395,9 +405,15 @@ class BVI:
         rng = np.random.default_rng(self.seed)
         q, init_note = self._initial(target, np.asarray(x0, dtype=float))
         elbo, se, log_z = self._elbo(target, q, rng, self.n_elbo_samples)
-        trace = {"elbo_trace": [elbo], "elbo_se_trace": [se], "log_z_trace": [log_z], "alpha_trace": [1.0],
-                 "time_trace": [time.perf_counter() - t0], "weight_steps": [0]}
-        skipped = failed = iterations = idle = 0
+        # an initial mixture of K₀ components: its weights as greedy mixing weights, traces padded with nan
+        cum = np.cumsum(q.weights)
+        alpha0 = np.where(cum > 0, q.weights / np.where(cum > 0, cum, 1.0), 0.0)
+        alpha0[0] = 1.0
+        pad = [np.nan] * (q.n_components - 1)
+        trace = {"elbo_trace": pad + [elbo], "elbo_se_trace": pad + [se], "log_z_trace": pad + [log_z],
+                 "alpha_trace": list(alpha0), "time_trace": pad + [time.perf_counter() - t0],
+                 "weight_steps": [0] * q.n_components}
+        skipped = failed = reverted = iterations = idle = 0
         stopped = f"{self.n_components} components"
         why: dict[str, int] = {}
         skipped_comps: list[tuple[np.ndarray, np.ndarray]] = []
@@ -418,9 +434,14 @@ class BVI:
                 skipped += 1
                 skipped_comps.append(comp)
                 continue
+            q_new = q.add(alpha, comp[0], comp[1])
+            elbo_new, se_new, log_z_new = self._elbo(target, q_new, rng, self.n_elbo_samples)
+            if self.revert and elbo_new < elbo - 3.0 * np.hypot(se, se_new):
+                reverted += 1  # the stochastic weight step overshot: keep q_{t−1}
+                skipped_comps.append(comp)
+                continue
             idle, skipped_comps = 0, []
-            q = q.add(alpha, comp[0], comp[1])
-            elbo, se, log_z = self._elbo(target, q, rng, self.n_elbo_samples)
+            q, elbo, se, log_z = q_new, elbo_new, se_new, log_z_new
             for key, v in (("elbo_trace", elbo), ("elbo_se_trace", se), ("log_z_trace", log_z),
                            ("alpha_trace", alpha), ("time_trace", time.perf_counter() - t0),
                            ("weight_steps", steps)):
@@ -432,7 +453,8 @@ class BVI:
         entropy, site, site_se = -neg_entropy, 0.0, 0.0
         info: dict[str, Any] = {key: np.asarray(v) for key, v in trace.items()}
         info.update(init=init_note, iterations=iterations, skipped=skipped, failed_searches=failed,
-                    stopped=stopped, rejections=why, n_components=q.n_components, entropy_se=entropy_se,
+                    reverted=reverted, stopped=stopped, rejections=why, n_components=q.n_components,
+                    entropy_se=entropy_se,
                     time=time.perf_counter() - t0, mode=q.mean())
         if hasattr(target, "sites_value_grad"):
             sv = target.sites_value_grad(W)[0]
