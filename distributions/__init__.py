@@ -4,6 +4,7 @@ algebra (product, ratio, power, damping), sampling, logpdf and moments.
 This package imports nothing from ``factors``, ``factorgraph`` or ``schedules``.
 """
 
+from .affine_independent import AffineIndependent
 from .base import Distribution, ExponentialFamily
 from .bernoulli import Bernoulli
 from .beta import Beta
@@ -17,6 +18,7 @@ from .mv_gaussian import MvGaussian
 from .point_mass import PointMass
 
 __all__ = [
+    "AffineIndependent",
     "Bernoulli",
     "Beta",
     "Categorical",

@@ -42,7 +42,7 @@ from .nonconjugate import (
 from .results import Comparison, Result, compare
 
 _LAZY = {name: "schedules" for name in
-         ("infer", "VMP", "NCVMP", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI")}
+         ("infer", "VMP", "NCVMP", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
 
 
 def __getattr__(name: str) -> Any:
@@ -60,5 +60,5 @@ def __getattr__(name: str) -> Any:
 __all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "bernoulli", "bernoulli_logit",
            "beta", "categorical_softmax", "cauchy_site", "laplace_site", "probit", "student_t_site",
            "categorical", "compare", "dirichlet", "gamma", "gaussian", "gaussian_gamma", "infer", "inner",
-           "mv_gaussian", "plate", "select", "InferenceError", "Laplace", "MVI", "NCVMP", "VIDiag", "VMP", "BVI",
+           "mv_gaussian", "plate", "select", "InferenceError", "Laplace", "MVI", "NCVMP", "VIDiag", "VMP",
            "approximate", "models", "AIKL", "BVI"]

@@ -2,7 +2,7 @@
 
 from .algorithms import NCVMP, VMP
 from .engine import InferenceError
-from .handlers import BVI, MVI, Laplace, VIDiag, approximate
+from .handlers import AIKL, BVI, MVI, Laplace, VIDiag, approximate
 from .infer import infer
 
-__all__ = ["BVI", "MVI", "NCVMP", "VMP", "Laplace", "VIDiag", "approximate", "InferenceError", "infer"]
+__all__ = ["AIKL", "BVI", "MVI", "NCVMP", "VMP", "Laplace", "VIDiag", "approximate", "InferenceError", "infer"]

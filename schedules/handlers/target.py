@@ -64,7 +64,9 @@ class Site:
 
 @dataclass
 class BlockTarget:
-    """log N(w | η₁, η₂) + Σ sites, normalised in the prior part (improper flat prior: constant 0)."""
+    """η₁ᵀw + wᵀη₂w + c + Σ sites: c normalises the Gaussian part when its precision −2η₂ is positive
+    definite (``proper_prior``); otherwise (an improper flat prior, or a rank-deficient message such as
+    one data point's under a flat prior) c = 0 and the Gaussian part is an unnormalised factor."""
 
     eta1: np.ndarray
     eta2: np.ndarray
@@ -73,7 +75,9 @@ class BlockTarget:
     def __post_init__(self) -> None:
         self.dim = self.eta1.shape[-1]
         lam = -2.0 * self.eta2
-        self.proper_prior = bool(np.any(lam))
+        self.has_prior = bool(np.any(lam) or np.any(self.eta1))
+        ev = np.linalg.eigvalsh(lam) if self.has_prior else np.zeros(1)
+        self.proper_prior = bool(ev[0] > 1e-12 * ev[-1] > 0.0)
         if self.proper_prior:
             chol = np.linalg.cholesky(lam)
             mu = np.linalg.solve(lam, self.eta1)
