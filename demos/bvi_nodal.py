@@ -6,9 +6,13 @@ including the all-ones column ``m`` (the intercept), binary response ``r``; prio
 
     w ~ N(0, I),   r_n ~ Bernoulli(σ(x_nᵀw)),
 
-and the block of w is handed to a global handler: BVI (30 iterations from the Laplace start, the default
-settings), mean-field Gaussian VI (``fg.VIDiag()``, the seed's ADVI stand-in) and full-covariance Gaussian VI
-(``fg.MVI("lr")``).  The reference posterior (the seed used a Pólya-Gamma sampler) is importance sampling
+and the block of w is handed to a global handler: BVI with the default settings (30 components at most,
+started from the Gaussian KL optimum), BVI started from the Laplace approximation (``init="laplace"``, as the
+seed's algorithm), mean-field Gaussian VI (``fg.VIDiag()``, the seed's ADVI stand-in) and full-covariance
+Gaussian VI (``fg.MVI("lr")``).  From the Laplace start the boosting steps find no interior residual peak
+(where q ≈ p̃ the residual's curvature is small), so the components they add carry negligible weight and the
+means keep the Laplace approximation's error (0.12 posterior sd for the intercept); the default start has
+none to keep.  The reference posterior (the seed used a Pólya-Gamma sampler) is importance sampling
 with a Student-t (ν = 5) proposal centred on the Laplace solution with 1.5 times its scale, 10⁶ draws
 (effective sample size printed); its log Z gives each method's KL(q‖p) = log Z − ELBO.
 
@@ -94,6 +98,7 @@ def main(small: bool = False, seed: int = 0) -> dict:
 
     n_comp = 11 if small else 31
     handlers = {"BVI": fg.BVI(n_components=n_comp, seed=seed),
+                "BVI from Laplace": fg.BVI(n_components=n_comp, init="laplace", seed=seed),
                 "mean-field (VIDiag)": fg.VIDiag(seed=seed),
                 "full Gaussian (MVI-lr)": fg.MVI("lr", seed=seed)}
     sd = np.sqrt(np.diag(ref["cov"]))
@@ -111,7 +116,7 @@ def main(small: bool = False, seed: int = 0) -> dict:
                       "var_rel_err": np.diag(cov) / np.diag(ref["cov"]) - 1.0,
                       "corr_err": float(np.max(np.abs(corr - rcorr)[np.triu_indices(D, 1)])),
                       "kl": ref["log_z"] - r.elbo}
-        if name == "BVI":
+        if name.startswith("BVI"):
             rows[name]["n_components"] = q.n_components
             rows[name]["stopped"] = h.last_fit.info["stopped"]
     la_cov = la.cov()
@@ -143,9 +148,9 @@ def main(small: bool = False, seed: int = 0) -> dict:
     print("\nthe paper's statements:")
     for text, ok in claims.items():
         print(f"  [{'reproduced' if ok else 'NOT reproduced'}] {text}")
-    if not claims["Fig. 7: BVI captures the posterior mean (within 0.1 posterior sd)"]:
-        print("  (from the Laplace start every residual peak lies at the edge of q's support, where the new\n"
-              "   component's weight comes out negligible; the means stay at the Laplace approximation's)")
+    bl = rows["BVI from Laplace"]
+    print(f"  (BVI from the Laplace start: max |Δmean|/sd {np.max(bl['mean_err_sd']):.3f}, {bl['n_components']} "
+          "components: its residual peaks lie at the edge of q's support and get negligible weight)")
     fig = _figure(ref, rows, small)
     elapsed = time.perf_counter() - t0
     print(f"\nfigure: {fig}\nruntime {elapsed:.1f} s")

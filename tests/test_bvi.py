@@ -22,7 +22,7 @@ import factorgraph as fg
 from distributions import GaussianMixture, MvGaussian
 from factorgraph.results import ESTIMATE
 from schedules.handlers import BVI, DensityTarget
-from schedules.handlers.bvi import lbfgs, mc_discrepancy, residual, weight_gradient
+from schedules.handlers.bvi import elbo_gain, lbfgs, mc_discrepancy, residual, weight_gradient
 
 DEMOS = Path(__file__).resolve().parent.parent / "demos"
 # shared/ sits beside the repository (as in CI); developers' machines also have it at /work/shared
@@ -139,6 +139,33 @@ def test_mixture_constructions_and_validation():
 
 
 # ------------------------------------------------------------------------------------------ BVI pieces
+def test_elbo_gain_matches_the_quadrature_difference_of_elbos():
+    """ELBO((1 − α)q + αh) − ELBO(q) by common random numbers, against 1-D quadrature, and its error
+    shrinking with α (what lets the handler reject a harmful component of small weight)."""
+    rng = np.random.default_rng(8)
+    q = GaussianMixture([0.6, 0.4], [-2.0, 1.0], [1.0, 0.5])
+    h = MvGaussian(mean=np.array([3.0]), cov=np.array([[0.6]]))
+    target = GaussianMixture([0.5, 0.2, 0.3], [-2.0, 1.0, 3.0], [1.0, 0.4, 0.8])
+    x = np.linspace(-15, 15, 60001)[:, None]
+
+    def elbo(mix):
+        lq = mix.logpdf(x)
+        return float(np.trapezoid(np.exp(lq) * (target.logpdf(x) - lq), x[:, 0]))
+
+    n = 4000
+    Xh = h.sample(n, rng)
+    Xq, _, idx = q.sample_stratified(n, rng)
+    ses = []
+    for alpha in (0.02, 0.3):
+        at_h = (q.logpdf(Xh), h.logpdf(Xh), target.logpdf(Xh))
+        at_q = (q.logpdf(Xq), h.logpdf(Xq), target.logpdf(Xq))
+        gain, se = elbo_gain(alpha, at_h, at_q, idx, q.weights)
+        exact = elbo(q.add(alpha, np.array([3.0]), np.array([[0.6]]))) - elbo(q)
+        assert exact > 0 and abs(gain - exact) < 4 * se, (alpha, gain, exact, se)
+        ses.append(se)
+    assert ses[0] < 0.5 * ses[1]
+
+
 def test_weight_gradient_matches_finite_differences_of_the_monte_carlo_elbo():
     """With common random numbers the derivative of the Monte Carlo discrepancy is the seed's gradient
     estimator (eq. 11) plus an importance-sampling estimate of ∫(h − q) = 0 (exactly), which is small."""
@@ -288,7 +315,7 @@ def test_bvi_on_a_logistic_regression_block():
     fit = h.last_fit
     assert isinstance(q, GaussianMixture) and r.evidence_kind == ESTIMATE and fit.kind == ESTIMATE
     assert len(fit.info["elbo_trace"]) == q.n_components
-    assert r.n_iter == 2 and r.elbo == r.elbo_trace[0]  # the second iteration hits the cache
+    assert r.n_iter == 1 and r.converged  # the only latent variable: its first fit is the fixed point
     # the engine's ELBO (exact prior term + the handler's Monte Carlo site term and entropy) and the
     # handler's whole-target estimate agree within Monte Carlo error
     assert abs(r.elbo - fit.log_evidence) < 4 * np.hypot(fit.se, r.elbo_se) + 0.02
@@ -310,7 +337,7 @@ def test_bvi_on_a_plain_density_and_bad_options():
     r = fg.approximate(cauchy, [0.5], fg.BVI(n_components=4, max_weight_steps=200, n_final_samples=4000))
     assert isinstance(r.posterior, GaussianMixture) and r.kind == ESTIMATE and r.elbo_se > 0
     assert r.elbo < 4 * r.elbo_se  # log Z = 0
-    assert r.info["init"] == "laplace" and r.info["elbo_trace"][-1] > r.info["elbo_trace"][0] - 0.05
+    assert r.info["init"] == "gaussian" and r.info["elbo_trace"][-1] > r.info["elbo_trace"][0] - 0.05
     # the diagonal-Hessian option: every added component is axis-aligned
     t = GaussianMixture([0.5, 0.5], [[-2.0, 0.0], [2.0, 1.0]], [[[1.0, 0.6], [0.6, 1.0]], np.eye(2) * 0.5])
     rd = fg.approximate(t.logpdf, np.zeros(2), fg.BVI(n_components=4, diagonal=True, init="broad",
@@ -412,10 +439,9 @@ def test_nodal_means_within_015_sd(nodal):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="from the Laplace start BVI adds only negligible tail components on Nodal "
-                   "(the residual has no interior peak: H is small where q ≈ p), so the means keep the Laplace "
-                   "approximation's error, up to 0.12 posterior sd for the intercept")
 def test_nodal_means_within_01_sd(nodal):
+    """Default start (the Gaussian KL optimum).  From the Laplace start the means keep Laplace's error, up to
+    0.12 posterior sd for the intercept: boosting adds components, it does not move the first one."""
     sd = np.sqrt(np.diag(nodal["V"]))
     assert np.all(np.abs(nodal["q"].mean() - nodal["mean"]) < 0.1 * sd)
 

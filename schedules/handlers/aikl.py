@@ -487,20 +487,32 @@ class AIKL:
         res["opt_lattice"] = bound.lattice
         return res, ref, bound
 
+    def _gaussian_stage(self, gbound: AIKLBound, target: Any, x0: np.ndarray, warm_x: np.ndarray | None = None):
+        D = int(target.dim)
+        chol = _Chol(D)
+        if warm_x is not None and len(warm_x) == D + D * (D + 1) // 2:
+            xg0 = np.asarray(warm_x, dtype=float)
+        else:
+            C0, b0 = self._start(target, np.asarray(x0, dtype=float))
+            xg0 = chol.pack(C0, b0)
+        gres, gref, _ = self._stage(gbound, chol, xg0, self.gaussian_maxiter)
+        C, bg, _ = chol.unpack(gres["x"])
+        return gres, gref, C, bg
+
+    def gaussian_kl(self, target: Any, x0: np.ndarray) -> tuple[MvGaussian, float, float]:
+        """The first stage alone: the full-covariance Gaussian maximising the bound (the Gaussian KL
+        optimum, site expectations on the exact Gaussian marginals), its bound and lattice error."""
+        gbound = self._bounds(target)[0]
+        _, gref, C, b = self._gaussian_stage(gbound, target, x0)
+        return MvGaussian(mean=b, cov=C @ C.T), float(gref["terms"]["bound"]), float(gref["error"])
+
     def fit(self, target: Any, x0: np.ndarray, warm: dict | None = None) -> BlockFit:
         """Gaussian KL, then AI-KL from its optimum (module docstring); ``warm`` is a previous ``info``."""
         warm = warm or {}
         D = int(target.dim)
         t0 = time.perf_counter()
         gbound, abound = self._bounds(target)
-        chol = _Chol(D)
-        if warm.get("gauss_x") is not None and len(warm["gauss_x"]) == D + D * (D + 1) // 2:
-            xg0 = np.asarray(warm["gauss_x"], dtype=float)
-        else:
-            C0, b0 = self._start(target, np.asarray(x0, dtype=float))
-            xg0 = chol.pack(C0, b0)
-        gres, gref, _ = self._stage(gbound, chol, xg0, self.gaussian_maxiter)
-        C, bg, _ = chol.unpack(gres["x"])
+        gres, gref, C, bg = self._gaussian_stage(gbound, target, x0, warm.get("gauss_x"))
         t1 = time.perf_counter()
 
         fixed = None

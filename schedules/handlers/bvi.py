@@ -53,7 +53,10 @@ of small weight, such as a broad initial one, would otherwise make the gradient 
 random number of its draws), and α follows projected SGD from α₀ = 1/(K + 1), α ← Π_[0,1](α − c/k · ĝ_k)
 (Robbins–Monro steps c/k, c = ``weight_step``), stopping when |Δα| < ``weight_tol`` (after at least
 ``min_weight_steps`` steps, at most ``max_weight_steps``). A component whose weight comes out below
-``min_weight`` is skipped (q unchanged); with ``revert=True`` one after which the ELBO estimate falls by
+``min_weight`` is skipped (q unchanged), and so is one whose ELBO gain, estimated with common random
+numbers on ``n_elbo_samples`` draws (``elbo_gain``: its error shrinks with α), is below −2 standard
+errors: the noisy weight step can leave a small α > 0 on a far component that lowers the ELBO
+(``info["no_gain"]`` counts them); with ``revert=True`` one after which the ELBO estimate falls by
 more than three standard errors is undone too.
 
 **Evidence.** After each added component the ELBO E_q[log p̃ − log q] is estimated on ``n_elbo_samples``
@@ -156,6 +159,23 @@ def mc_discrepancy(alpha: float, at_h: tuple[np.ndarray, ...], at_q: tuple[np.nd
     r"""Monte Carlo estimate of D(q_α) = E_{q_α}[γ_α] = (1 − α)E_q[γ_α] + αE_h[γ_α] (= −ELBO of q_α)
     from fixed draws of h and q_{t−1} (arguments as in ``weight_gradient``)."""
     return (1.0 - alpha) * _mean(_gamma(alpha, *at_q), q_weights) + alpha * _mean(_gamma(alpha, *at_h), None)
+
+
+def elbo_gain(alpha: float, at_h: tuple[np.ndarray, ...], at_q: tuple[np.ndarray, ...], q_idx: np.ndarray,
+              q_pi: np.ndarray) -> tuple[float, float]:
+    r"""ELBO((1 − α)q + αh) − ELBO(q) = D(0) − D(α) and its standard error, from one set of draws (common
+    random numbers):
+
+        D(0) − D(α) = E_q[γ₀ − (1 − α)γ_α] − α E_h[γ_α],
+
+    with ``at_h``, ``at_q`` as in ``weight_gradient`` (the q draws stratified by component: ``q_idx``,
+    ``q_pi``).  The log p̃ terms cancel in the first expectation except for a share α, so the error scales
+    with α: a component of small weight is judged precisely, where two independent ELBO estimates would
+    differ by their noise."""
+    a = _gamma(0.0, *at_q) - (1.0 - alpha) * _gamma(alpha, *at_q)
+    b = _gamma(alpha, *at_h)
+    ma, sa = stratified_mean(a, q_idx, q_pi)
+    return ma - alpha * float(b.mean()), float(np.hypot(sa, alpha * b.std() / np.sqrt(b.size)))
 
 
 def stratified_mean(values: np.ndarray, idx: np.ndarray, pi: np.ndarray) -> tuple[float, float]:
@@ -293,9 +313,13 @@ class BVI:
         components are added; at most ``2(n_components − 1)`` boosting iterations are run, since
         iterations whose component is negligible or whose peak search fails add nothing).
     init
-        The initial approximation: ``"laplace"`` (default; falls back to ``"broad"`` if the Laplace
-        approximation does not exist), ``"broad"`` (N(0, init_scale² I), the seed's broad Gaussian),
-        or an ``MvGaussian`` / ``GaussianMixture``.
+        The initial approximation: ``"gaussian"`` (default: the full-covariance Gaussian KL optimum,
+        the best single Gaussian, computed as the first stage of ``AIKL`` — on a model block with sites,
+        or a plain density of dimension ≤ 3; otherwise, or if it fails, ``"laplace"``), ``"laplace"``
+        (falls back to ``"broad"`` if the Laplace approximation does not exist), ``"broad"``
+        (N(0, init_scale² I), the seed's broad Gaussian), or an ``MvGaussian`` / ``GaussianMixture``.
+        The boosting steps add components where q underestimates p̃; they cannot move a start's
+        component, so a biased start (Laplace on a skewed posterior) keeps its bias.
     init_scale
         Standard deviation of the broad initial Gaussian (10: covariance 100 I).
     lam
@@ -347,7 +371,7 @@ class BVI:
 
     name = "BVI"
 
-    def __init__(self, n_components: int = 30, *, init: Any = "laplace", init_scale: float = 10.0,
+    def __init__(self, n_components: int = 30, *, init: Any = "gaussian", init_scale: float = 10.0,
                  lam: float = 0.5, eps: float = 1e-4, n_starts: int = 4, n_retries: int = 5,
                  hessian: str = "auto", diagonal: bool = False, n_weight_samples: int = 100,
                  weight_tol: float = 1e-4, max_weight_steps: int = 1000, weight_step: float | str = 1.0,
@@ -366,8 +390,9 @@ class BVI:
             return float(v)
 
         self.n_components = count("n_components", n_components, 1)
-        if not (isinstance(init, (MvGaussian, GaussianMixture)) or init in ("laplace", "broad")):
-            raise ModelError(f"BVI: init must be 'laplace', 'broad', an MvGaussian or a GaussianMixture, got {init!r}")
+        if not (isinstance(init, (MvGaussian, GaussianMixture)) or init in ("gaussian", "laplace", "broad")):
+            raise ModelError("BVI: init must be 'gaussian', 'laplace', 'broad', an MvGaussian or a GaussianMixture, "
+                             f"got {init!r}")
         if hessian not in ("auto", "fd"):
             raise ModelError(f"BVI: hessian must be 'auto' or 'fd', got {hessian!r}")
         if select not in ("objective", "peak", "gradient"):
@@ -413,7 +438,7 @@ class BVI:
         trace = {"elbo_trace": pad + [elbo], "elbo_se_trace": pad + [se], "log_z_trace": pad + [log_z],
                  "alpha_trace": list(alpha0), "time_trace": pad + [time.perf_counter() - t0],
                  "weight_steps": [0] * q.n_components}
-        skipped = failed = reverted = iterations = idle = 0
+        skipped = failed = reverted = no_gain = iterations = idle = 0
         stopped = f"{self.n_components} components"
         why: dict[str, int] = {}
         skipped_comps: list[tuple[np.ndarray, np.ndarray]] = []
@@ -432,6 +457,11 @@ class BVI:
             alpha, steps = self._weight(target, q, h, rng)
             if alpha < self.min_weight:
                 skipped += 1
+                skipped_comps.append(comp)
+                continue
+            gain, gain_se = self._gain(target, q, h, alpha, rng)
+            if gain < -2.0 * gain_se:
+                no_gain += 1  # the weight step's noise left α > 0 where the component lowers the ELBO
                 skipped_comps.append(comp)
                 continue
             q_new = q.add(alpha, comp[0], comp[1])
@@ -453,7 +483,7 @@ class BVI:
         entropy, site, site_se = -neg_entropy, 0.0, 0.0
         info: dict[str, Any] = {key: np.asarray(v) for key, v in trace.items()}
         info.update(init=init_note, iterations=iterations, skipped=skipped, failed_searches=failed,
-                    reverted=reverted, stopped=stopped, rejections=why, n_components=q.n_components,
+                    reverted=reverted, no_gain=no_gain, stopped=stopped, rejections=why, n_components=q.n_components,
                     entropy_se=entropy_se,
                     time=time.perf_counter() - t0, mode=q.mean())
         if hasattr(target, "sites_value_grad"):
@@ -476,10 +506,18 @@ class BVI:
             return self.init, "given mixture"
         if isinstance(self.init, MvGaussian):
             return GaussianMixture.from_gaussian(self.init), "given Gaussian"
-        if self.init == "laplace":
+        if self.init == "gaussian":
+            from .aikl import AIKL  # the Gaussian KL stage of AI-KL: lattice-exact site expectations
+
+            try:
+                return GaussianMixture.from_gaussian(AIKL().gaussian_kl(target, x0)[0]), "gaussian"
+            except (HandlerError, np.linalg.LinAlgError, FloatingPointError, ValueError) as err:
+                note = f"(the Gaussian KL optimum failed: {err})"
+        if self.init in ("gaussian", "laplace"):
             try:
                 w, H, _ = find_mode(target, x0, self.name)
-                return GaussianMixture.from_gaussian(gaussian_from_hessian(w, H, self.name)[0]), "laplace"
+                q0 = GaussianMixture.from_gaussian(gaussian_from_hessian(w, H, self.name)[0])
+                return q0, "laplace" + (f" {note}" if self.init == "gaussian" else "")
             except (HandlerError, np.linalg.LinAlgError, FloatingPointError, ValueError) as err:
                 note = f"broad (the Laplace approximation failed: {err})"
         else:
@@ -678,6 +716,16 @@ class BVI:
             if done:
                 break
         return alpha, k
+
+    def _gain(self, target: Any, q: GaussianMixture, h: MvGaussian, alpha: float,
+              rng: np.random.Generator) -> tuple[float, float]:
+        """``elbo_gain`` of adding h with weight α, on ``n_elbo_samples`` fresh draws from h and from q."""
+        n = self.n_elbo_samples
+        Xh = h.sample(n, rng)
+        Xq, _, idx = q.sample_stratified(n, rng)
+        X = np.concatenate([Xh, Xq])
+        lp, lq, lh = _log_density(target, X), q.logpdf(X), h.logpdf(X)
+        return elbo_gain(alpha, (lq[:n], lh[:n], lp[:n]), (lq[n:], lh[n:], lp[n:]), idx, q.weights)
 
     def __repr__(self) -> str:
         init = self.init if isinstance(self.init, str) else type(self.init).__name__
