@@ -71,8 +71,10 @@ class FactorType:
         return register
 
     def point(self, edge: str) -> Callable:
-        """Register ``fn(u, m, p) -> (log f, ∂ log f/∂u, ∂² log f/∂u²)`` at values u of ``edge`` (the
-        other edges' statistics in ``m``), for handlers that optimise over that edge's parent."""
+        """Register ``fn(u, m, p, order=2) -> (log f, ∂ log f/∂u, ∂² log f/∂u²)`` at values u of ``edge``
+        (the other edges' statistics in ``m``), for handlers that optimise over that edge's parent; with
+        ``order=1`` a rule may return None for the second derivative (a vector site's K×K Hessian per point
+        is costly; a scalar one is not, and is returned anyway)."""
 
         def register(fn: Callable) -> Callable:
             self.pointwise[edge] = fn

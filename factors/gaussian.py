@@ -46,7 +46,7 @@ def gaussian_evidence(m: Moments, p: dict) -> np.ndarray:
 
 
 @GAUSSIAN.point("mean")
-def gaussian_point(u: np.ndarray, m: Moments, p: dict) -> tuple:
+def gaussian_point(u: np.ndarray, m: Moments, p: dict, order: int = 2) -> tuple:
     """E_q(τ)[log N(x | u, τ⁻¹)] pointwise in the mean u: ½(E[log τ] − log 2π) − ½E[τ](E[x²] − 2E[x]u + u²)."""
     x, tau = m["out"], m["precision"]
     val = 0.5 * (tau[1] - LOG_2PI) - 0.5 * tau[0] * (x[1] - 2.0 * x[0] * u + u * u)

@@ -24,7 +24,7 @@ import numpy as np
 from distributions import Bernoulli, Gaussian
 
 from .base import FactorType, Moments
-from .kernels import jj_lambda, log1pexp, logistic_expectations, tilted_logistic_bound
+from .kernels import bernoulli_logit_value_grad, jj_lambda, log1pexp, logistic_expectations, tilted_logistic_bound
 
 BERNOULLI_LOGIT = FactorType("BernoulliLogit", conjugate=False, out=Bernoulli, logit=Gaussian)
 
@@ -108,8 +108,10 @@ def logit_quadratic_evidence(m: Moments, p: dict) -> np.ndarray:
 
 
 @BERNOULLI_LOGIT.point("logit")
-def logit_point(u: np.ndarray, m: Moments, p: dict) -> tuple:
+def logit_point(u: np.ndarray, m: Moments, p: dict, order: int = 2) -> tuple:
     """log f = s·u − log(1 + eᵘ), (log f)′ = s − σ(u), (log f)″ = −σ(u)σ(−u)."""
     s = m["out"][0]
+    if order < 2 and u.ndim == 2 and np.ndim(s) <= 1:  # many sampled weight vectors: one fused pass
+        return (*bernoulli_logit_value_grad(u, s), None)
     sig = 0.5 * (1.0 + np.tanh(0.5 * u))
     return s * u - log1pexp(u), s - sig, -sig * (1.0 - sig)

@@ -153,24 +153,24 @@ _register(PROBIT, _quadrature, _probit)
 
 
 @LAPLACE_SITE.point("x")
-def laplace_point(u: np.ndarray, m: Moments, p: dict) -> tuple:
+def laplace_point(u: np.ndarray, m: Moments, p: dict, order: int = 2) -> tuple:
     """log f, its derivative, and 0 for the second derivative (the kink at the location has none)."""
     tau, d = p["scale"], u - m["out"][0]
     return -np.log(2.0 * tau) - np.abs(d) / tau, -np.sign(d) / tau, np.zeros_like(d)
 
 
 @CAUCHY_SITE.point("x")
-def cauchy_point(u: np.ndarray, m: Moments, p: dict) -> tuple:
+def cauchy_point(u: np.ndarray, m: Moments, p: dict, order: int = 2) -> tuple:
     return _cauchy(u - m["out"][0], p)
 
 
 @STUDENT_T_SITE.point("x")
-def student_point(u: np.ndarray, m: Moments, p: dict) -> tuple:
+def student_point(u: np.ndarray, m: Moments, p: dict, order: int = 2) -> tuple:
     return _student(u - m["out"][0], p)
 
 
 @PROBIT.point("x")
-def probit_point(u: np.ndarray, m: Moments, p: dict) -> tuple:
+def probit_point(u: np.ndarray, m: Moments, p: dict, order: int = 2) -> tuple:
     t = m["out"][0]
     tu = t * u
     lg = log_ndtr(tu)

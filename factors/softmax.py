@@ -26,6 +26,7 @@ from .kernels import (
     adaptive_softmax_bound,
     bohning_softmax_bound,
     bouchard_softmax_bound,
+    categorical_logit_value_grad,
     log_softmax_bound,
     softmax,
     taylor_softmax_approx,
@@ -88,12 +89,19 @@ for _method in BOUNDS:
 
 
 @CATEGORICAL_SOFTMAX.point("logits")
-def softmax_point(u: np.ndarray, m: Moments, p: dict) -> tuple:
+def softmax_point(u: np.ndarray, m: Moments, p: dict, order: int = 2) -> tuple:
     """At logits u (..., K): log f = Σ_k d_k u_k − c·lse(u), gradient d − c·softmax(u), Hessian
-    −c(diag(s) − ssᵀ), with d the counts (one-hot label) and c their total (a vector site)."""
+    −c(diag(s) − ssᵀ) (``order`` 2 only), with d the counts (one-hot label) and c their total."""
     d = m["out"][0]
+    if order < 2 and u.ndim == 3 and np.ndim(d) <= 2:  # many sampled weight matrices: one fused pass
+        return (*categorical_logit_value_grad(u, d), None)
     c = d.sum(-1)
-    s = softmax(u)
-    lse = np.log(np.exp(u - u.max(-1, keepdims=True)).sum(-1)) + u.max(-1)
-    hess = -c[..., None, None] * (s[..., :, None] * np.eye(u.shape[-1]) - s[..., :, None] * s[..., None, :])
+    top = u.max(-1, keepdims=True)
+    e = np.exp(u - top)
+    tot = e.sum(-1)
+    s = e / tot[..., None]
+    lse = np.log(tot) + top[..., 0]
+    hess = None
+    if order > 1:
+        hess = -c[..., None, None] * (s[..., :, None] * np.eye(u.shape[-1]) - s[..., :, None] * s[..., None, :])
     return (d * u).sum(-1) - c * lse, d - c[..., None] * s, hess

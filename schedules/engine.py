@@ -450,6 +450,9 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
     backtrack = getattr(c.algorithm, "backtracking", False)
     it = 0
     gave_up = False
+    # a handled block that is the only latent variable sees the same messages every sweep: its first
+    # fit is the fixed point (a second one would only move it within its optimiser's tolerance)
+    single_block = len(c.order) == 1 and c.order[0].name in c.handlers
     for it in range(1, max_iter + 1):
         snapshot = eng.snapshot() if backtrack and trace else None
         while True:
@@ -480,6 +483,8 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
         if tol is not None and delta <= tol * max(abs(L), 1e-300):
             converged = True
         if param_tol is not None and it > 1 and eng.max_change <= param_tol:
+            converged = True
+        if single_block:
             converged = True
         if converged or stop:
             break

@@ -6,6 +6,7 @@ value followed by its derivatives ``∂/∂m`` and ``∂/∂v`` (the inputs of a
 """
 
 from .gauss_hermite import gaussian_expectation, normal_rule
+from .likelihoods import bernoulli_logit_value_grad, categorical_logit_value_grad
 from .logistic import logistic_expectations, logistic_quadrature_message
 from .quadratic import bouchard_softmax_bound, jj_lambda, jj_logistic_bound
 from .softmax_bounds import (
@@ -19,8 +20,10 @@ from .tilted import tilted_logistic_bound, tilted_softmax_bound
 
 __all__ = [
     "adaptive_softmax_bound",
+    "bernoulli_logit_value_grad",
     "bohning_softmax_bound",
     "bouchard_softmax_bound",
+    "categorical_logit_value_grad",
     "erfcx",
     "gaussian_expectation",
     "jj_lambda",

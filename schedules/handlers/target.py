@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+_CHUNK = 1 << 22
+
 
 @dataclass
 class Site:
@@ -36,14 +38,15 @@ class Site:
         """u for each row of W (S, dim): (S, N) or (S, N, K)."""
         if not self.classes:
             return W @ self.X.T
-        Wk = W.reshape(W.shape[0], self.classes, -1)
-        return np.einsum("skd,nd->snk", Wk, self.X)
+        Wk = W.reshape(W.shape[0] * self.classes, -1)
+        return (Wk @ self.X.T).reshape(W.shape[0], self.classes, -1).swapaxes(1, 2)  # one BLAS product
 
     def pull(self, g: np.ndarray) -> np.ndarray:
         """Gradient in the block's vector from the gradient in u."""
         if not self.classes:
             return g @ self.X
-        return np.einsum("snk,nd->skd", g, self.X).reshape(g.shape[0], -1)
+        S, N, K = g.shape
+        return (np.ascontiguousarray(g.swapaxes(1, 2)).reshape(S * K, N) @ self.X).reshape(S, -1)
 
     def hessian(self, g2: np.ndarray) -> np.ndarray:
         if not self.classes:
@@ -87,20 +90,26 @@ class BlockTarget:
             self.prior_const = 0.0
 
     def sites_value_grad(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Σ_n log f_n at each row of W (S, D) and its gradient (S, D)."""
+        """Σ_n log f_n at each row of W (S, D) and its gradient (S, D), in chunks of rows so that the
+        (rows, N[, K]) temporaries stay near 2²² elements (S = 1000 draws × N = 10⁴ × K = 10 would be 0.8 GB
+        each)."""
         S = W.shape[0]
         val, grad = np.zeros(S), np.zeros_like(W)
         for s in self.sites:
-            f, g1, _ = s.point(s.project(W), s.moments, s.params)
-            val += f.sum(-1)
-            grad += s.pull(g1)
+            per_row = s.X.shape[0] * max(s.classes, 1)
+            step = max(1, _CHUNK // per_row)
+            for a in range(0, S, step):
+                f, g1, _ = s.point(s.project(W[a:a + step]), s.moments, s.params, order=1)
+                val[a:a + step] += f.sum(-1)
+                grad[a:a + step] += s.pull(g1)
         return val, grad
 
     def logp_grad(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         W = np.atleast_2d(W)
         sv, sg = self.sites_value_grad(W)
-        prior = W @ self.eta1 + np.einsum("sd,de,se->s", W, self.eta2, W) + self.prior_const
-        return prior + sv, self.eta1 + 2.0 * W @ self.eta2 + sg
+        WE = W @ self.eta2  # BLAS; the quadratic form and the gradient share it
+        prior = W @ self.eta1 + np.einsum("sd,sd->s", WE, W) + self.prior_const
+        return prior + sv, self.eta1 + 2.0 * WE + sg
 
     def hessian(self, w: np.ndarray) -> np.ndarray:
         H = 2.0 * self.eta2.copy()
