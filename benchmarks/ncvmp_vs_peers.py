@@ -8,6 +8,12 @@ Problems (fixed prior precision 1, so every library fits the same posterior):
   ``gaussian`` bias per class, ``fg.categorical_softmax(method="tilted")`` under ``fg.NCVMP()``
   (q factorises over classes and between W and b).
 
+Ours with a global handler on the weights (``--handlers``, by default at N ≤ 1e4 and for softmax):
+``fg.Laplace()``, ``fg.MVI("mean" | "eig" | "lr")`` and ``fg.VIDiag()`` (S = 1000 fixed samples, seed 0; one
+fit each, build included, numba's cache already loaded);
+for softmax the bias is a last column of W (``X`` gets a column of ones; the same posterior) and the handler
+takes the class-plated W as one joint K·(D+1) block.
+
 Peers (``benchmarks/peers/``): NumPyro ``AutoNormal``, ``AutoMultivariateNormal`` (SVI) and
 ``AutoLaplaceApproximation``; PyMC ``ADVI``, ``FullRankADVI`` and the Laplace approximation of
 ``pymc_extras``. The reference posterior (``benchmarks/peers/reference.py``) is NUTS, or importance sampling
@@ -32,7 +38,8 @@ Printed per problem, one row per method:
   (median over a 20-sweep run, via a callback) divided by one pass of ``X.T @ (lam[:, None] * X)`` on the
   same X (median of repeats, timed in the same run).
 
-Run: ``pip install -e ".[bench]" && python -m benchmarks.ncvmp_vs_peers`` (``--quick``: logistic
+Run: ``pip install -e ".[bench]" && python -m benchmarks.ncvmp_vs_peers`` (``--handlers ''`` leaves the
+handler rows out; ``--quick``: logistic
 N ∈ {1e3, 1e4} and softmax N = 2e3, fewer optimisation steps). A JSON record of every row is written to
 ``benchmarks/out/ncvmp_vs_peers[_quick][_logistic|_softmax].json``. Absolute times vary with the machine's load; the
 ratios measured in the same run are the figures to quote.
@@ -115,6 +122,48 @@ def _softmax_theta(r, K, D):
         cov[k * D:(k + 1) * D, k * D:(k + 1) * D] = Wc[k]
     cov[K * D:, K * D:] = np.diag(b.var())
     return mean, cov
+
+
+def _softmax_joint_model(X, labels, K):
+    """The same posterior with the bias as a last column of W (a handler needs logits exactly Xᵀw_k)."""
+    N, D = X.shape
+    X1 = np.c_[X, np.ones(N)]
+    with fg.Model("softmax-bench-joint") as m:
+        n, k = fg.plate("n", N), fg.plate("k", K)
+        W = fg.mv_gaussian("W", mean=0.0, precision=1.0, plates=[k], dim=D + 1)
+        fg.categorical_softmax("y", logits=fg.inner(X1, W, plates=[n]), over=k, observed=labels)
+    return m
+
+
+def _softmax_theta_joint(r, K, D):
+    """(mean, cov) in the peers' order (W row-major, then b) from the joint K·(D+1) block ``r.joint["W"]``."""
+    q = r.joint["W"]
+    idx = np.arange(K * (D + 1)).reshape(K, D + 1)
+    order = np.concatenate([idx[:, :D].reshape(-1), idx[:, D]])
+    return q.mean().reshape(-1)[order], q.cov()[np.ix_(order, order)]
+
+
+HANDLERS = {"laplace": ("Laplace", lambda: fg.Laplace()), "mvi-mean": ("MVI-mean", lambda: fg.MVI("mean")),
+            "mvi-eig": ("MVI-eig", lambda: fg.MVI("eig")), "mvi-lr": ("MVI-lr", lambda: fg.MVI("lr")),
+            "vi-diag": ("VI-diag", lambda: fg.VIDiag())}
+
+
+def _ours_handlers(names, var, build, post, repeats):
+    """One row per handler on ``var``: fits to convergence (median of ``repeats``, build included)."""
+    rows = []
+    for name in names:
+        label, make = HANDLERS[name]
+        times, r = [], None
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            r = fg.infer(build(), algorithm=fg.NCVMP(), handlers={var: make()}, max_iter=200)
+            times.append(time.perf_counter() - t0)
+        mean, cov = post(r)
+        rows.append({"method": f"ours {label} handler", "seconds_warm": float(np.median(times)),
+                     "seconds_cold": float(max(times)), "seconds_all": times, "steps": r.n_iter,
+                     "converged": bool(r.converged), "elbo": float(r.elbo), "elbo_se": r.elbo_se,
+                     "elbo_kind": r.evidence_kind, "mean": mean, "cov": cov, "var": np.diag(cov).copy()})
+    return rows
 
 
 def _ours(build, post, infer_kw, repeats, timed_iters=20):
@@ -202,11 +251,11 @@ def _print_table(title, rows, reference, xtlx, extra_unit=None):
     print(head)
     for r in rows:
         own = "—" if r["elbo"] is None else f"{r['elbo']:.3f}"
-        kind = r["elbo_kind"]
+        kind = r["elbo_kind"] + (f" ± {r['elbo_se']:.3f}" if r["method"].startswith("ours") and r["elbo_se"] else "")
         print(f"{r['method']:<36} {r['seconds_warm']:8.3f} {r['seconds_cold']:8.3f} {str(r['steps']):>6} {own:>12} "
               f"{kind:<38} {r['elbo_common']:12.3f} {r['gap']:7.3f} {r['dmean']:10.3f} {r['dlogvar']:10.3f}")
     ours = rows[0]
-    peers = rows[1:]
+    peers = [r for r in rows if not r["method"].startswith("ours")]
     se = [r["elbo_common_se"] for r in rows if r["elbo_common_se"]]
     if se:
         print(f"  (ELBO common: Monte Carlo, standard error ≤ {max(se):.3f})")
@@ -234,7 +283,7 @@ def _record(rows, **kw):
 # --------------------------------------------------------------------------------------------- problems
 
 
-def logistic(N, D, seed, steps, laplace_steps, repeats, skip):
+def logistic(N, D, seed, steps, laplace_steps, repeats, skip, handlers=()):
     X, y, _ = make_logistic(N, D, seed)
     reference = ref.logistic_reference(X, y, seed=seed)
     xtlx = _xtlx_pass(X)
@@ -242,7 +291,9 @@ def logistic(N, D, seed, steps, laplace_steps, repeats, skip):
                  {"max_iter": 500}, repeats)
     ours["method"] = "ours NCVMP (quadrature)"
     ours["elbo_kind"] = "exact (quadrature)"
-    rows = [ours] + _peers("logistic", X, y, None, steps, laplace_steps, skip)
+    rows = [ours] + _ours_handlers(handlers, "w", lambda: _logistic_model(X, y),
+                                   lambda r: (r.posterior("w").mean(), r.posterior("w").cov()), 1)
+    rows += _peers("logistic", X, y, None, steps, laplace_steps, skip)
     _score(rows, reference, lambda mu, cov: (ref.logistic_elbo(X, y, mu, cov), None))
     _print_table(f"Logistic regression, D = {D}, N = {N:.0e} (seed {seed})", rows, reference, xtlx)
     return _record(rows, problem="logistic", N=N, D=D, K=None, xtlx=xtlx,
@@ -250,7 +301,7 @@ def logistic(N, D, seed, steps, laplace_steps, repeats, skip):
                                                         "is_ess")})
 
 
-def softmax(N, D, K, seed, steps, laplace_steps, repeats, skip, tol):
+def softmax(N, D, K, seed, steps, laplace_steps, repeats, skip, tol, handlers=()):
     X, labels, _, _ = make_softmax(N, D, K, seed)
     reference = ref.softmax_reference(X, labels, K, seed=seed)
     xtlx = _xtlx_pass(X)
@@ -258,7 +309,9 @@ def softmax(N, D, K, seed, steps, laplace_steps, repeats, skip, tol):
                  {"max_iter": 500, "tol": tol, "param_tol": None}, repeats)
     ours["method"] = f"ours NCVMP (tilted, tol {tol:g})"
     ours["elbo_kind"] = "lower bound (tilted)"
-    rows = [ours] + _peers("softmax", X, labels, K, steps, laplace_steps, skip)
+    rows = [ours] + _ours_handlers(handlers, "W", lambda: _softmax_joint_model(X, labels, K),
+                                   lambda r: _softmax_theta_joint(r, K, D), 1)
+    rows += _peers("softmax", X, labels, K, steps, laplace_steps, skip)
     _score(rows, reference, lambda mu, cov: ref.softmax_elbo(X, labels, mu, cov, K, seed=seed + 7))
     _print_table(f"Softmax regression, K = {K}, D = {D}, N = {N:.0e} (seed {seed})", rows, reference, xtlx,
                  extra_unit=(f"per {K} passes, one per class", K))
@@ -279,20 +332,28 @@ def main(argv=None) -> None:
     ap.add_argument("--softmax-tol", type=float, default=1e-8,
                     help="our softmax stopping rule: relative ELBO change per sweep")
     ap.add_argument("--skip", default="", help="comma-separated peer libraries to leave out (numpyro,pymc)")
+    ap.add_argument("--handlers", default="laplace,mvi-mean,mvi-eig,mvi-lr,vi-diag",
+                    help=f"comma-separated handler rows of ours (of {','.join(HANDLERS)}; '' for none)")
+    ap.add_argument("--handlers-max-N", type=int, default=10_000, help="logistic sizes above this skip them")
     args = ap.parse_args(argv)
     steps = args.steps or (3000 if args.quick else 10_000)
     lsteps = args.laplace_steps or (1500 if args.quick else 3000)
     sizes = args.N or ([1_000, 10_000] if args.quick else [1_000, 10_000, 100_000])
     skip = set(filter(None, args.skip.split(",")))
+    handlers = [h for h in filter(None, args.handlers.split(","))]
+    for h in handlers:
+        if h not in HANDLERS:
+            ap.error(f"--handlers: unknown handler {h!r} (choose from {', '.join(HANDLERS)})")
     print(f"steps: SVI/ADVI {steps}, NumPyro Laplace {lsteps}; our fits: median of {args.repeats}", flush=True)
     _warm_up()
     records = []
     if args.only in (None, "logistic"):
         for N in sizes:
-            records += logistic(N, D_DEFAULT, args.seed, steps, lsteps, args.repeats, skip)
+            records += logistic(N, D_DEFAULT, args.seed, steps, lsteps, args.repeats, skip,
+                                handlers if N <= args.handlers_max_N else ())
     if args.only in (None, "softmax"):
         records += softmax(2_000 if args.quick else 10_000, D_DEFAULT, 10, args.seed, steps, lsteps, args.repeats,
-                           skip, args.softmax_tol)
+                           skip, args.softmax_tol, handlers)
     ref.OUT.mkdir(parents=True, exist_ok=True)
     path = ref.OUT / f"ncvmp_vs_peers{'_quick' if args.quick else ''}{'_' + args.only if args.only else ''}.json"
     path.write_text(json.dumps(records, indent=1, default=float))
