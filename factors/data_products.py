@@ -44,9 +44,14 @@ def cached_gram(params: dict, y: np.ndarray | None = None) -> tuple[np.ndarray, 
 
 def weighted_gram(X: np.ndarray, e: np.ndarray) -> np.ndarray:
     """Xᵀdiag(e)X.  When e ≤ 0 (the precision part of a log-concave factor's message) it is −BᵀB with
-    B = diag(√−e)X, a symmetric rank-k update (BLAS syrk) at half the flops of a general product."""
-    if np.all(e <= 0.0):
-        B = np.sqrt(-e)[:, None] * X
-        upper = dsyrk(-1.0, B.T, trans=0)  # B.T is Fortran-ordered: upper triangle of −BᵀB
-        return np.triu(upper) + np.triu(upper, 1).T
-    return X.T @ (e[:, None] * X)
+    B = diag(√−e)X, symmetric rank-k updates (BLAS syrk) at half the flops of a general product, over
+    row blocks so that each scaled block is still in cache when syrk reads it."""
+    if not np.all(e <= 0.0):
+        return X.T @ (e[:, None] * X)
+    r = np.sqrt(-e)
+    upper = np.zeros((X.shape[1],) * 2, order="F")
+    for s in range(0, X.shape[0], _ROWS):
+        B = r[s:s + _ROWS, None] * X[s:s + _ROWS]
+        # B.T is Fortran-ordered: accumulate the upper triangle of −BᵀB in place
+        upper = dsyrk(-1.0, B.T, beta=1.0, c=upper, trans=0, overwrite_c=1)
+    return np.triu(upper) + np.triu(upper, 1).T

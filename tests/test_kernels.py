@@ -20,7 +20,7 @@ NOJIT = os.environ.get("NUMBA_DISABLE_JIT", "0") == "1"
 REPO = Path(__file__).resolve().parents[1]
 
 M_GRID = [-1000.0, -300.0, -30.0, -5.0, -1.0, -0.2, 0.0, 0.5, 3.0, 30.0, 300.0, 1000.0]
-V_GRID = [1e-8, 1e-4, 0.1, 0.6, 0.7, 2.0, 10.0, 100.0, 1e4, 1e6]
+V_GRID = [1e-8, 1e-4, 7e-4, 3e-3, 0.1, 0.6, 0.7, 2.0, 10.0, 100.0, 1e4, 1e6]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -475,3 +475,15 @@ def test_core_without_jit_in_subprocess():
         timeout=300,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
+def test_logistic_small_variance_series_matches_the_32_node_rule():
+    """The v-series branch (v ≤ TAYLOR_MAX_VAR) against 32-node Gauss–Hermite, relative 2e-14."""
+    from factors.kernels.gauss_hermite import normal_rule
+    from factors.kernels.logistic import TAYLOR_MAX_VAR, _logistic_gh, _logistic_taylor
+
+    z, w = normal_rule(32)
+    for v in (1e-9, 1e-5, 5e-4, TAYLOR_MAX_VAR):
+        for m in np.concatenate([np.linspace(-40.0, 40.0, 161), [-700.0, -100.0, 100.0, 700.0]]):
+            ours, ref = np.array(_logistic_taylor(m, v)), np.array(_logistic_gh(m, v, z, w))
+            assert np.all(np.abs(ours - ref) <= 2e-14 * np.abs(ref)), (m, v, ours, ref)
