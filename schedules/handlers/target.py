@@ -51,18 +51,29 @@ class Site:
     def hessian(self, g2: np.ndarray) -> np.ndarray:
         if not self.classes:
             return self.X.T @ (g2[:, None] * self.X)
-        K, D = self.classes, self.X.shape[1]
-        return np.einsum("nkl,nd,ne->kdle", g2, self.X, self.X).reshape(K * D, K * D)
+        # H[k,d,l,e] = Σ_n X[n,d]·(g″[n,k,l] X[n,e]): one BLAS product per chunk of rows
+        (N, D), K = self.X.shape, self.classes
+        H = np.zeros((D, K * K * D))
+        step = max(1, _CHUNK // (K * K * D))
+        for a in range(0, N, step):
+            Xa = self.X[a:a + step]
+            H += Xa.T @ (g2[a:a + step, :, :, None] * Xa[:, None, None, :]).reshape(len(Xa), -1)
+        return H.reshape(D, K, K, D).transpose(1, 0, 2, 3).reshape(K * D, K * D)
 
     def expansion(self, w: np.ndarray, cov: np.ndarray) -> float:
         """Second-order expansion of Σ_n E_q[log f_n] at the mode w for q = N(w, cov)."""
         f, _, g2 = self.point(self.project(w[None])[0], self.moments, self.params)
         if not self.classes:
             return float(f.sum() + 0.5 * np.einsum("n,nd,de,ne->", g2, self.X, cov, self.X))
-        K, D = self.classes, self.X.shape[1]
-        C = cov.reshape(K, D, K, D)
-        cu = np.einsum("nd,kdle,ne->nkl", self.X, C, self.X)  # Cov(u_n) per data point
-        return float(f.sum() + 0.5 * np.einsum("nkl,nlk->", g2, cu))
+        (N, D), K = self.X.shape, self.classes
+        Ct = cov.reshape(K, D, K, D).transpose(1, 0, 2, 3).reshape(D, K * K * D)
+        total = float(f.sum())
+        step = max(1, _CHUNK // (K * K * D))
+        for a in range(0, N, step):  # Cov(u_n)[k,l] = x_nᵀ C[k,·,l,·] x_n, by one BLAS product per chunk
+            Xa = self.X[a:a + step]
+            cu = np.einsum("nkle,ne->nkl", (Xa @ Ct).reshape(len(Xa), K, K, D), Xa)
+            total += 0.5 * float(np.einsum("nkl,nlk->", g2[a:a + step], cu))
+        return total
 
 
 @dataclass
