@@ -204,6 +204,7 @@ def _peers(kind, X, y, K, steps, laplace_steps, skip):
     except ImportError:  # pragma: no cover
         pymc_peer = None
     jobs = []
+    skip_method = {name.split(":", 1)[1] for name in skip if ":" in name}
     if numpyro_peer is not None and "numpyro" not in skip:
         for meth in numpyro_peer.METHODS:
             kw = {"steps": steps, "laplace_steps": laplace_steps}
@@ -214,6 +215,8 @@ def _peers(kind, X, y, K, steps, laplace_steps, skip):
             fn = pymc_peer.logistic if kind == "logistic" else pymc_peer.softmax
             jobs.append(("pymc", meth, fn, {"steps": steps}))
     for lib, meth, fn, kw in jobs:
+        if meth in skip_method:
+            continue
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -331,7 +334,8 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=3, help="our fits to convergence per problem (median)")
     ap.add_argument("--softmax-tol", type=float, default=1e-8,
                     help="our softmax stopping rule: relative ELBO change per sweep")
-    ap.add_argument("--skip", default="", help="comma-separated peer libraries to leave out (numpyro,pymc)")
+    ap.add_argument("--skip", default="",
+                    help="comma-separated peer libraries (numpyro,pymc) or methods (method:ADVI) to leave out")
     ap.add_argument("--handlers", default="laplace,mvi-mean,mvi-eig,mvi-lr,vi-diag",
                     help=f"comma-separated handler rows of ours (of {','.join(HANDLERS)}; '' for none)")
     ap.add_argument("--handlers-max-N", type=int, default=10_000, help="logistic sizes above this skip them")
