@@ -46,6 +46,12 @@ BOUNDS = {
 }
 
 
+# Bounds quadratic in the logits once their variational parameters are set (Bouchard's α, ξ; Böhning's
+# expansion point) at their optimum for the current q: the gradient message is then the conjugate VMP
+# message of that quadratic, and VMP (a coordinate ascent that re-optimises them) needs no other rule.
+QUADRATIC = ("quadratic", "bohning")
+
+
 def _mv(m: Moments) -> tuple[np.ndarray, np.ndarray]:
     ex, ex2 = m["logits"]
     return ex, np.maximum(ex2 - ex * ex, 0.0)
@@ -80,6 +86,8 @@ def _register(method: str) -> None:
 
     to_logits.__name__ = f"softmax_{method}"
     CATEGORICAL_SOFTMAX.rule("logits", "ncvmp", method)(to_logits)
+    if method in QUADRATIC:
+        CATEGORICAL_SOFTMAX.rule("logits", "vmp", method)(to_logits)
     CATEGORICAL_SOFTMAX.rule("out", "vmp", method)(to_out)
     CATEGORICAL_SOFTMAX.evidence(method, kind="approximation" if method == "taylor" else "bound")(evidence)
 

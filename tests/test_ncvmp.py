@@ -210,3 +210,26 @@ def test_backtracking_when_one_factor_feeds_two_variables():
     r = models.softmax_regression(X, y, 3, method="adaptive", algorithm=fg.NCVMP(backtracking=True), max_iter=8)
     assert not r.warnings
     assert np.all(np.diff(r.elbo_trace) >= -1e-9 * np.abs(r.elbo_trace[1:]))
+
+
+@pytest.mark.parametrize("method", ["quadratic", "bohning"])
+def test_quadratic_softmax_bounds_run_under_vmp_monotonically_to_the_ncvmp_fixed_point(method):
+    """Bouchard's and Böhning's bounds are quadratic in the logits at their optimal variational parameters,
+    so plain VMP has a rule for them: a monotone ELBO, and the same fixed point as NCVMP."""
+    rng = np.random.default_rng(21)
+    N, D, K = 120, 3, 4
+    X, lab = rng.normal(size=(N, D)), rng.integers(0, K, N)
+
+    def model():
+        with fg.Model("softmax-vmp") as m:
+            n, k = fg.plate("n", N), fg.plate("k", K)
+            W = fg.mv_gaussian("W", mean=0.0, precision=1.0, plates=[k], dim=D)
+            fg.categorical_softmax("y", logits=fg.inner(X, W, plates=[n]), over=k, observed=lab, method=method)
+        return m
+
+    rv = fg.infer(model(), max_iter=2000, tol=None, param_tol=1e-11)
+    rn = fg.infer(model(), algorithm=fg.NCVMP(), max_iter=2000, param_tol=1e-11)
+    assert rv.converged and not rv.warnings
+    assert np.all(np.diff(rv.elbo_trace) > -1e-9 * abs(rv.elbo))
+    np.testing.assert_allclose(rv.posterior("W").mean(), rn.posterior("W").mean(), atol=1e-7)
+    assert rv.elbo == pytest.approx(rn.elbo, abs=1e-8)
