@@ -487,3 +487,29 @@ def test_logistic_small_variance_series_matches_the_32_node_rule():
         for m in np.concatenate([np.linspace(-40.0, 40.0, 161), [-700.0, -100.0, 100.0, 700.0]]):
             ours, ref = np.array(_logistic_taylor(m, v)), np.array(_logistic_gh(m, v, z, w))
             assert np.all(np.abs(ours - ref) <= 2e-14 * np.abs(ref)), (m, v, ours, ref)
+
+
+def test_logistic_series_coefficients_follow_the_sigmoid_derivative_recurrence():
+    """σ′ = p, d(pᵃtᵇ)/dx = a pᵃtᵇ⁺¹ − 2b pᵃ⁺¹tᵇ⁻¹ (p = σ(1−σ), t = 1−2σ): the series built from this
+    recurrence equals the kernel's written-out polynomials."""
+    from factors.kernels.logistic import _logistic_taylor
+
+    terms = {1: {(1, 0): 1}}
+    for n in range(1, 13):
+        nxt: dict = {}
+        for (a, b), c in terms[n].items():
+            nxt[(a, b + 1)] = nxt.get((a, b + 1), 0) + a * c
+            if b:
+                nxt[(a + 1, b - 1)] = nxt.get((a + 1, b - 1), 0) - 2 * b * c
+        terms[n + 1] = nxt
+    assert terms[13][(7, 0)] == 22368256  # σ⁽¹³⁾(0)·2¹⁴: the tangent number T₇
+    for m in (-30.0, -3.0, -0.4, 0.0, 0.7, 5.0, 40.0):
+        e = math.exp(-abs(m))  # p and t without cancellation in the tails
+        s, p, t = sps.expit(m), e / (1 + e) ** 2, math.copysign((1 - e) / (1 + e), -m)
+        d = {n: sum(c * p**a * t**b for (a, b), c in terms[n].items()) for n in terms}
+        for v in (1e-3, 0.01):
+            ck = [(0.5 * v) ** k / math.factorial(k) for k in range(7)]
+            ref = (np.logaddexp(0.0, m) + sum(ck[k] * d[2 * k - 1] for k in range(1, 7)),
+                   s + sum(ck[k] * d[2 * k] for k in range(1, 7)),
+                   p + sum(ck[k] * d[2 * k + 1] for k in range(1, 7)))
+            np.testing.assert_allclose(_logistic_taylor(m, v), ref, rtol=1e-13, atol=0)
