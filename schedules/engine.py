@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import nullcontext
+from functools import cache
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from distributions import Categorical, Gamma, Gaussian, GaussianGamma, MvGaussian
 from factorgraph.nodes import Deterministic, Gate, ModelError, Variable
@@ -454,7 +456,7 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
     # and hold the cores the kernels need (a sweep of the N = 1e4 logistic model: 8 ms with both pools, 5 ms
     # with one-thread BLAS, whose products on N × D arrays gain nothing from threads here).
     kernels = any(not f.node.ftype.conjugate and f.claimed_by is None for f in c.factors)
-    with threadpool_limits(limits=1 if kernels else None, user_api="blas"):
+    with _one_thread_blas() if kernels else nullcontext():
         it, converged = _iterate(c, eng, trace, max_iter, tol, param_tol, callbacks, progress, single_block,
                                           warnings)
     if progress:
@@ -465,6 +467,16 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
     elapsed = time.perf_counter() - t0
     return {"engine": eng, "elbo_trace": np.array(trace), "n_iter": it, "converged": converged,
             "time": elapsed, "warnings": warnings, "notes": notes}
+
+
+@cache
+def _blas_pools() -> ThreadpoolController:
+    """The loaded BLAS thread pools, found once (a scan of the loaded libraries takes about 1 ms)."""
+    return ThreadpoolController()
+
+
+def _one_thread_blas():
+    return _blas_pools().limit(limits=1, user_api="blas")
 
 
 def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | None, param_tol: float | None,
