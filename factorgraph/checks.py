@@ -44,10 +44,21 @@ def constant(value: Any, what: str) -> np.ndarray:
         raise ModelError(f"{what} must be a number or an array of numbers, got {value!r}") from None
     if arr.size == 0:
         raise ModelError(f"{what} is empty")
-    if not np.all(np.isfinite(arr)):
+    if not _all_finite(arr):
         bad = _item(arr[~np.isfinite(arr)].ravel()[0])
         raise ModelError(f"{what} must be finite, got {bad!r}{_where(value)}")
     return arr
+
+
+def _all_finite(arr: np.ndarray) -> bool:
+    """Whether every entry is finite.  A nan or ±inf entry makes the sum non-finite, so a finite sum
+    settles it in one read of a large array (an input matrix of the data); a non-finite sum may also be
+    an overflow of finite entries, so that case is checked entry by entry."""
+    if arr.size >= 1 << 16:
+        with np.errstate(over="ignore", invalid="ignore"):
+            if np.isfinite(arr.sum()):
+                return True
+    return bool(np.all(np.isfinite(arr)))
 
 
 def positive(value: Any, what: str) -> np.ndarray:

@@ -815,3 +815,19 @@ def test_failed_builder_call_leaves_the_name_free():
         with pytest.raises(fg.ModelError):
             fg.gaussian("x", precision=-1.0)
         fg.gaussian("x", precision=1.0)
+
+
+def test_large_input_matrix_finiteness_check_is_exact():
+    """The fast check of a large X (a finite sum settles it) neither misses a nan or ±inf entry nor
+    rejects finite entries whose sum overflows."""
+    X = np.ones((70_000, 2))
+    X[0] = 1e308  # the sum overflows, every entry is finite
+    with fg.Model("big"):
+        w = fg.mv_gaussian("w", mean=0.0, precision=1.0, dim=2)
+        fg.inner(X, w, plates=[fg.plate("n", 70_000)])
+    for bad in (np.nan, np.inf, -np.inf):
+        X[123, 1] = bad
+        with fg.Model("big-bad"):
+            w = fg.mv_gaussian("w", mean=0.0, precision=1.0, dim=2)
+            with pytest.raises(fg.ModelError, match="finite"):
+                fg.inner(X, w, plates=[fg.plate("n", 70_000)])
