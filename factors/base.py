@@ -50,6 +50,8 @@ class FactorType:
         self._evidence: dict[str, tuple[Callable[[Moments, dict], np.ndarray], str]] = {}
         # pointwise (log f, (log f)′, (log f)″) in a Gaussian edge at given values, for global handlers
         self.pointwise: dict[str, Callable] = {}
+        # NCVMP's first message along an edge, by method (see ``initial``)
+        self.initial_rules: dict[tuple[str, str], Rule] = {}
 
     def rule(self, edge: str, algorithm: str = "vmp", method: str = "default") -> Callable[[Rule], Rule]:
         if edge not in self.edges:
@@ -57,6 +59,17 @@ class FactorType:
 
         def register(fn: Rule) -> Rule:
             self._rules[(edge, algorithm, method)] = fn
+            return fn
+
+        return register
+
+    def initial(self, edge: str, method: str = "default") -> Callable[[Rule], Rule]:
+        """Register the first NCVMP message along ``edge``: sent once, before the gradient rule, when the
+        target's moments are still the prior's and a cheap conservative message is a better start (it
+        does not change the fixed point)."""
+
+        def register(fn: Rule) -> Rule:
+            self.initial_rules[(edge, method)] = fn
             return fn
 
         return register

@@ -37,6 +37,7 @@ class CFactor:
     claimed_by: str | None = None  # the handled variable whose handler owns this factor
     damping: float = 0.0
     initial_damping: float = 0.0
+    initial: dict[str, Any] = field(default_factory=dict)  # edge -> NCVMP's first message (``FactorType.initial``)
 
     @property
     def name(self) -> str:
@@ -210,7 +211,7 @@ def _compile_factor(f: FactorNode, algorithm, model, handled: set[str] = frozens
     params = {k: (v() if callable(v) else v) for k, v in f.params.items()}
     _finalize(f, params)
     params["state"] = {}  # variational parameters a rule keeps between calls (ξ, a), fresh per run
-    rules = {}
+    rules, initial = {}, {}
     for edge, arg in f.edges.items():
         target = arg.source if isinstance(arg, Gate) else arg
         if isinstance(target, Variable | Deterministic) and _needs_messages(target):
@@ -220,6 +221,8 @@ def _compile_factor(f: FactorNode, algorithm, model, handled: set[str] = frozens
                 rules[edge] = f.ftype.get_rule(edge, algorithm.name, f.method)
             except RuleNotFound as e:
                 raise ModelError(f"{f.name}: {e}") from None
+            if algorithm.name == "ncvmp" and (edge, f.method) in f.ftype.initial_rules:
+                initial[edge] = f.ftype.initial_rules[(edge, f.method)]
     try:
         evidence, kind = f.ftype.get_evidence(f.method)
     except RuleNotFound as e:
@@ -233,7 +236,7 @@ def _compile_factor(f: FactorNode, algorithm, model, handled: set[str] = frozens
         elif isinstance(arg, Gate) and isinstance(arg.source, np.ndarray):
             const[edge] = _const_stats(f, edge, arg.source, params)
     return CFactor(f, fplates, tuple(p.size for p in f.plates), params, rules, evidence, kind, const,
-                   gates[0] if gates else None)
+                   gates[0] if gates else None, initial=initial)
 
 
 def _feeds_handler(node, handled: set[str], edge: str, f: FactorNode) -> bool:

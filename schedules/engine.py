@@ -142,7 +142,12 @@ class Engine:
         """Message from factor f along ``edge``, on the target's plates."""
         arg = f.node.edges[edge]
         node = arg.source if isinstance(arg, Gate) else arg
-        msg = f.rules[edge](_Moments(self, f), f.params)
+        first = f.initial.get(edge)
+        if first is not None and not f.params["state"].get(("initial sent", edge)):
+            f.params["state"][("initial sent", edge)] = True
+            msg = first(_Moments(self, f), f.params)
+        else:
+            msg = f.rules[edge](_Moments(self, f), f.params)
         evs = list(_event_ndims(node))
         consumed = f.node.consumed.get(edge)
         if consumed is not None:

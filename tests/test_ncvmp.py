@@ -134,7 +134,7 @@ def test_damping_and_backtracking_fix_an_oscillating_case():
     Xs, ys = 1e3 * X, X @ w0 > 0
     undamped = fg.infer(_logreg(Xs, ys, "quadrature"), algorithm=fg.NCVMP(), max_iter=60)
     assert np.min(np.diff(undamped.elbo_trace)) < -1e6  # wild oscillation
-    damped = fg.infer(_logreg(Xs, ys, "quadrature"), algorithm=fg.NCVMP(damping=0.9), max_iter=1000,
+    damped = fg.infer(_logreg(Xs, ys, "quadrature"), algorithm=fg.NCVMP(damping=0.9), max_iter=3000,
                       param_tol=1e-6)
     back = fg.infer(_logreg(Xs, ys, "quadrature"), algorithm=fg.NCVMP(backtracking=True), max_iter=1000,
                     param_tol=1e-6)
@@ -233,3 +233,14 @@ def test_quadratic_softmax_bounds_run_under_vmp_monotonically_to_the_ncvmp_fixed
     assert np.all(np.diff(rv.elbo_trace) > -1e-9 * abs(rv.elbo))
     np.testing.assert_allclose(rv.posterior("W").mean(), rn.posterior("W").mean(), atol=1e-7)
     assert rv.elbo == pytest.approx(rn.elbo, abs=1e-8)
+
+
+def test_first_ncvmp_logistic_message_is_the_jaakkola_jordan_bound_at_zero():
+    """Sweep 1 sends the JJ message at ξ = 0 (precision ¼, precision·mean s − ½): q(w) is then the closed
+    form below; later sweeps send the gradient message (the fixed point is the quadrature one)."""
+    rng = np.random.default_rng(31)
+    X, s = rng.normal(size=(40, 3)), rng.random(40) < 0.5
+    r1 = fg.infer(_logreg(X, s, "quadrature"), algorithm=fg.NCVMP(), max_iter=1)
+    prec = np.eye(3) + 0.25 * X.T @ X  # the model's prior is N(0, I)
+    np.testing.assert_allclose(r1.posterior("w").mean(), np.linalg.solve(prec, X.T @ (s - 0.5)), atol=1e-12)
+    np.testing.assert_allclose(r1.posterior("w").cov(), np.linalg.inv(prec), atol=1e-12)
