@@ -43,6 +43,7 @@ each component is therefore convolved with a 3-point kernel that restores its ex
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import ClassVar
 
 import numpy as np
@@ -56,7 +57,7 @@ _SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
 
 
 # ========================================================================================= bases
-class BaseDensity:
+class BaseDensity(ABC):
     r"""A univariate base family q_v(v | θ) with at most one shape parameter θ per component.
 
     Every method is vectorised: ``theta`` broadcasts against ``v``.  The optimiser works with an
@@ -71,7 +72,9 @@ class BaseDensity:
 
     # --- parameter transforms ------------------------------------------------------------------
     def check(self, theta: np.ndarray) -> None:
-        """Raise ValueError if θ is outside the family's parameter space."""
+        """Raise ValueError if θ is outside the family's parameter space (here: any θ; a family with a
+        constrained shape parameter overrides this)."""
+        return None
 
     def to_free(self, theta: np.ndarray) -> np.ndarray:
         return np.asarray(theta, dtype=float)
@@ -86,20 +89,21 @@ class BaseDensity:
     free_bounds: ClassVar[tuple[float | None, float | None]] = (None, None)
 
     # --- density -------------------------------------------------------------------------------
+    @abstractmethod
     def logpdf(self, v: np.ndarray, theta: np.ndarray) -> np.ndarray:
         """log q_v(v | θ)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def score(self, v: np.ndarray, theta: np.ndarray) -> np.ndarray:
         """∂ log q_v(v | θ)/∂v (0 at a cusp of a symmetric base)."""
-        raise NotImplementedError
 
     def dlogpdf(self, v: np.ndarray, theta: np.ndarray) -> np.ndarray:
         """∂ log q_v(v | θ)/∂θ (0 without a shape parameter)."""
         return np.zeros(np.broadcast_shapes(np.shape(v), np.shape(theta)))
 
+    @abstractmethod
     def sample(self, theta: np.ndarray, shape: Shape, rng: np.random.Generator) -> np.ndarray:
-        raise NotImplementedError
+        """Draws of v of the given shape."""
 
     # --- moments and entropy -------------------------------------------------------------------
     def mean(self, theta: np.ndarray) -> np.ndarray:
@@ -114,8 +118,9 @@ class BaseDensity:
     def dvar(self, theta: np.ndarray) -> np.ndarray:
         return np.zeros(np.shape(theta))
 
+    @abstractmethod
     def entropy(self, theta: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """H[q_v(· | θ)] per component."""
 
     def dentropy(self, theta: np.ndarray) -> np.ndarray:
         return np.zeros(np.shape(theta))
