@@ -19,24 +19,16 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 import factorgraph as fg
 from schedules.handlers.bvi import elbo_estimate
 
-DEMOS = Path(__file__).resolve().parent.parent / "demos"
-
 
 def _demo(name: str):
-    spec = importlib.util.spec_from_file_location(f"demo_{name}", DEMOS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"demos.{name}")  # run from the repository root (python -m benchmarks....)
 
 
 def _checkpoints(n: int) -> list[int]:

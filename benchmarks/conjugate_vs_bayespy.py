@@ -34,33 +34,7 @@ from factorgraph import models
 
 from .peers import bayespy_peer
 from .peers.data import initial_assignments, make_gmm, make_linreg, matched_accuracy
-
-
-def _median_time(fn, repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
-class _Timer:
-    """Callback recording the wall-clock time of every sweep (ELBO included)."""
-
-    def __init__(self) -> None:
-        self.stamps: list[float] = []
-
-    def start(self) -> None:
-        self.stamps = [time.perf_counter()]
-
-    def __call__(self, it, elbo, engine) -> bool:
-        self.stamps.append(time.perf_counter())
-        return False
-
-    def per_iter(self) -> float:
-        d = np.diff(self.stamps)
-        return float(np.median(d[1:] if d.size > 1 else d))
+from .timing import SweepTimer, median_time
 
 
 def _factorised_model(X, y) -> fg.Model:
@@ -77,14 +51,13 @@ def _factorised_model(X, y) -> fg.Model:
 def _fit_time(fit) -> tuple[float, fg.Result]:
     """Median wall-clock time of three whole fits (build included), after one warm-up fit."""
     r = fit()
-    return _median_time(fit), r
+    return median_time(fit), r
 
 
 def _ours_factorised(X, y, min_iters: int = 10):
     total, r = _fit_time(lambda: fg.infer(_factorised_model(X, y), max_iter=500, tol=1e-9))
     m = _factorised_model(X, y)
-    timer = _Timer()
-    timer.start()
+    timer = SweepTimer()
     fg.infer(m, max_iter=min_iters, tol=None, callbacks=[timer])  # per-iteration timing run
     return {"per_iter": timer.per_iter(), "total": total, "iterations": r.n_iter,
             "w": r.posterior("w").mean(), "elbo": r.elbo}
@@ -93,8 +66,7 @@ def _ours_factorised(X, y, min_iters: int = 10):
 def _ours_normal_gamma(X, y, min_iters: int = 10):
     total, r = _fit_time(lambda: models.linear_regression(X, y, ard=True))
     m = models.linear_regression_model(X, y, ard=True)
-    timer = _Timer()
-    timer.start()
+    timer = SweepTimer()
     fg.infer(m, schedule=["w", "alpha"], max_iter=min_iters, tol=None, callbacks=[timer])
     return {"per_iter": timer.per_iter(), "total": total, "iterations": r.n_iter, "w": r.posterior("w").mean(),
             "elbo": r.elbo}
@@ -107,7 +79,7 @@ def linreg(sizes, D: int = 20) -> None:
     print(head)
     for N in sizes:
         X, y, _ = make_linreg(N, D, seed=0)
-        xtx = _median_time(lambda X=X: X.T @ X)
+        xtx = median_time(lambda X=X: X.T @ X)
         for label, ours_fn, variant in (("factorised", _ours_factorised, "ard"),
                                         ("normal-gamma", _ours_normal_gamma, "gaussian_gamma_ard")):
             ours = ours_fn(X, y)
@@ -133,8 +105,7 @@ def gmm(N: int = 10_000, K: int = 5, D: int = 2) -> None:
         fg.gaussian("x", mean=mus[z], precision=taus[z], plates=[n, d], observed=X)
     r = fg.infer(m, init={"z": resp}, max_iter=500, tol=1e-9)
     total = time.perf_counter() - t0
-    timer = _Timer()
-    timer.start()
+    timer = SweepTimer()
     fg.infer(m, init={"z": resp}, max_iter=10, tol=None, callbacks=[timer])
     peer = bayespy_peer.gmm(X, K, max_iter=500, tol=1e-9, z_init=z0)
     acc = matched_accuracy(labels, r.posterior("z").probs.argmax(-1), K)

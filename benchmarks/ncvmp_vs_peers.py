@@ -59,35 +59,14 @@ import factorgraph as fg
 
 from .peers import reference as ref
 from .peers.data import make_logistic, make_softmax
+from .timing import SweepTimer, median_time
 
 D_DEFAULT = 20
 
 
-def _median_time(fn, repeat: int = 7) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
 def _xtlx_pass(X, seed: int = 0) -> float:
     lam = np.random.default_rng(seed).uniform(0.01, 0.25, size=len(X))
-    return _median_time(lambda: X.T @ (lam[:, None] * X))
-
-
-class _Timer:
-    def __init__(self) -> None:
-        self.stamps = [time.perf_counter()]
-
-    def __call__(self, it, elbo, engine) -> bool:
-        self.stamps.append(time.perf_counter())
-        return False
-
-    def per_iter(self) -> float:
-        d = np.diff(self.stamps)
-        return float(np.median(d[1:] if d.size > 1 else d))
+    return median_time(lambda: X.T @ (lam[:, None] * X), repeat=7)
 
 
 # --------------------------------------------------------------------------------------------- ours
@@ -174,7 +153,7 @@ def _ours(build, post, infer_kw, repeats, timed_iters=20):
         m = build()
         r = fg.infer(m, algorithm=fg.NCVMP(), **infer_kw)
         times.append(time.perf_counter() - t0)
-    timer = _Timer()
+    timer = SweepTimer()
     fg.infer(build(), algorithm=fg.NCVMP(), max_iter=timed_iters, tol=None, param_tol=None, callbacks=[timer])
     mean, cov = post(r)
     return {"method": "ours NCVMP", "seconds_warm": float(np.median(times)), "seconds_cold": float(max(times)),

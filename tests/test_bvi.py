@@ -10,7 +10,6 @@ minutes on a loaded machine and are marked slow.
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,18 +23,13 @@ from factorgraph.results import ESTIMATE
 from schedules.handlers import BVI, DensityTarget
 from schedules.handlers.bvi import elbo_gain, lbfgs, mc_discrepancy, residual, weight_gradient
 
-DEMOS = Path(__file__).resolve().parent.parent / "demos"
 # shared/ sits beside the repository (as in CI); developers' machines also have it at /work/shared
 NODAL = next((r / "data" / "nodal" for r in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared"))
               if (r / "data" / "nodal").is_dir()), Path("/work/shared/data/nodal"))
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"demo_{name}", DEMOS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"demos.{name}")  # the repository root is on sys.path (tests is a package)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ The full-size runs (minutes for the 1000-dimensional regression) are marked slow
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,15 +14,10 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-DEMOS = Path(__file__).resolve().parent.parent / "demos"
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"demo_{name}", DEMOS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"demos.{name}")  # the repository root is on sys.path (tests is a package)
 
 
 def _non_decreasing(trace, rel: float = 1e-9) -> bool:

@@ -13,7 +13,6 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small matrix products: threaded BLAS only adds contention
 
 import importlib.util  # noqa: E402
-import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -21,16 +20,11 @@ import pytest  # noqa: E402
 
 pytest.importorskip("matplotlib")
 
-DEMOS = Path(__file__).resolve().parent.parent / "demos"
 MVI_KINDS = ("mean", "eig", "lr")
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"demo_{name}", DEMOS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"demos.{name}")  # the repository root is on sys.path (tests is a package)
 
 
 
