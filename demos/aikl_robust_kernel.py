@@ -50,7 +50,10 @@ from factors.sites import laplace_point  # noqa: E402
 from schedules.handlers import AIKL, BlockTarget, Site  # noqa: E402
 from schedules.handlers.aikl import projection_log_expectation  # noqa: E402
 
-DATA = Path("/work/shared/data")
+try:  # imported as demos.<name> (tests) or run as a script
+    from ._shared import DATA  # noqa: E402
+except ImportError:
+    from _shared import DATA  # noqa: E402
 OUT = Path(__file__).resolve().parent / "out"
 TAU_P = TAU_L = 0.16
 GAMMA = 0.05

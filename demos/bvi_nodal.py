@@ -32,9 +32,11 @@ from scipy.special import log_expit
 import factorgraph as fg
 
 OUT = Path(__file__).resolve().parent / "out"
-# shared/ sits beside the repository (as in CI), or at /work/shared
-DATA = next((r / "data" / "nodal" for r in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared"))
-             if (r / "data" / "nodal").is_dir()), Path("/work/shared/data/nodal"))
+try:  # imported as demos.<name> (tests) or run as a script
+    from ._shared import DATA as SHARED
+except ImportError:
+    from _shared import DATA as SHARED
+DATA = SHARED / "nodal"
 COLUMNS = ["m", "aged", "stage", "grade", "xray", "acid"]
 
 

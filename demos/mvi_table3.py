@@ -61,7 +61,11 @@ from scipy.special import logsumexp  # noqa: E402
 import factorgraph as fg  # noqa: E402
 from factorgraph import models  # noqa: E402
 
-DATA = Path("/work/shared/data/raetsch_pooled_nosplits")
+try:  # imported as demos.<name> (tests) or run as a script
+    from ._shared import DATA as SHARED  # noqa: E402
+except ImportError:
+    from _shared import DATA as SHARED  # noqa: E402
+DATA = SHARED / "raetsch_pooled_nosplits"
 OUT = Path(__file__).resolve().parent / "out"
 METHODS = ("laplace", "mean", "eig", "lr", "diag")
 LABELS = {"laplace": "Laplace", "mean": "MVI-μ", "eig": "MVI-eig", "lr": "MVI-lr", "diag": "VI-diag"}

@@ -42,14 +42,16 @@ from __future__ import annotations
 import argparse
 import csv
 import time
-from pathlib import Path
 
 import numpy as np
 
 import factorgraph as fg
 from factorgraph import models
 
-DATA = Path("/work/shared/data")
+try:  # imported as demos.<name> (tests) or run as a script
+    from ._shared import DATA
+except ImportError:
+    from _shared import DATA
 METHODS = ("quadratic", "tilted", "adaptive")
 DATASETS = {"Iris": "iris", "Glass": "glass", "Thyroid": "ann_thyroid"}
 

@@ -18,14 +18,11 @@ from scipy import integrate, stats
 from scipy.special import log_expit
 
 import factorgraph as fg
+from demos._shared import data_dir
 from distributions import GaussianMixture, MvGaussian
 from factorgraph.results import ESTIMATE
 from schedules.handlers import BVI, DensityTarget
 from schedules.handlers.bvi import elbo_gain, lbfgs, mc_discrepancy, residual, weight_gradient
-
-# shared/ sits beside the repository (as in CI); developers' machines also have it at /work/shared
-NODAL = next((r / "data" / "nodal" for r in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared"))
-              if (r / "data" / "nodal").is_dir()), Path("/work/shared/data/nodal"))
 
 
 def _load(name: str):
@@ -388,8 +385,8 @@ def test_banana_kl_five_times_below_the_best_gaussian(bt):
 
 
 def _nodal_model():
-    X = np.loadtxt(NODAL / "X.csv", delimiter=",", skiprows=1)
-    y = np.loadtxt(NODAL / "y.csv", delimiter=",", skiprows=1).astype(bool)
+    X = np.loadtxt(data_dir("nodal") / "X.csv", delimiter=",", skiprows=1)
+    y = np.loadtxt(data_dir("nodal") / "y.csv", delimiter=",", skiprows=1).astype(bool)
     N, D = X.shape
     with fg.Model("nodal") as m:
         n = fg.plate("n", N)
@@ -406,8 +403,6 @@ def _nodal_model():
 
 @pytest.fixture(scope="module")
 def nodal():
-    if not (NODAL / "X.csv").exists():
-        pytest.skip("the Nodal data set is not available")
     m, logp, D = _nodal_model()
     la = fg.approximate(logp, np.zeros(D), fg.Laplace()).posterior
     mean, V, log_z = _importance_reference(logp, la.mean(), la.cov(), n=400_000)

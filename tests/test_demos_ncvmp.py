@@ -22,14 +22,10 @@ import pytest
 pytest.importorskip("matplotlib")
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMOS = ROOT / "demos"
 _CHILD = """
-import importlib.util, pickle, sys
-spec = importlib.util.spec_from_file_location("demo_" + sys.argv[1], sys.argv[2])
-module = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = module
-spec.loader.exec_module(module)
-with open(sys.argv[3], "wb") as f:
+import importlib, pickle, sys
+module = importlib.import_module("demos." + sys.argv[1])  # cwd is the repository root
+with open(sys.argv[2], "wb") as f:
     pickle.dump(module.main(small=True, seed=0), f)
 """
 
@@ -38,7 +34,7 @@ def _load(name: str, tmp_path_factory) -> dict:
     """``main(small=True)`` of ``demos/<name>.py``, run in a child process with single-threaded BLAS."""
     out = tmp_path_factory.mktemp(name) / "result.pkl"
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-c", _CHILD, name, str(DEMOS / f"{name}.py"), str(out)], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-c", _CHILD, name, str(out)], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
         pytest.fail(f"demos/{name}.py --small failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")

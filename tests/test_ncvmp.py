@@ -191,14 +191,10 @@ def test_ncvmp_equals_vmp_on_a_conjugate_model():
 def test_backtracking_when_one_factor_feeds_two_variables():
     """Softmax logits inner(X, W) + b: W and b each need their own memory of the damped message;
     with a shared one the ELBO fell at the second sweep on this Thyroid subset whatever the damping."""
-    from pathlib import Path
-
+    from demos._shared import data_dir
     from factorgraph import models
 
-    # shared/ sits beside the repository (as in CI); developers' machines also have it at /work/shared
-    roots = [Path(__file__).resolve().parents[2] / "shared", Path("/work/shared")]
-    data = next((r / "data" / "ann_thyroid" for r in roots if (r / "data" / "ann_thyroid").is_dir()), None)
-    assert data is not None, f"the shared datasets are missing: looked in {[str(r) for r in roots]}"
+    data = data_dir("ann_thyroid")  # fails clearly if the shared datasets are missing
     X = np.loadtxt(data / "X.csv", delimiter=",", skiprows=1)
     y = np.loadtxt(data / "y.csv", skiprows=1).astype(int) - 1
     rng = np.random.default_rng([0, 2])
