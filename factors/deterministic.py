@@ -77,18 +77,18 @@ class Inner:
     def forward(par: dict[str, Stats], p: dict[str, Any]) -> Stats:
         X, (sx, sw, sy) = p["X"], p["subscripts"]
         ew = par["w"]
-        if not sw and not p["mean_field"]:  # one weight vector: plain BLAS products
-            X2 = X.reshape(-1, X.shape[-1])
-            mean = X2 @ ew[0]
-            second = np.einsum("nd,nd->n", X2 @ ew[1], X2)
-            return mean.reshape(X.shape[:-1]), second.reshape(X.shape[:-1])
-        mean = np.einsum(f"{sx}D,{sw}D->{sy}", X, ew[0], optimize=True)
         if p["mean_field"]:
+            mean = np.einsum(f"{sx}D,{sw}D->{sy}", X, ew[0], optimize=True)
             var_w = ew[1] - ew[0] ** 2
-            second = mean**2 + np.einsum(f"{sx}D,{sw}D->{sy}", X * X, var_w, optimize=True)
-        else:
-            second = np.einsum(f"{sx}D,{sw}DE,{sx}E->{sy}", X, ew[1], X, optimize=True)
-        return (mean, second)
+            return mean, mean**2 + np.einsum(f"{sx}D,{sw}D->{sy}", X * X, var_w, optimize=True)
+        # K weight vectors (K = 1 without plates on w): E[y_nk] = x_nᵀE[w_k] and E[y_nk²] = x_nᵀE[w_k w_kᵀ]x_n
+        # from two BLAS products, X E[W]ᵀ and X [E[w_1w_1ᵀ] … E[w_Kw_Kᵀ]], then a row-wise dot
+        X2 = X.reshape(-1, X.shape[-1])
+        N, D = X2.shape
+        W1 = np.broadcast_to(ew[0], p["w_shape"] + (D,)).reshape(-1, D)
+        W2 = np.broadcast_to(ew[1], p["w_shape"] + (D, D)).reshape(-1, D, D)
+        T = (X2 @ W2.transpose(1, 0, 2).reshape(D, -1)).reshape(N, -1, D)
+        return _to_y(X2 @ W1.T, p), _to_y(np.einsum("nkd,nd->nk", T, X2), p)
 
     @staticmethod
     def pullback(role: str, msg: Stats, par: dict[str, Stats], p: dict[str, Any]) -> Stats:
@@ -99,17 +99,42 @@ class Inner:
             ey = Inner.forward(par, p)[0]
             lin = np.einsum(f"{sy},{sx}D->{sw}D", h + 2.0 * eta2 * ey, X, optimize=True)
             return (lin - 2.0 * par["w"][0] * prec, prec)
-        lin = np.einsum(f"{sy},{sx}D->{sw}D", h, X, optimize=True)
+        X2 = X.reshape(-1, X.shape[-1])
+        D = X2.shape[1]
+        lin = (_from_y(h, p).T @ X2).reshape(p["w_shape"] + (D,))
         if all(msg[1].shape[i] == 1 for i in p["x_axes"]):
             # the precision part is the same for every row of X: use the cached XᵀX
             e = np.broadcast_to(np.squeeze(msg[1], axis=tuple(p["x_axes"])), p["w_shape"])
             return (lin, e[..., None, None] * cached_gram(p)[0])
-        if not sw:
-            return (lin, weighted_gram(X.reshape(-1, X.shape[-1]), eta2.reshape(-1)))
-        return (lin, np.einsum(f"{sy},{sx}D,{sx}E->{sw}DE", eta2, X, X, optimize=True))
+        E = _from_y(eta2, p)
+        if E.shape[1] <= _GRAM_LOOP:  # one Xᵀdiag(e_k)X per weight vector, by blocked syrk
+            prec = np.stack([weighted_gram(X2, E[:, k]) for k in range(E.shape[1])])
+        else:  # many weight vectors on few rows
+            prec = np.einsum("nk,nd,ne->kde", E, X2, X2, optimize=True)
+        return (lin, prec.reshape(p["w_shape"] + (D, D)))
 
 
 # ------------------------------------------------------------------------------------ helpers
+_GRAM_LOOP = 64  # up to this many weight vectors, a weighted Gram per vector (BLAS) beats one einsum
+
+
+def _perm(p: dict[str, Any]) -> tuple[int, ...]:
+    """Axes of y in the order (X's plates, w's plates)."""
+    sx, sw, sy = p["subscripts"]
+    return tuple(sy.index(c) for c in sx + sw)
+
+
+def _to_y(a: np.ndarray, p: dict[str, Any]) -> np.ndarray:
+    """(rows of X, weight vectors) → y's plate order."""
+    return a.reshape(p["X"].shape[:-1] + p["w_shape"]).transpose(np.argsort(_perm(p)))
+
+
+def _from_y(a: np.ndarray, p: dict[str, Any]) -> np.ndarray:
+    """y's plate order → (rows of X, weight vectors) as a matrix."""
+    n = int(np.prod(p["X"].shape[:-1], dtype=np.int64))
+    return np.broadcast_to(a, p["shape"]).transpose(_perm(p)).reshape(n, -1)
+
+
 def _expand_one(par: dict[str, Stats], p: dict[str, Any], role: str) -> Stats:
     return tuple(expand(s, p["src"][role], p["dst"], 0) for s in par[role])
 

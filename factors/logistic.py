@@ -23,7 +23,7 @@ import numpy as np
 
 from distributions import Bernoulli, Gaussian
 
-from .base import FactorType, Moments
+from .base import FactorType, Moments, same_stats
 from .kernels import bernoulli_logit_value_grad, jj_lambda, log1pexp, logistic_expectations, tilted_logistic_bound
 
 BERNOULLI_LOGIT = FactorType("BernoulliLogit", conjugate=False, out=Bernoulli, logit=Gaussian)
@@ -39,11 +39,11 @@ def _cached(p: dict, m: Moments, kernel, tag: str):
     after a sweep and the first message of the next sweep see the same moments."""
     stats = m["logit"]
     hit = p["state"].get(tag)
-    if hit is not None and hit[0] is stats[0] and hit[1] is stats[1]:
-        return hit[2]
+    if hit is not None and same_stats(hit[0], stats):
+        return hit[1]
     mean, var = _mv(m)
     out = (mean, var, kernel(mean, var))
-    p["state"][tag] = (stats[0], stats[1], out)
+    p["state"][tag] = (stats, out)
     return out
 
 

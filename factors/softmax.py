@@ -21,7 +21,7 @@ import numpy as np
 
 from distributions import Categorical, Gaussian
 
-from .base import FactorType, Moments
+from .base import FactorType, Moments, same_stats
 from .kernels import (
     adaptive_softmax_bound,
     bohning_softmax_bound,
@@ -57,6 +57,23 @@ def _mv(m: Moments) -> tuple[np.ndarray, np.ndarray]:
     return ex, np.maximum(ex2 - ex * ex, 0.0)
 
 
+def _bound(m: Moments, p: dict, method: str) -> tuple:
+    """(mean, var, bound output) at the logits' current moments, reused while they are the same arrays:
+    the ELBO after a sweep and the first message of the next sweep see the same moments."""
+    stats = m["logits"]
+    state = p.setdefault("state", {})
+    hit = state.get("bound")
+    if hit is not None and same_stats(hit[0], stats):
+        return hit[1]
+    mean, var = _mv(m)
+    if method == "tilted" and hit is not None:  # start from the last optimal a: a few Newton steps
+        out = (mean, var, tilted_softmax_bound(mean, var, a0=hit[1][2][3]))
+    else:
+        out = (mean, var, BOUNDS[method](mean, var))
+    state["bound"] = (stats, out)
+    return out
+
+
 def _counts(m: Moments, p: dict) -> tuple[np.ndarray, np.ndarray]:
     """(d − 1, c): class counts (a one-hot label, or observed counts) and their total per data point."""
     d1 = m["out"][0]
@@ -64,25 +81,22 @@ def _counts(m: Moments, p: dict) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _register(method: str) -> None:
-    bound = BOUNDS[method]
-
     def to_logits(m: Moments, p: dict) -> tuple:
-        mean, var = _mv(m)
-        _, dm, dv, *_ = bound(mean, var)
+        mean, _, (_, dm, dv, *_) = _bound(m, p, method)
         if method == "taylor":  # the expansion point is held fixed (MATH.md §4): ∂B/∂m = softmax(m)
             dm = softmax(mean)
         d1, c = _counts(m, p)
         return gradient_message(mean, d1 - c[..., None] * dm, -c[..., None] * dv)
 
     def evidence(m: Moments, p: dict) -> np.ndarray:
-        mean, var = _mv(m)
+        mean, _, (value, *_) = _bound(m, p, method)
         d1, c = _counts(m, p)
-        return (d1 * mean).sum(-1) - c * bound(mean, var)[0]
+        return (d1 * mean).sum(-1) - c * value
 
     def to_out(m: Moments, p: dict) -> tuple:
         # d − 1 enters linearly and c = Σ(d_k − 1): ∂S/∂(d_k − 1) = m_k − B
-        mean, var = _mv(m)
-        return (mean - bound(mean, var)[0][..., None],)
+        mean, _, (value, *_) = _bound(m, p, method)
+        return (mean - value[..., None],)
 
     to_logits.__name__ = f"softmax_{method}"
     CATEGORICAL_SOFTMAX.rule("logits", "ncvmp", method)(to_logits)

@@ -413,6 +413,26 @@ def test_tilted_below_log_bound_everywhere():
         assert np.all(np.isfinite(t[0]))
 
 
+def test_tilted_softmax_warm_start_same_optimum():
+    """A previous a only changes the starting point: the optimum agrees with the cold start to rounding,
+    from a nearby solution, a far one, and invalid ones (zeros, NaN: cold start for those rows)."""
+    rng = np.random.default_rng(12)
+    for u, vscale, k in [(1, 1, 10), (10, 0.01, 20), (1000, 1e4, 4), (1, 1e6, 3)]:
+        m, v = _random_q(rng, 300, k, u=u, vscale=vscale)
+        cold = K.tilted_softmax_bound(m, v)
+        near = K.tilted_softmax_bound(m * 1.01 + 0.01, v * 0.98)[3]
+        far = sps.softmax(rng.normal(0, 5, m.shape), axis=-1)
+        junk = near.copy()
+        junk[::3, 0] = 0.0
+        junk[1::3, -1] = np.nan
+        for a0 in (cold[3], near, far, junk):
+            warm = K.tilted_softmax_bound(m, v, a0=a0)
+            np.testing.assert_allclose(warm[0], cold[0], rtol=1e-13, atol=1e-13)
+            # at v ~ 1e6 the objective is flat in a to rounding over ~1e-9 (the values agree to 1e-13)
+            np.testing.assert_allclose(warm[3], cold[3], rtol=1e-8, atol=1e-12)
+            np.testing.assert_allclose(warm[1], cold[1], rtol=1e-8, atol=1e-12)
+
+
 def test_log_and_tilted_exact_as_v_to_zero():
     rng = np.random.default_rng(4)
     m = rng.normal(0, 1, (20, 10))

@@ -178,6 +178,24 @@ def _det_case(op, rng):
     return params, par, (4,)
 
 
+def _det_plated(rng, case):
+    """K = 3 weight vectors times X with one plate (sy = sx + sw), with w's plate first (sy = sw + sx), or
+    with two plates of X around w's (sy = "abc", sx = "ac", sw = "b")."""
+    sx, sw, sy = {"inner_plated": ("a", "b", "ab"), "inner_plated_wfirst": ("b", "a", "ab"),
+                  "inner_plated_2x": ("ac", "b", "abc")}[case]
+    xshape = (4,) if len(sx) == 1 else (4, 2)
+    sizes = dict(zip(sx, xshape, strict=True)) | {sw: 3}
+    yshape = tuple(sizes[c] for c in sy)
+    X = rng.normal(size=xshape + (D,))
+    params = {"X": X, "subscripts": (sx, sw, sy), "mean_field": False, "consumed": None, "shape": yshape,
+              "w_shape": (3,), "x_axes": tuple(sy.index(c) for c in sx)}
+    par = {"w": _stats(MvGaussian, rng, (3,))}
+    ey, ey2 = Inner.forward(par, params)
+    np.testing.assert_allclose(ey, np.einsum(f"{sx}D,{sw}D->{sy}", X, par["w"][0]), rtol=1e-12)
+    np.testing.assert_allclose(ey2, np.einsum(f"{sx}D,{sw}DE,{sx}E->{sy}", X, par["w"][1], X), rtol=1e-12)
+    return params, par, yshape
+
+
 def _det_mean_field(rng):
     X = rng.normal(size=(4, D))
     params = {"X": X, "subscripts": ("a", "", "a"), "mean_field": True, "consumed": None, "shape": (4,),
@@ -186,11 +204,15 @@ def _det_mean_field(rng):
     return params, par, (4,)
 
 
-@pytest.mark.parametrize("case", ["sum", "product", "inner", "inner_mean_field", "inner_rowwise_precision"])
+@pytest.mark.parametrize("case", ["sum", "product", "inner", "inner_mean_field", "inner_rowwise_precision",
+                                  "inner_plated", "inner_plated_wfirst", "inner_plated_2x"])
 def test_deterministic_pullback_is_gradient(case):
     rng = np.random.default_rng(2)
     op = {"sum": Sum, "product": Product}.get(case, Inner)
-    params, par, yshape = _det_mean_field(rng) if case == "inner_mean_field" else _det_case(op, rng)
+    if case.startswith("inner_plated"):
+        params, par, yshape = _det_plated(rng, case)
+    else:
+        params, par, yshape = _det_mean_field(rng) if case == "inner_mean_field" else _det_case(op, rng)
     h1 = rng.normal(size=yshape)
     h2 = -rng.uniform(0.5, 2, yshape) if case != "inner" else -np.full((1,), 0.7)
     roles = ["a", "b"] if op is not Inner else ["w"]

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._batch import broadcast_flat, broadcast_rows, restore
 from .special import _log1pexp, _sigmoid
@@ -207,8 +207,12 @@ def _tilted_a_of_l(m, v, lv, lval, a, y, warm, dl):
 
 
 @njit(cache=True)
-def _tilted_softmax_row(m, v, a, lv, y):
+def _tilted_softmax_row(m, v, a, lv, y, warm_start):
     """Optimal ``a`` for one row, written into ``a`` (``lv``, ``y``: work buffers of size K).
+
+    With ``warm_start``, ``a`` holds a previous solution (positive) on entry: Newton then starts from
+    ``L = lse(m + (½ − a)v)`` and ``log W_k = log(a_k v_k)``, which after a small change of (m, v)
+    are within a step or two of the root.
 
     The stationarity conditions ``a_k = e^{u_k − L}``, ``u_k = m_k + (½ − a_k)v_k`` with ``L = lse(u)`` give
     ``a_k = W(v_k e^{m_k + v_k/2 − L}) / v_k`` (Lambert W), and ``L`` is the root of the decreasing function
@@ -233,6 +237,24 @@ def _tilted_softmax_row(m, v, a, lv, y):
     lval = hi
     warm = False
     dl = 0.0
+    if warm_start:
+        mu = -math.inf
+        for j in range(k):
+            if not (a[j] > 0.0 and a[j] < math.inf):
+                mu = math.nan
+                break
+            y[j] = m[j] + (0.5 - a[j]) * v[j]  # u_k, then log W_k below
+            mu = max(mu, y[j])
+        if mu == mu:
+            s = 0.0
+            for j in range(k):
+                s += math.exp(y[j] - mu)
+            l0 = mu + math.log(s)
+            if lo <= l0 <= hi:
+                lval = l0
+                for j in range(k):
+                    y[j] = math.log(a[j]) + lv[j]
+                warm = True
     ftol = 2.0 * k * 2.220446049250313e-16
     for _ in range(200):
         tot, der = _tilted_a_of_l(m, v, lv, lval, a, y, warm, dl)
@@ -255,40 +277,42 @@ def _tilted_softmax_row(m, v, a, lv, y):
         lval = ln
 
 
-@njit(cache=True)
-def _tilted_softmax_batch(m, v, val, dm, dv, aout):
+@njit(cache=True, parallel=True)
+def _tilted_softmax_batch(m, v, val, dm, dv, aout, warm_start):
     n, k = m.shape
-    u = np.empty(k)
-    p = np.empty(k)
-    lv = np.empty(k)
-    y = np.empty(k)
-    for i in range(n):
-        bad = False
-        for j in range(k):
-            if not (v[i, j] >= 0.0) or m[i, j] != m[i, j]:
-                bad = True
-        if bad:
-            val[i] = math.nan
+    chunk = 256  # rows per task: work buffers allocated once per chunk
+    for c in prange((n + chunk - 1) // chunk):
+        u = np.empty(k)
+        p = np.empty(k)
+        lv = np.empty(k)
+        y = np.empty(k)
+        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+            bad = False
             for j in range(k):
-                dm[i, j] = math.nan
-                dv[i, j] = math.nan
-                aout[i, j] = math.nan
-            continue
-        a = aout[i]
-        _tilted_softmax_row(m[i], v[i], a, lv, y)
-        f = _tilted_objective(m[i], v[i], a, u, p)
-        val[i] = f
-        tot = 0.0
-        for j in range(k):
-            tot += p[j]
-        for j in range(k):
-            dm[i, j] = p[j]
-            comp = tot - p[j] if p[j] > 0.5 else 1.0 - p[j]
-            dv[i, j] = 0.5 * (a[j] - p[j]) * (a[j] - p[j]) + 0.5 * p[j] * comp
+                if not (v[i, j] >= 0.0) or m[i, j] != m[i, j]:
+                    bad = True
+            if bad:
+                val[i] = math.nan
+                for j in range(k):
+                    dm[i, j] = math.nan
+                    dv[i, j] = math.nan
+                    aout[i, j] = math.nan
+                continue
+            a = aout[i]
+            _tilted_softmax_row(m[i], v[i], a, lv, y, warm_start)
+            f = _tilted_objective(m[i], v[i], a, u, p)
+            val[i] = f
+            tot = 0.0
+            for j in range(k):
+                tot += p[j]
+            for j in range(k):
+                dm[i, j] = p[j]
+                comp = tot - p[j] if p[j] > 0.5 else 1.0 - p[j]
+                dv[i, j] = 0.5 * (a[j] - p[j]) * (a[j] - p[j]) + 0.5 * p[j] * comp
 
 
 def tilted_softmax_bound(
-    m: np.typing.ArrayLike, v: np.typing.ArrayLike
+    m: np.typing.ArrayLike, v: np.typing.ArrayLike, a0: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     r"""Multivariate tilted upper bound on ``E[lse(x)]``, ``x_k ~ N(m_k, v_k)`` (Knowles & Minka eq. 12).
 
@@ -299,6 +323,9 @@ def tilted_softmax_bound(
     ----------
     m, v : array_like, shape (..., K)
         Means and variances (``v ≥ 0``) over the last axis; leading axes are batch axes and broadcast.
+    a0 : ndarray, shape (..., K), optional
+        A previous optimum (e.g. of the last NCVMP sweep) to start from; the result does not depend
+        on it beyond rounding, only the number of Newton steps does.
 
     Returns
     -------
@@ -312,7 +339,9 @@ def tilted_softmax_bound(
     (mf, vf), shape = broadcast_rows(m, v)
     n, k = mf.shape
     val = np.empty(n)
-    dm, dv, a = (np.empty((n, k)) for _ in range(3))
+    dm, dv = np.empty((n, k)), np.empty((n, k))
+    warm = a0 is not None and np.shape(a0) == shape
+    a = np.array(np.reshape(a0, (n, k)), dtype=np.float64) if warm else np.empty((n, k))
     if n:
-        _tilted_softmax_batch(mf, vf, val, dm, dv, a)
+        _tilted_softmax_batch(mf, vf, val, dm, dv, a, warm)
     return val.reshape(shape[:-1]), dm.reshape(shape), dv.reshape(shape), a.reshape(shape)
