@@ -43,6 +43,9 @@ class Result:
     n_iter, converged, time
         Iterations run, whether the stopping rule was met, wall-clock seconds (including
         initialisation, excluding compilation).
+    hyper
+        Hyperparameters learned by global handlers (``learn=``), by handled variable; see
+        ``hyperparameters``.
     """
 
     model_name: str
@@ -61,6 +64,20 @@ class Result:
     # joint posteriors of class-plated weight matrices handled as one block (posteriors hold their
     # per-class marginals)
     joint: dict[str, Any] = field(default_factory=dict)
+    hyper: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def hyperparameters(self, name: str) -> dict[str, Any]:
+        """Hyperparameters the handler of ``name`` learned (``fg.MVI("lr", learn=("prior_precision", "scale"))``).
+
+        ``"prior_precision"``: the learned α·c of an isotropic prior precision αI (for any other constant
+        precision Λ₀, ``"prior_precision_multiplier"``: c in cΛ₀); ``"scale"``: the learned scale of each
+        claimed site, by factor name.  The posteriors and the evidence of the result are at these values.
+        """
+        try:
+            return self.hyper[name]
+        except KeyError:
+            raise KeyError(f"no learned hyperparameters for {name!r}; blocks with learned hyperparameters: "
+                           f"{sorted(self.hyper)}") from None
 
     def posterior(self, name: str) -> Any:
         """The posterior distribution object of a latent variable."""

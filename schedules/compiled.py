@@ -70,6 +70,9 @@ class Compiled:
     # global handlers: variable name -> handler, and the factors each one claimed
     handlers: dict[str, Any] = field(default_factory=dict)
     claimed: dict[str, list[CFactor]] = field(default_factory=dict)
+    # handled variable -> natural parameters (Λ₀m₀, −½Λ₀) of its constant prior, for a handler that learns
+    # the prior's precision multiplier (flattened class-major for a class-plated block)
+    block_prior: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 def compile_model(model, algorithm, schedule=None, init=None, damping: dict | None = None,
@@ -157,6 +160,42 @@ def _claim(c: Compiled, handlers: dict) -> None:
         c.consumers[id(v)] = [x for x in c.consumers[id(v)] if x.det not in dets]
         c.handlers[name] = handler
         c.claimed[name] = claimed
+        _check_learn(c, v, handler)
+
+
+def _check_learn(c: Compiled, v: Variable, handler: Any) -> None:
+    """Check a handler's ``learn=`` against its block: "scale" needs a claimed site with a scale, and
+    "prior_precision" a constant proper prior N(m₀, Λ₀⁻¹), whose natural parameters go to ``c.block_prior``."""
+    learn = getattr(handler, "learn", ())
+    claimed = c.claimed[v.name]
+    if "scale" in learn and not any("scale" in f.params for f in claimed):
+        raise ModelError(f"handlers: {v.name!r} ← {handler!r} learns 'scale', but no factor it claims "
+                         f"({[f.name for f in claimed]}) has a scale; sites with one are fg.laplace_site, "
+                         "fg.cauchy_site and fg.student_t_site")
+    if "prior_precision" not in learn:
+        return
+    prior = next(f for f in c.factors if f.node is v.prior)
+    for edge, arg in prior.node.edges.items():
+        if edge != "out" and not isinstance(arg, np.ndarray):
+            source = arg.source if isinstance(arg, Gate) else arg
+            raise ModelError(f"handlers: {v.name!r} ← {handler!r} learns 'prior_precision', but the {edge} of "
+                             f"{v.name!r}'s prior is the variable {source.name!r}, not a constant: a latent prior "
+                             f"is already learned by message passing; drop 'prior_precision' or make the {edge} "
+                             "a constant")
+    if prior.node.ftype is not MV_GAUSSIAN_FIXED:
+        raise ModelError(f"handlers: {v.name!r} ← {handler!r} learns 'prior_precision', which needs an "
+                         f"fg.mv_gaussian prior with a constant precision; {v.name!r} has {prior.node.ftype.name}")
+    if prior.params["logdet"] is None:
+        raise ModelError(f"handlers: {v.name!r} ← {handler!r} learns 'prior_precision', but {v.name!r} has an "
+                         "improper flat prior (precision 0): there is no precision to scale")
+    lam = prior.params["precision"]
+    m0 = prior.const_stats["mean"][0]
+    if v.plates:
+        K = v.shape[0]
+        c.block_prior[v.name] = ((np.broadcast_to(m0, (K, lam.shape[0])) @ lam).reshape(-1),
+                                 -0.5 * np.kron(np.eye(K), lam))
+    else:
+        c.block_prior[v.name] = (lam @ m0, -0.5 * lam)
 
 
 

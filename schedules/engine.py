@@ -270,8 +270,8 @@ class Engine:
             mom = _Moments(self, f)
             others = {e: tuple(_rows(a, f.sizes) for a in mom[e]) for e in f.node.edges if e != edge}
             X = f.node.edges[edge].params["X"]
-            sites.append(Site(X.reshape(-1, X.shape[-1]), f.node.ftype.pointwise[edge], others, f.params, K))
-        target = BlockTarget(np.asarray(eta1, float), np.asarray(eta2, float), sites)
+            sites.append(Site(X.reshape(-1, X.shape[-1]), f.node.ftype.pointwise[edge], others, f.params, K, f.name))
+        target = BlockTarget(np.asarray(eta1, float), np.asarray(eta2, float), sites, self.c.block_prior.get(v.name))
         warm = self.block.get(v.name)
         x0 = np.asarray(self.q[v.name].mean()).reshape(-1)
         fit = self.c.handlers[v.name].fit(target, x0, None if warm is None else warm.info)
@@ -336,7 +336,7 @@ class Engine:
     def elbo_terms(self) -> tuple[float, float]:
         ef = 0.0
         for fit in self.block.values():
-            ef += fit.site_term
+            ef += fit.site_term + fit.prior_shift
         for f in self.c.factors:
             if f.claimed_by is not None:
                 continue

@@ -56,7 +56,8 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     handlers
         Global handlers by variable name, e.g. ``{"w": fg.MVI("lr")}``: the handler takes over the
         weight vector w and the factors on ``fg.inner(X, w)``; the rest of the graph keeps passing
-        messages around it (its messages form the block's prior; q(w)'s moments flow back).
+        messages around it (its messages form the block's prior; q(w)'s moments flow back).  A handler
+        built with ``learn=`` also learns the block's hyperparameters: ``Result.hyperparameters(name)``.
     callbacks
         Functions ``cb(iteration, elbo, engine)`` called after each sweep; a true return stops.
         ``engine.trace`` holds the ELBO history, ending with the current value.
@@ -112,7 +113,11 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     if c.handlers:
         notes.append("handlers: " + ", ".join(f"{k} ← {h!r} (claims {[f.name for f in c.claimed[k]]})"
                                               for k, h in c.handlers.items()))
+    hyper = {k: fit.info["hyperparameters"] for k, fit in eng.block.items() if "hyperparameters" in fit.info}
+    if hyper:
+        notes.append(f"learned hyperparameters (the evidence is at these values): {hyper}")
     result = Result(model.name, algorithm.name, dict(eng.q), float(trace[-1]), kind, trace, out["n_iter"],
                     out["converged"], out["time"], compile_time, out["warnings"], elbo_se, notes)
     result.joint.update(eng.joint)
+    result.hyper.update(hyper)
     return result

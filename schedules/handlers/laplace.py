@@ -8,18 +8,24 @@ Hessian; q = N(w*, (−∇²)⁻¹); the evidence approximation
 is *not* a bound.  On a model block the claimed sites contribute the second-order expansion
 Σ_n [log f_n(u*_n) + ½ g″_n(u*_n) x_nᵀΣx_n] of E_q[log f_n], which together with the prior's exact
 E_q[log prior] and H[q] gives exactly the formula above when the prior is a fixed Gaussian.
+
+With ``learn=`` the hyperparameters h (``hyper.py``) maximise the evidence approximation, the mode
+recomputed at each h (``laplace_hyper``); q, the evidence and the block's terms are those at the optimum.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import optimize
+from scipy import linalg, optimize
 
 from distributions import MvGaussian
 from factorgraph.results import APPROXIMATION
+
+from .hyper import Hyper, learn_names
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -36,6 +42,9 @@ class BlockFit:
     site_se: float
     entropy: float
     info: dict = field(default_factory=dict)
+    # with a learned prior precision multiplier c: E_q[log N(w | m₀, (cΛ₀)⁻¹)] − E_q[log N(w | m₀, Λ₀⁻¹)], added to
+    # the prior factor's term, which the engine evaluates at the model's Λ₀
+    prior_shift: float = 0.0
 
 
 class HandlerError(RuntimeError):
@@ -67,19 +76,94 @@ def gaussian_from_hessian(w: np.ndarray, H: np.ndarray, name: str = "Laplace") -
     return MvGaussian(mean=w, precision=-H), 2.0 * float(np.log(np.diag(chol)).sum())
 
 
+def laplace_evidence(hyper: Hyper, h: np.ndarray, w0: np.ndarray, name: str = "Laplace"
+                     ) -> tuple[float, np.ndarray, np.ndarray]:
+    """Laplace's evidence approximation at the log-hyperparameters h, its gradient in h, and the mode.
+
+    L(h) = log p̃(w*_h; h) + ½D log 2π − ½ log det H̄,  H̄ = −∇² log p̃(w*_h; h),  Σ = H̄⁻¹,
+
+        dL/dh_k = ∂log p̃/∂h_k − ½ tr(Σ dH̄/dh_k),   dw*/dh_k = Σ ∂∇log p̃/∂h_k
+
+    (∂log p̃/∂h analytic; ∇log p̃ = 0 at the mode, so w*'s motion enters only through H̄).  The total
+    derivative dH̄/dh_k along (dw*/dh_k, e_k) and ∂∇log p̃/∂h_k are central differences (exact ones would
+    need third derivatives of every site).  Raises ``HandlerError`` when there is no Gaussian approximation.
+    """
+    t = hyper.at(h)
+    w, H, logp = find_mode(t, w0, name)
+    try:
+        chol = np.linalg.cholesky(-H)
+    except np.linalg.LinAlgError:
+        raise HandlerError(f"{name}: the Hessian at the mode is not negative definite at the hyperparameters "
+                           f"{hyper.report(h)}") from None
+    sigma = linalg.cho_solve((chol, True), np.eye(len(w)))
+    grad = hyper.value_grads(t, w, h)[2][0]
+    eps = 1e-4
+    for k, e in enumerate(eps * np.eye(len(h))):
+        up, dn = hyper.at(h + e), hyper.at(h - e)
+        dw = sigma @ (up.logp_grad(w)[1][0] - dn.logp_grad(w)[1][0]) / (2.0 * eps)
+        dH = (dn.hessian(w - eps * dw) - up.hessian(w + eps * dw)) / (2.0 * eps)  # dH̄/dh_k
+        grad[k] -= 0.5 * float(np.sum(sigma * dH))
+    return logp + 0.5 * len(w) * LOG_2PI - float(np.log(np.diag(chol)).sum()), grad, w
+
+
+def laplace_hyper(hyper: Hyper, h0: np.ndarray, w0: np.ndarray, name: str = "Laplace"
+                  ) -> tuple[np.ndarray, Any, np.ndarray, np.ndarray, float]:
+    """Maximise ``laplace_evidence`` over h by L-BFGS from h0, each mode search started at the last mode.
+
+    Returns (h, the target at h, the mode, the Hessian there, log p̃ there).
+    """
+    last = {"w": np.asarray(w0, dtype=float)}
+
+    def neg(h: np.ndarray) -> tuple[float, np.ndarray]:
+        try:
+            value, grad, last["w"] = laplace_evidence(hyper, h, last["w"], name)
+        except HandlerError:
+            return np.inf, np.zeros_like(h)  # no Gaussian approximation at this h: the line search backs off
+        return -value, -grad
+
+    res = optimize.minimize(neg, np.asarray(h0, dtype=float), jac=True, method="L-BFGS-B",
+                            options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-9})
+    if not np.isfinite(res.fun):
+        raise HandlerError(f"{name}: no hyperparameters with a Gaussian approximation at the mode were found "
+                           f"from {hyper.report(h0)} ({res.message})")
+    t = hyper.at(res.x)
+    w, H, logp = find_mode(t, last["w"], name)
+    return res.x, t, w, H, logp
+
+
 class Laplace:
-    """Laplace approximation: the mode and the curvature there (evidence: an approximation)."""
+    """Laplace approximation: the mode and the curvature there (evidence: an approximation).
+
+    Parameters
+    ----------
+    learn
+        Hyperparameters to learn with the block: ``"prior_precision"`` (a multiplier of the block's constant
+        prior precision) and/or ``"scale"`` (the scales of its claimed Laplace, Cauchy and Student-t sites);
+        they maximise the evidence approximation (``laplace_hyper``).  Default: none.  The learned values are
+        in ``BlockFit.info["hyperparameters"]`` and ``Result.hyperparameters(name)``.
+    """
 
     name = "Laplace"
 
+    def __init__(self, learn: str | Iterable[str] = ()) -> None:
+        self.learn = learn_names(learn, self.name)
+
     def fit(self, target: Any, x0: np.ndarray, warm: dict | None = None) -> BlockFit:
-        w, H, logp = find_mode(target, x0 if warm is None else warm.get("mode", x0), self.name)
+        warm = warm or {}
+        hyper, info = None, {}
+        if self.learn:
+            hyper = Hyper(target, self.learn, self.name)
+            h, target, w, H, logp = laplace_hyper(hyper, hyper.start(warm), warm.get("mode", x0), self.name)
+            info = hyper.info(h)
+        else:
+            w, H, logp = find_mode(target, warm.get("mode", x0), self.name)
         q, logdet = gaussian_from_hessian(w, H, self.name)
         D = w.shape[0]
         log_z = logp + 0.5 * D * LOG_2PI - 0.5 * logdet
         entropy = 0.5 * D * (LOG_2PI + 1.0) - 0.5 * logdet
         site = target.laplace_site_term(w, q.cov()) if hasattr(target, "laplace_site_term") else 0.0
-        return BlockFit(q, log_z, APPROXIMATION, 0.0, site, 0.0, entropy, {"mode": w})
+        shift = hyper.prior_shift(h, w, q.cov()) if hyper is not None else 0.0
+        return BlockFit(q, log_z, APPROXIMATION, 0.0, site, 0.0, entropy, {"mode": w, **info}, shift)
 
     def __repr__(self) -> str:
-        return "Laplace()"
+        return f"Laplace(learn={self.learn})" if self.learn else "Laplace()"

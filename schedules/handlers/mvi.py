@@ -15,11 +15,16 @@ by L-BFGS from the Laplace solution, in one of four parameterisations:
 
 The optimised fixed-sample objective is biased upward, so the reported ELBO is re-estimated on 10·S
 fresh samples (a second seeded stream) with its standard error: a Monte Carlo estimate of a bound.
+
+With ``learn=`` the log-hyperparameters h (``hyper.py``) join the parameter vector, as in the seed's
+objectives (8), (10)–(12): they start at Laplace's optimum h_LA (``laplace_hyper``; seed §III-D), which also
+gives the starting q, and ∂F/∂h = (1/S)Σ_s ∂log p̃(w_s; h)/∂h.  The ELBO and the block's terms are at the optimum.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 
 import numpy as np
 from scipy import optimize
@@ -28,19 +33,40 @@ from distributions import MvGaussian
 from factorgraph.nodes import ModelError
 from factorgraph.results import ESTIMATE
 
-from .laplace import LOG_2PI, BlockFit, HandlerError, find_mode, gaussian_from_hessian
+from .hyper import Hyper, learn_names
+from .laplace import LOG_2PI, BlockFit, HandlerError, find_mode, gaussian_from_hessian, laplace_hyper
 
 
 class _FixedSampleVI(ABC):
-    """Shared machinery: fixed samples, the objective, L-BFGS, and the fresh-sample ELBO."""
+    """Shared machinery: fixed samples, the objective, L-BFGS, and the fresh-sample ELBO.
+
+    Parameters
+    ----------
+    n_samples
+        S, the fixed standard-normal draws of the objective.
+    seed
+        Seeds the fixed draws (and, through a second stream, the fresh draws of the reported ELBO).
+    fresh_factor
+        The reported ELBO uses ``fresh_factor``·S fresh draws.
+    maxiter
+        L-BFGS iterations.
+    learn
+        Hyperparameters to learn jointly with q: ``"prior_precision"`` (a multiplier of the block's constant
+        prior precision) and/or ``"scale"`` (the scales of its claimed Laplace, Cauchy and Student-t sites),
+        started at Laplace's optimum (``hyper.py``).  Default: none.  The learned values are in
+        ``BlockFit.info["hyperparameters"]`` (Laplace's starting ones in ``"laplace_hyperparameters"``) and
+        ``Result.hyperparameters(name)``.
+    """
 
     name = "VI"
     kind = ""
 
-    def __init__(self, n_samples: int = 1000, seed: int = 0, fresh_factor: int = 10, maxiter: int = 2000) -> None:
+    def __init__(self, n_samples: int = 1000, seed: int = 0, fresh_factor: int = 10, maxiter: int = 2000,
+                 learn: str | Iterable[str] = ()) -> None:
         if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
             raise ModelError(f"{self.name}: n_samples must be an integer ≥ 2, got {n_samples!r}")
         self.n_samples, self.seed, self.fresh_factor, self.maxiter = n_samples, seed, fresh_factor, maxiter
+        self.learn = learn_names(learn, self.name)
 
     # parameterisation hooks: theta <-> (mu, L), gradient chain rule, log|det L|
     @abstractmethod
@@ -57,7 +83,14 @@ class _FixedSampleVI(ABC):
 
     def fit(self, target, x0: np.ndarray, warm: dict | None = None) -> BlockFit:
         warm = warm or {}
-        w, H, _ = find_mode(target, warm.get("mode", x0), self.name)
+        hyper, info = None, {}
+        if self.learn:
+            hyper = Hyper(target, self.learn, self.name)
+            h_la, target, w, H, _ = laplace_hyper(hyper, hyper.start(warm, "laplace_log_hyper"),
+                                                  warm.get("mode", x0), self.name)
+            info = {"laplace_log_hyper": h_la, "laplace_hyperparameters": hyper.report(h_la)}
+        else:
+            w, H, _ = find_mode(target, warm.get("mode", x0), self.name)
         q_la, _ = gaussian_from_hessian(w, H, self.name)
         cov = q_la.cov()
         C = np.linalg.cholesky(cov)
@@ -65,14 +98,21 @@ class _FixedSampleVI(ABC):
         rng = np.random.default_rng(self.seed)
         Z = rng.standard_normal((self.n_samples, D))
         self._setup(w, C, cov)
-        theta0 = warm.get("theta") if warm.get("theta") is not None and warm.get("kind") == self.kind \
-            else self.init(w, C, cov, rng)
+        resume = warm.get("theta") is not None and warm.get("kind") == self.kind
+        x_start = warm.get("theta") if resume else self.init(w, C, cov, rng)
+        if hyper is not None:  # h joins the vector, from this block's last optimum or else from h_LA
+            x_start = np.concatenate([x_start, hyper.start(warm) if resume else h_la])
 
-        res = optimize.minimize(self.objective(target, Z), theta0, jac=True, method="L-BFGS-B",
+        res = optimize.minimize(self.objective(target, Z, hyper), x_start, jac=True, method="L-BFGS-B",
                                 options={"maxiter": self.maxiter, "gtol": 1e-8})
         if not np.all(np.isfinite(res.x)):
             raise HandlerError(f"{self.name}: the optimisation diverged ({res.message})")
-        mu, L, logdet = self.unpack(res.x)
+        theta = res.x
+        if hyper is not None:
+            theta, h = res.x[:-hyper.size], res.x[-hyper.size:]
+            target = hyper.at(h)
+            info.update(hyper.info(h))
+        mu, L, logdet = self.unpack(theta)
         entropy = 0.5 * D * (LOG_2PI + 1.0) + logdet
         fresh = np.random.default_rng([self.seed, 1]).standard_normal((self.fresh_factor * self.n_samples, D))
         W = mu + fresh @ L.T
@@ -85,26 +125,43 @@ class _FixedSampleVI(ABC):
             sv = target.sites_value_grad(W)[0]
             site, site_se = float(sv.mean()), float(sv.std(ddof=1) / np.sqrt(n))
         q = MvGaussian(mean=mu, cov=L @ L.T)
-        info = {"mode": mu, "theta": res.x, "kind": self.kind, "objective": -float(res.fun),
-                "iterations": int(res.nit), "converged": bool(res.success)}
-        return BlockFit(q, elbo, ESTIMATE, se, site, site_se, entropy, info)
+        shift = hyper.prior_shift(h, mu, q.cov()) if hyper is not None else 0.0
+        info.update({"mode": mu, "theta": theta, "kind": self.kind, "objective": -float(res.fun),
+                     "iterations": int(res.nit), "converged": bool(res.success)})
+        return BlockFit(q, elbo, ESTIMATE, se, site, site_se, entropy, info, shift)
 
-    def objective(self, target, Z: np.ndarray):
-        """θ ↦ (−F(θ), −∇F(θ)) on the fixed samples Z (after ``_setup`` from a Laplace solution)."""
+    def objective(self, target, Z: np.ndarray, hyper: Hyper | None = None):
+        """x ↦ (−F(x), −∇F(x)) on the fixed samples Z (after ``_setup`` from a Laplace solution).
 
-        def fn(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        x holds q's parameters; with ``hyper`` it ends with the log-hyperparameters h, the target is
+        ``hyper.at(h)`` and ∂F/∂h = (1/S)Σ_s ∂log p̃(w_s; h)/∂h is appended to the gradient.
+        """
+
+        def fn(x: np.ndarray) -> tuple[float, np.ndarray]:
+            theta = x if hyper is None else x[:-hyper.size]
             mu, L, logdet = self.unpack(theta)
-            v, g = target.logp_grad(mu + Z @ L.T)
+            W = mu + Z @ L.T
+            if hyper is None:
+                v, g = target.logp_grad(W)
+            else:
+                h = x[-hyper.size:]
+                v, g, gh = hyper.value_grads(hyper.at(h), W, h)
             G = g.T @ Z / len(Z) + np.linalg.inv(L).T
-            return -(float(v.mean()) + logdet), -self.chain(theta, g.mean(0), G)
+            grad = self.chain(theta, g.mean(0), G)
+            if hyper is not None:
+                grad = np.concatenate([grad, gh.mean(0)])
+            return -(float(v.mean()) + logdet), -grad
 
         return fn
 
     def _setup(self, w: np.ndarray, C: np.ndarray, cov: np.ndarray) -> None:
         self._C = C
 
+    def _learn_repr(self) -> str:
+        return f", learn={self.learn}" if self.learn else ""
+
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.kind!r}, n_samples={self.n_samples}, seed={self.seed})"
+        return f"{type(self).__name__}({self.kind!r}, n_samples={self.n_samples}, seed={self.seed}{self._learn_repr()})"
 
 
 class MVI(_FixedSampleVI):
@@ -113,6 +170,7 @@ class MVI(_FixedSampleVI):
     name = "MVI"
 
     def __init__(self, kind: str = "lr", n_samples: int = 1000, seed: int = 0, **options) -> None:
+        """``options``: ``fresh_factor``, ``maxiter`` and ``learn`` (see ``_FixedSampleVI``)."""
         if kind not in ("mean", "eig", "lr"):
             raise ModelError(f"MVI: kind must be 'mean', 'eig' or 'lr', got {kind!r}")
         self.kind = kind
@@ -175,4 +233,4 @@ class VIDiag(_FixedSampleVI):
         return np.concatenate([g_mu, np.exp(theta[D:]) * np.diag(G)])
 
     def __repr__(self) -> str:
-        return f"VIDiag(n_samples={self.n_samples}, seed={self.seed})"
+        return f"VIDiag(n_samples={self.n_samples}, seed={self.seed}{self._learn_repr()})"

@@ -8,6 +8,10 @@ sends it (its prior) times the site factors on projections u_n = x_nᵀw that th
 
 with the prior in natural parameters (η₁, η₂).  ``DensityTarget`` wraps a user's log density (of one
 point or of a batch of points), with central differences where no gradient is given.
+
+A site with a scale s (``params["scale"]``: the Laplace, Cauchy and Student-t sites) is a location-scale
+density f(u) = g((u − μ)/s)/s with μ on its ``out`` edge, so ∂log f/∂log s = −1 − (u − μ)(log f)′(u):
+the derivative a handler needs to learn s (``hyper.py``) comes from the site's own first derivative.
 """
 
 from __future__ import annotations
@@ -33,6 +37,19 @@ class Site:
     moments: dict  # statistics of the factor's other edges, one row per data point
     params: dict
     classes: int = 0  # K for a vector site, 0 for a scalar one
+    name: str = ""  # the claimed factor's name (reports of learned scales)
+
+    @property
+    def scaled(self) -> bool:
+        """Whether the site is a location-scale density with a scale parameter s."""
+        return "scale" in self.params and not self.classes
+
+    def dlog_scale(self, u: np.ndarray, g1: np.ndarray) -> np.ndarray:
+        """∂log f/∂log s = −1 − (u − μ)·(log f)′(u) at the points u, from the first derivative g1 there.
+
+        Laplace: −1 + |r|/τ;  Cauchy: −1 + 2r²/(γ² + r²);  Student-t: −1 + (ν + 1)r²/(νs² + r²)  (r = u − μ).
+        """
+        return -1.0 - (u - self.moments["out"][0]) * g1
 
     def project(self, W: np.ndarray) -> np.ndarray:
         """u for each row of W (S, dim): (S, N) or (S, N, K)."""
@@ -85,6 +102,9 @@ class BlockTarget:
     eta1: np.ndarray
     eta2: np.ndarray
     sites: list[Site] = field(default_factory=list)
+    # the part (Λ₀m₀, −½Λ₀) of (η₁, η₂) that is the block's own constant prior N(m₀, Λ₀⁻¹), given when a
+    # handler learns its precision multiplier (``hyper.py``)
+    prior: tuple[np.ndarray, np.ndarray] | None = None
 
     def __post_init__(self) -> None:
         self.dim = self.eta1.shape[-1]
@@ -101,26 +121,43 @@ class BlockTarget:
             self.prior_const = 0.0
 
     def sites_value_grad(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Σ_n log f_n at each row of W (S, D) and its gradient (S, D), in chunks of rows so that the
-        (rows, N[, K]) temporaries stay near 2²² elements (S = 1000 draws × N = 10⁴ × K = 10 would be 0.8 GB
-        each)."""
+        """Σ_n log f_n at each row of W (S, D) and its gradient (S, D)."""
+        val, grad, _ = self._site_terms(W, False)
+        return val, grad
+
+    def _site_terms(self, W: np.ndarray, scales: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Σ_n log f_n, its gradient and (``scales``) Σ_n ∂log f_n/∂log s per site (S, n_sites; 0 for a site
+        without a scale), in chunks of rows so that the (rows, N[, K]) temporaries stay near 2²² elements
+        (S = 1000 draws × N = 10⁴ × K = 10 would be 0.8 GB each)."""
         S = W.shape[0]
         val, grad = np.zeros(S), np.zeros_like(W)
-        for s in self.sites:
+        gs = np.zeros((S, len(self.sites))) if scales else None
+        for j, s in enumerate(self.sites):
             per_row = s.X.shape[0] * max(s.classes, 1)
             step = max(1, _CHUNK // per_row)
             for a in range(0, S, step):
-                f, g1, _ = s.point(s.project(W[a:a + step]), s.moments, s.params, order=1)
+                u = s.project(W[a:a + step])
+                f, g1, _ = s.point(u, s.moments, s.params, order=1)
                 val[a:a + step] += f.sum(-1)
                 grad[a:a + step] += s.pull(g1)
-        return val, grad
+                if scales and s.scaled:
+                    gs[a:a + step, j] = s.dlog_scale(u, g1).sum(-1)
+        return val, grad, gs
 
     def logp_grad(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        v, g, _ = self._logp(W, False)
+        return v, g
+
+    def logp_grad_scales(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """log p̃ at each row of W, its gradient in w, and Σ_n ∂log f_n/∂log s per site (S, n_sites)."""
+        return self._logp(W, True)
+
+    def _logp(self, W: np.ndarray, scales: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         W = np.atleast_2d(W)
-        sv, sg = self.sites_value_grad(W)
+        sv, sg, gs = self._site_terms(W, scales)
         WE = W @ self.eta2  # BLAS; the quadratic form and the gradient share it
         prior = W @ self.eta1 + np.einsum("sd,sd->s", WE, W) + self.prior_const
-        return prior + sv, self.eta1 + 2.0 * WE + sg
+        return prior + sv, self.eta1 + 2.0 * WE + sg, gs
 
     def hessian(self, w: np.ndarray) -> np.ndarray:
         H = 2.0 * self.eta2.copy()
