@@ -1,15 +1,57 @@
-"""Data-only products of observed inputs, computed once per model.
+"""Products of observed inputs X with per-row weights: the passes over X that a sweep makes.
 
-Both XᵀX and Xᵀy read all of X from memory, and for large N that reading is the whole cost, so
-they are accumulated together over row blocks small enough to stay in cache: one pass over X.
+For large N reading X from memory is most of the cost of a product, so each function reads X once,
+over row blocks small enough to stay in cache, and computes everything it needs from a block while
+the block is there (XᵀX with Xᵀy; Xᵀdiag(e)X with Xᵀh; X·E[w] with the rows' x_nᵀE[wwᵀ]x_n).
+
+Within ``row_threads(n)`` (the engine's non-conjugate sweeps, where BLAS runs on one thread so that
+its idle threads do not spin on the cores numba's kernels need) the row ranges of the large passes
+run on n threads of a pool that sleeps between passes: BLAS and numpy release the GIL.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from functools import cache
+
 import numpy as np
-from scipy.linalg.blas import dsyrk
 
 _ROWS = 8192  # rows per block: 8192 × D doubles stays in L2 for the D of regression problems
+_threads = 1  # row ranges per pass (set by row_threads)
+
+
+@contextmanager
+def row_threads(n: int | None = None) -> Iterator[None]:
+    """Run the large passes over X on ``n`` threads (default: one per core) inside the block."""
+    global _threads
+    old, _threads = _threads, max(1, n or os.cpu_count() or 1)
+    try:
+        yield
+    finally:
+        _threads = old
+
+
+@cache
+def _pool(n: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=n, thread_name_prefix="fgvmp-rows")
+
+
+def _ranges(N: int) -> list[tuple[int, int]]:
+    """Contiguous row ranges, one per thread when N is large enough for threads to gain."""
+    parts = max(1, min(_threads, N // (2 * _ROWS)))
+    cuts = np.linspace(0, N, parts + 1).astype(int)
+    return list(zip(cuts[:-1], cuts[1:], strict=True))
+
+
+def _over_rows(fn: Callable[[int, int], object], N: int) -> list:
+    """``fn(start, stop)`` on each of ``_ranges(N)``, on the pool's threads when there are several."""
+    r = _ranges(N)
+    if len(r) == 1:
+        return [fn(*r[0])]
+    return list(_pool(len(r)).map(fn, *zip(*r, strict=True)))
 
 
 def gram(X: np.ndarray, y: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -42,16 +84,57 @@ def cached_gram(params: dict, y: np.ndarray | None = None) -> tuple[np.ndarray, 
     return cache["xtx"], None
 
 
-def weighted_gram(X: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """Xᵀdiag(e)X.  When e ≤ 0 (the precision part of a log-concave factor's message) it is −BᵀB with
-    B = diag(√−e)X, symmetric rank-k updates (BLAS syrk) at half the flops of a general product, over
-    row blocks so that each scaled block is still in cache when syrk reads it."""
-    if not np.all(e <= 0.0):
-        return X.T @ (e[:, None] * X)
-    r = np.sqrt(-e)
-    upper = np.zeros((X.shape[1],) * 2, order="F")
-    for s in range(0, X.shape[0], _ROWS):
-        B = r[s:s + _ROWS, None] * X[s:s + _ROWS]
-        # B.T is Fortran-ordered: accumulate the upper triangle of −BᵀB in place
-        upper = dsyrk(-1.0, B.T, beta=1.0, c=upper, trans=0, overwrite_c=1)
-    return np.triu(upper) + np.triu(upper, 1).T
+def projected_moments(X: np.ndarray, mean: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(X·E[w_k], x_nᵀE[w_k w_kᵀ]x_n) for K weight vectors: ``mean`` (K, D), ``second`` (K, D, D) →
+    two (N, K) arrays, from one product X·[E[w_1] … E[w_K] | E[w_1w_1ᵀ] … E[w_Kw_Kᵀ]] per row block."""
+    N, D = X.shape
+    K = mean.shape[0]
+    M = np.concatenate([mean.T, second.transpose(1, 0, 2).reshape(D, K * D)], axis=1)
+    m, s = np.empty((N, K)), np.empty((N, K))
+
+    def rows(a: int, b: int) -> None:
+        # one buffer per range: a fresh large temporary per block costs page faults that serialise threads
+        P = np.empty((min(_ROWS, b - a), M.shape[1]))
+        for c in range(a, b, _ROWS):
+            Xc = X[c:min(b, c + _ROWS)]
+            Pc = np.matmul(Xc, M, out=P[:len(Xc)])
+            m[c:c + len(Xc)] = Pc[:, :K]
+            np.einsum("nkd,nd->nk", Pc[:, K:].reshape(len(Xc), K, D), Xc, out=s[c:c + len(Xc)])
+
+    _over_rows(rows, N)
+    return m, s
+
+
+def weighted_grams(X: np.ndarray, E: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(Hᵀ X, [Xᵀdiag(E[:, k])X]_k): the message a weight vector per column k of (H, E) (N, K) gets from
+    the rows, in one pass over the row blocks of X.
+
+    A column of E that is ≤ 0 (the precision part of a log-concave factor's message) gives −BᵀB with
+    B = diag(√−e)X: a symmetric rank-k update (BLAS syrk) at half the flops of a general product.
+    The products are ``np.dot`` into small outputs and the scaled block reuses one buffer: in our
+    measurements ``@`` and fresh large temporaries did not run in parallel on two threads.
+    """
+    N, D = X.shape
+    K = E.shape[1]
+    neg = np.all(E <= 0.0, axis=0)
+    R = np.sqrt(np.where(neg, -E, 0.0))
+
+    def rows(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        lin, acc = np.zeros((K, D)), np.zeros((K, D, D))
+        B = np.empty((min(_ROWS, b - a), D))
+        for c in range(a, b, _ROWS):
+            sl = slice(c, min(b, c + _ROWS))
+            Xc = X[sl]
+            Bc = B[:len(Xc)]
+            lin += np.dot(H[sl].T, Xc)
+            for k in range(K):
+                if neg[k]:  # numpy computes BᵀB by syrk
+                    np.multiply(R[sl, k, None], Xc, out=Bc)
+                    acc[k] -= np.dot(Bc.T, Bc)
+                else:
+                    np.multiply(E[sl, k, None], Xc, out=Bc)
+                    acc[k] += np.dot(Xc.T, Bc)
+        return lin, acc
+
+    parts = _over_rows(rows, N)
+    return sum(p[0] for p in parts), sum(p[1] for p in parts)

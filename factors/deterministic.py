@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .base import Stats
-from .data_products import cached_gram, weighted_gram
+from .data_products import cached_gram, projected_moments, weighted_grams
 from .plating import expand, reduce
 
 
@@ -84,11 +84,11 @@ class Inner:
         # K weight vectors (K = 1 without plates on w): E[y_nk] = x_nᵀE[w_k] and E[y_nk²] = x_nᵀE[w_k w_kᵀ]x_n
         # from two BLAS products, X E[W]ᵀ and X [E[w_1w_1ᵀ] … E[w_Kw_Kᵀ]], then a row-wise dot
         X2 = X.reshape(-1, X.shape[-1])
-        N, D = X2.shape
+        D = X2.shape[1]
         W1 = np.broadcast_to(ew[0], p["w_shape"] + (D,)).reshape(-1, D)
         W2 = np.broadcast_to(ew[1], p["w_shape"] + (D, D)).reshape(-1, D, D)
-        T = (X2 @ W2.transpose(1, 0, 2).reshape(D, -1)).reshape(N, -1, D)
-        return _to_y(X2 @ W1.T, p), _to_y(np.einsum("nkd,nd->nk", T, X2), p)
+        mean, second = projected_moments(X2, W1, W2)
+        return _to_y(mean, p), _to_y(second, p)
 
     @staticmethod
     def pullback(role: str, msg: Stats, par: dict[str, Stats], p: dict[str, Any]) -> Stats:
@@ -101,17 +101,17 @@ class Inner:
             return (lin - 2.0 * par["w"][0] * prec, prec)
         X2 = X.reshape(-1, X.shape[-1])
         D = X2.shape[1]
-        lin = (_from_y(h, p).T @ X2).reshape(p["w_shape"] + (D,))
+        H = _from_y(h, p)
         if all(msg[1].shape[i] == 1 for i in p["x_axes"]):
             # the precision part is the same for every row of X: use the cached XᵀX
             e = np.broadcast_to(np.squeeze(msg[1], axis=tuple(p["x_axes"])), p["w_shape"])
-            return (lin, e[..., None, None] * cached_gram(p)[0])
+            return ((H.T @ X2).reshape(p["w_shape"] + (D,)), e[..., None, None] * cached_gram(p)[0])
         E = _from_y(eta2, p)
-        if E.shape[1] <= _GRAM_LOOP:  # one Xᵀdiag(e_k)X per weight vector, by blocked syrk
-            prec = np.stack([weighted_gram(X2, E[:, k]) for k in range(E.shape[1])])
+        if E.shape[1] <= _GRAM_LOOP:  # Xᵀh_k and Xᵀdiag(e_k)X for every weight vector in one pass over X
+            lin, prec = weighted_grams(X2, E, H)
         else:  # many weight vectors on few rows
-            prec = np.einsum("nk,nd,ne->kde", E, X2, X2, optimize=True)
-        return (lin, prec.reshape(p["w_shape"] + (D, D)))
+            lin, prec = H.T @ X2, np.einsum("nk,nd,ne->kde", E, X2, X2, optimize=True)
+        return (lin.reshape(p["w_shape"] + (D,)), prec.reshape(p["w_shape"] + (D, D)))
 
 
 # ------------------------------------------------------------------------------------ helpers

@@ -22,6 +22,7 @@ from threadpoolctl import ThreadpoolController
 from distributions import Categorical, Gamma, Gaussian, GaussianGamma, MvGaussian
 from factorgraph.nodes import Deterministic, Gate, ModelError, Variable
 from factors.base import point_stats
+from factors.data_products import row_threads
 from factors.deterministic import Inner
 from factors.plating import expand, move_event_to_plate, move_plate_to_event, reduce
 
@@ -459,9 +460,10 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
     single_block = len(c.order) == 1 and c.order[0].name in c.handlers
     # Numba's parallel kernels and BLAS's threads take turns within a sweep; OpenBLAS's idle threads spin
     # and hold the cores the kernels need (a sweep of the N = 1e4 logistic model: 8 ms with both pools, 5 ms
-    # with one-thread BLAS, whose products on N × D arrays gain nothing from threads here).
+    # with one-thread BLAS).  The large passes over X then run their row ranges on threads of their own
+    # (factors.data_products.row_threads), which sleep between passes.
     kernels = any(not f.node.ftype.conjugate and f.claimed_by is None for f in c.factors)
-    with _one_thread_blas() if kernels else nullcontext():
+    with _one_thread_blas() if kernels else nullcontext(), row_threads() if kernels else nullcontext():
         it, converged = _iterate(c, eng, trace, max_iter, tol, param_tol, callbacks, progress, single_block,
                                           warnings)
     if progress:
