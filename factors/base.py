@@ -20,6 +20,7 @@ number it is (exact, or a bound).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -175,3 +176,18 @@ def same_stats(a: Stats, b: Stats) -> bool:
         x is y or (x.__array_interface__["data"][0] == y.__array_interface__["data"][0]
                    and x.shape == y.shape and x.strides == y.strides)
         for x, y in zip(a, b, strict=True))
+
+
+@dataclass(frozen=True)
+class DiagPlusOuter:
+    """Per-row K × K matrices diag(a_n) + v_n v_nᵀ kept factored (a softmax's Hessian in its logits:
+    a = −c·s, v = √c·s): a handler's block Hessian Σ_n (G_n ⊗ x_n x_nᵀ) is then K weighted Gram matrices
+    plus one rank-N update, instead of K² weighted Gram matrices."""
+
+    diag: np.ndarray  # (..., K)
+    vec: np.ndarray  # (..., K)
+
+    def dense(self) -> np.ndarray:
+        """The matrices themselves, shape (..., K, K)."""
+        K = self.diag.shape[-1]
+        return self.diag[..., :, None] * np.eye(K) + self.vec[..., :, None] * self.vec[..., None, :]

@@ -21,7 +21,7 @@ import numpy as np
 
 from distributions import Categorical, Gaussian
 
-from .base import FactorType, Moments, same_stats
+from .base import DiagPlusOuter, FactorType, Moments, same_stats
 from .kernels import (
     adaptive_softmax_bound,
     bohning_softmax_bound,
@@ -113,7 +113,8 @@ for _method in BOUNDS:
 @CATEGORICAL_SOFTMAX.point("logits")
 def softmax_point(u: np.ndarray, m: Moments, p: dict, order: int = 2) -> tuple:
     """At logits u (..., K): log f = Σ_k d_k u_k − c·lse(u), gradient d − c·softmax(u), Hessian
-    −c(diag(s) − ssᵀ) (``order`` 2 only), with d the counts (one-hot label) and c their total."""
+    −c(diag(s) − ssᵀ) (``order`` 2 only, kept factored: ``DiagPlusOuter(−c·s, √c·s)``), with d the counts
+    (one-hot label) and c their total."""
     d = m["out"][0]
     if order < 2 and u.ndim == 3 and np.ndim(d) <= 2:  # many sampled weight matrices: one fused pass
         return (*categorical_logit_value_grad(u, d), None)
@@ -123,7 +124,5 @@ def softmax_point(u: np.ndarray, m: Moments, p: dict, order: int = 2) -> tuple:
     tot = e.sum(-1)
     s = e / tot[..., None]
     lse = np.log(tot) + top[..., 0]
-    hess = None
-    if order > 1:
-        hess = -c[..., None, None] * (s[..., :, None] * np.eye(u.shape[-1]) - s[..., :, None] * s[..., None, :])
+    hess = DiagPlusOuter(-c[..., None] * s, np.sqrt(c)[..., None] * s) if order > 1 else None
     return (d * u).sum(-1) - c * lse, d - c[..., None] * s, hess

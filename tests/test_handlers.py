@@ -230,6 +230,38 @@ def test_softmax_block_gradient_and_hessian():
     np.testing.assert_allclose(target.hessian(w), num_h, rtol=1e-5, atol=1e-6)
 
 
+def test_factored_softmax_hessian_equals_the_dense_one():
+    """The softmax point rule's DiagPlusOuter Hessian and the block Hessian built from it agree with the
+    dense −c(diag(s) − ssᵀ) and the K²-Gram assembly (masked rows, c = 0, included)."""
+    from factors.base import DiagPlusOuter
+    from factors.softmax import softmax_point
+    from schedules.handlers import Site
+
+    rng = np.random.default_rng(8)
+    N, D, K = 30, 4, 5
+    X, u = rng.normal(size=(N, D)), rng.normal(size=(N, K))
+    d = rng.multinomial(3, np.ones(K) / K, size=N).astype(float)
+    d[::7] = 0.0
+    _, _, g2 = softmax_point(u, {"out": (d,)}, {})
+    assert isinstance(g2, DiagPlusOuter)
+    s, c = np.exp(u) / np.exp(u).sum(1, keepdims=True), d.sum(1)
+    dense = -c[:, None, None] * (s[:, :, None] * np.eye(K) - s[:, :, None] * s[:, None, :])
+    np.testing.assert_allclose(g2.dense(), dense, rtol=1e-13, atol=1e-15)
+    site = Site(X, softmax_point, {"out": (d,)}, {}, K)
+    np.testing.assert_allclose(site.hessian(g2), site.hessian(dense), rtol=1e-12, atol=1e-12)
+
+
+def test_mode_search_leaves_newton_where_the_hessian_is_indefinite():
+    """A double well −(x² − 1)² started at 0.1, where −∇² < 0: the trust-region method takes over and
+    finds the mode at x = 1 (Newton's step alone would go to the density's local minimum at 0)."""
+    from schedules.handlers.laplace import find_mode
+
+    target = DensityTarget(lambda w: -(w[:, 0] ** 2 - 1.0) ** 2, 1, grad=lambda w: -4.0 * w * (w**2 - 1.0))
+    w, H, v = find_mode(target, np.array([0.1]))
+    np.testing.assert_allclose(w, [1.0], atol=1e-8)
+    assert v == pytest.approx(0.0, abs=1e-14) and H[0, 0] == pytest.approx(-8.0, rel=1e-4)
+
+
 def test_joint_multiclass_block_beats_class_factorised_fits():
     rng = np.random.default_rng(7)
     N, D, K = 90, 3, 3

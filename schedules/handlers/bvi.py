@@ -98,10 +98,10 @@ __all__ = ["BVI", "elbo_estimate", "lbfgs", "mc_discrepancy", "residual", "strat
 
 # ---------------------------------------------------------------------------------------- kernels
 def _log_density(target: Any, W: np.ndarray) -> np.ndarray:
-    """log p̃ at the rows of W (values only where the target can skip its gradient); −inf stays."""
-    values = getattr(target, "_values", None)  # a DensityTarget without gradient work
+    """log p̃ at the rows of W (values only where the target can skip its gradient work); −inf stays."""
+    values = getattr(target, "log_values", None)
     with np.errstate(all="ignore"):
-        v = values(W) if values is not None else target.logp_grad(W)[0]
+        v = values(W)[0] if values is not None else target.logp_grad(W)[0]
     v = np.asarray(v, dtype=float).reshape(W.shape[0])
     return np.where(np.isnan(v), -np.inf, v)
 

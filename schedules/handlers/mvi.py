@@ -116,13 +116,12 @@ class _FixedSampleVI(ABC):
         entropy = 0.5 * D * (LOG_2PI + 1.0) + logdet
         fresh = np.random.default_rng([self.seed, 1]).standard_normal((self.fresh_factor * self.n_samples, D))
         W = mu + fresh @ L.T
-        v, _ = target.logp_grad(W)
+        v, sv = target.log_values(W)
         n = len(v)
         elbo = float(v.mean()) + entropy
         se = float(v.std(ddof=1) / np.sqrt(n))
         site, site_se = 0.0, 0.0
-        if hasattr(target, "sites_value_grad"):
-            sv = target.sites_value_grad(W)[0]
+        if sv is not None:
             site, site_se = float(sv.mean()), float(sv.std(ddof=1) / np.sqrt(n))
         q = MvGaussian(mean=mu, cov=L @ L.T)
         shift = hyper.prior_shift(h, mu, q.cov()) if hyper is not None else 0.0

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from factors.base import DiagPlusOuter
+
 _CHUNK = 1 << 22
 
 
@@ -65,11 +67,23 @@ class Site:
         S, N, K = g.shape
         return (np.ascontiguousarray(g.swapaxes(1, 2)).reshape(S * K, N) @ self.X).reshape(S, -1)
 
-    def hessian(self, g2: np.ndarray) -> np.ndarray:
+    def hessian(self, g2: np.ndarray | DiagPlusOuter) -> np.ndarray:
+        """Σ_n G_n ⊗ x_n x_nᵀ (class-major) from the per-row Hessians G_n = g″ in u."""
         if not self.classes:
             return self.X.T @ (g2[:, None] * self.X)
-        # H[k,d,l,e] = Σ_n X[n,d]·(g″[n,k,l] X[n,e]): one BLAS product per chunk of rows
         (N, D), K = self.X.shape, self.classes
+        if isinstance(g2, DiagPlusOuter):
+            # G_n = diag(a_n) + v_n v_nᵀ: K weighted Gram matrices on the diagonal blocks plus BᵀB with
+            # B's rows v_n ⊗ x_n, one symmetric rank-k update per chunk of rows
+            H = np.zeros((K * D, K * D))
+            for k in range(K):
+                H[k * D:(k + 1) * D, k * D:(k + 1) * D] = self.X.T @ (g2.diag[:, k, None] * self.X)
+            step = max(1, _CHUNK // (K * D))
+            for a in range(0, N, step):
+                B = (g2.vec[a:a + step, :, None] * self.X[a:a + step, None, :]).reshape(-1, K * D)
+                H += np.dot(B.T, B)
+            return H
+        # H[k,d,l,e] = Σ_n X[n,d]·(g″[n,k,l] X[n,e]): one BLAS product per chunk of rows
         H = np.zeros((D, K * K * D))
         step = max(1, _CHUNK // (K * K * D))
         for a in range(0, N, step):
@@ -80,6 +94,8 @@ class Site:
     def expansion(self, w: np.ndarray, cov: np.ndarray) -> float:
         """Second-order expansion of Σ_n E_q[log f_n] at the mode w for q = N(w, cov)."""
         f, _, g2 = self.point(self.project(w[None])[0], self.moments, self.params)
+        if isinstance(g2, DiagPlusOuter):
+            g2 = g2.dense()
         if not self.classes:
             return float(f.sum() + 0.5 * np.einsum("n,nd,de,ne->", g2, self.X, cov, self.X))
         (N, D), K = self.X.shape, self.classes
@@ -125,12 +141,13 @@ class BlockTarget:
         val, grad, _ = self._site_terms(W, False)
         return val, grad
 
-    def _site_terms(self, W: np.ndarray, scales: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """Σ_n log f_n, its gradient and (``scales``) Σ_n ∂log f_n/∂log s per site (S, n_sites; 0 for a site
-        without a scale), in chunks of rows so that the (rows, N[, K]) temporaries stay near 2²² elements
-        (S = 1000 draws × N = 10⁴ × K = 10 would be 0.8 GB each)."""
+    def _site_terms(self, W: np.ndarray, scales: bool, grads: bool = True
+                    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Σ_n log f_n, its gradient (unless ``grads`` is false) and (``scales``) Σ_n ∂log f_n/∂log s per site
+        (S, n_sites; 0 for a site without a scale), in chunks of rows so that the (rows, N[, K]) temporaries
+        stay near 2²² elements (S = 1000 draws × N = 10⁴ × K = 10 would be 0.8 GB each)."""
         S = W.shape[0]
-        val, grad = np.zeros(S), np.zeros_like(W)
+        val, grad = np.zeros(S), (np.zeros_like(W) if grads else None)
         gs = np.zeros((S, len(self.sites))) if scales else None
         for j, s in enumerate(self.sites):
             per_row = s.X.shape[0] * max(s.classes, 1)
@@ -139,7 +156,8 @@ class BlockTarget:
                 u = s.project(W[a:a + step])
                 f, g1, _ = s.point(u, s.moments, s.params, order=1)
                 val[a:a + step] += f.sum(-1)
-                grad[a:a + step] += s.pull(g1)
+                if grads:
+                    grad[a:a + step] += s.pull(g1)
                 if scales and s.scaled:
                     gs[a:a + step, j] = s.dlog_scale(u, g1).sum(-1)
         return val, grad, gs
@@ -147,6 +165,14 @@ class BlockTarget:
     def logp_grad(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         v, g, _ = self._logp(W, False)
         return v, g
+
+    def log_values(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """log p̃ and its site part Σ_n log f_n at the rows of W, values only (one pass over the sites, no
+        gradients): what an ELBO estimate on fresh draws needs."""
+        W = np.atleast_2d(W)
+        sv = self._site_terms(W, False, grads=False)[0]
+        prior = W @ self.eta1 + np.einsum("sd,sd->s", W @ self.eta2, W) + self.prior_const
+        return prior + sv, sv
 
     def logp_grad_scales(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """log p̃ at each row of W, its gradient in w, and Σ_n ∂log f_n/∂log s per site (S, n_sites)."""
@@ -183,6 +209,10 @@ class DensityTarget:
             self.batched = out.shape == (2,)
         except Exception:  # noqa: BLE001 — a function of one point only
             self.batched = False
+
+    def log_values(self, W: np.ndarray) -> tuple[np.ndarray, None]:
+        """log p̃ at the rows of W, values only (a density has no site part: None)."""
+        return self._values(W), None
 
     def _values(self, W: np.ndarray) -> np.ndarray:
         if self.batched:  # some densities squeeze a batch of one to a scalar
