@@ -7,7 +7,9 @@ exp(−|u|) per point.  Categorical with counts d (a one-hot label), c = Σ_k d_
 .. math:: \log f = \sum_k d_k u_k - c\,\operatorname{lse}(u), \qquad
           \partial_{u_k}\log f = d_k - c\,\mathrm{softmax}(u)_k.
 
-Numpy would make several temporaries of the full (S, N[, K]) array and two transcendental passes.
+Numpy would make several temporaries of the full (S, N[, K]) array and two transcendental passes.  The
+exponentials (and log1p) are the call-free ones of ``vector_math``, whose loops vectorise: about 5× faster
+than ``math.exp``/``math.log1p`` per element here.
 """
 
 from __future__ import annotations
@@ -17,28 +19,37 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .vector_math import exp_nonpositive, log1p_unit
+
 
 @njit(cache=True, parallel=True)
 def _value_grad(u, d, val, grad):  # u (S, N, K) any layout, d (N, K)
     S, N, K = u.shape
     for s in prange(S):
+        a = np.empty(N * K)  # u − max_k u for one draw, and its exp (separate: in place does not vectorise)
+        e = np.empty(N * K)
+        work = np.empty(N * K, dtype=np.int64)
+        top = np.empty(N)
         for n in range(N):
-            top = u[s, n, 0]
+            t = u[s, n, 0]
             for k in range(1, K):
-                top = max(top, u[s, n, k])
+                t = max(t, u[s, n, k])
+            top[n] = t
+            for k in range(K):
+                a[n * K + k] = u[s, n, k] - t
+        exp_nonpositive(a, e, work)
+        for n in range(N):
             tot = 0.0
             lin = 0.0
             c = 0.0
             for k in range(K):
-                e = math.exp(u[s, n, k] - top)
-                grad[s, n, k] = e
-                tot += e
+                tot += e[n * K + k]
                 lin += d[n, k] * u[s, n, k]
                 c += d[n, k]
-            val[s, n] = lin - c * (top + math.log(tot))
+            val[s, n] = lin - c * (top[n] + math.log(tot))
             scale = c / tot
             for k in range(K):
-                grad[s, n, k] = d[n, k] - scale * grad[s, n, k]
+                grad[s, n, k] = d[n, k] - scale * e[n * K + k]
 
 
 def categorical_logit_value_grad(u: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -55,12 +66,17 @@ def categorical_logit_value_grad(u: np.ndarray, d: np.ndarray) -> tuple[np.ndarr
 def _bernoulli_value_grad(u, s, val, grad):  # u (S, N), s (N,)
     S, N = u.shape
     for i in prange(S):
+        a = np.empty(N)  # −|u| for one draw, and exp(−|u|) (separate: in place does not vectorise)
+        e = np.empty(N)
+        work = np.empty(N, dtype=np.int64)
+        for n in range(N):
+            a[n] = -abs(u[i, n])
+        exp_nonpositive(a, e, work)
         for n in range(N):
             x = u[i, n]
-            e = math.exp(-abs(x))
-            r = 1.0 / (1.0 + e)
-            sig = r if x >= 0.0 else e * r
-            val[i, n] = s[n] * x - (max(x, 0.0) + math.log1p(e))
+            r = 1.0 / (1.0 + e[n])
+            sig = r if x >= 0.0 else e[n] * r
+            val[i, n] = s[n] * x - (max(x, 0.0) + log1p_unit(e[n]))
             grad[i, n] = s[n] - sig
 
 

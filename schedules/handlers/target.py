@@ -23,7 +23,7 @@ import numpy as np
 
 from factors.base import DiagPlusOuter
 
-_CHUNK = 1 << 22
+_CHUNK = 1 << 21
 
 
 @dataclass
