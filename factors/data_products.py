@@ -39,16 +39,20 @@ def _pool(n: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=n, thread_name_prefix="fgvmp-rows")
 
 
-def _ranges(N: int) -> list[tuple[int, int]]:
-    """Contiguous row ranges, one per thread when N is large enough for threads to gain."""
-    parts = max(1, min(_threads, N // (2 * _ROWS)))
+_MIN_WORK = 1 << 19  # rows × columns per range below which a thread's dispatch costs more than it saves
+
+
+def _ranges(N: int, width: int) -> list[tuple[int, int]]:
+    """Contiguous row ranges, one per thread when the pass (N rows of ``width`` columns of work each) is
+    large enough for threads to gain."""
+    parts = max(1, min(_threads, N * width // _MIN_WORK))
     cuts = np.linspace(0, N, parts + 1).astype(int)
     return list(zip(cuts[:-1], cuts[1:], strict=True))
 
 
-def _over_rows(fn: Callable[[int, int], object], N: int) -> list:
-    """``fn(start, stop)`` on each of ``_ranges(N)``, on the pool's threads when there are several."""
-    r = _ranges(N)
+def _over_rows(fn: Callable[[int, int], object], N: int, width: int) -> list:
+    """``fn(start, stop)`` on each of ``_ranges(N, width)``, on the pool's threads when there are several."""
+    r = _ranges(N, width)
     if len(r) == 1:
         return [fn(*r[0])]
     return list(_pool(len(r)).map(fn, *zip(*r, strict=True)))
@@ -101,7 +105,7 @@ def projected_moments(X: np.ndarray, mean: np.ndarray, second: np.ndarray) -> tu
             m[c:c + len(Xc)] = Pc[:, :K]
             np.einsum("nkd,nd->nk", Pc[:, K:].reshape(len(Xc), K, D), Xc, out=s[c:c + len(Xc)])
 
-    _over_rows(rows, N)
+    _over_rows(rows, N, M.shape[1])
     return m, s
 
 
@@ -136,5 +140,5 @@ def weighted_grams(X: np.ndarray, E: np.ndarray, H: np.ndarray) -> tuple[np.ndar
                     acc[k] += np.dot(Xc.T, Bc)
         return lin, acc
 
-    parts = _over_rows(rows, N)
+    parts = _over_rows(rows, N, K * D)
     return sum(p[0] for p in parts), sum(p[1] for p in parts)

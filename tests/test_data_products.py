@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from factors.data_products import _ROWS, _ranges, gram, projected_moments, row_threads, weighted_grams
+from factors.data_products import _MIN_WORK, _ROWS, _ranges, gram, projected_moments, row_threads, weighted_grams
 
 
 def _spd(rng, K, D):
@@ -43,10 +43,11 @@ def test_weighted_grams(N, threads):
 
 def test_row_ranges_split_only_large_passes():
     with row_threads(2):
-        assert _ranges(2 * _ROWS - 1) == [(0, 2 * _ROWS - 1)]
-        r = _ranges(4 * _ROWS + 1)
-    assert len(r) == 2 and r[0][0] == 0 and r[-1][1] == 4 * _ROWS + 1 and r[0][1] == r[1][0]
-    assert _ranges(10 * _ROWS) == [(0, 10 * _ROWS)]  # outside row_threads: one range
+        assert _ranges(_MIN_WORK // 20 - 1, 20) == [(0, _MIN_WORK // 20 - 1)]
+        r = _ranges(4 * _MIN_WORK + 1, 1)
+        assert len(_ranges(_MIN_WORK // 50, 200)) == 2  # few rows, much work per row
+    assert len(r) == 2 and r[0][0] == 0 and r[-1][1] == 4 * _MIN_WORK + 1 and r[0][1] == r[1][0]
+    assert _ranges(10 * _MIN_WORK, 20) == [(0, 10 * _MIN_WORK)]  # outside row_threads: one range
 
 
 def test_gram_blocked():

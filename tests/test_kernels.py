@@ -433,6 +433,23 @@ def test_tilted_softmax_warm_start_same_optimum():
             np.testing.assert_allclose(warm[1], cold[1], rtol=1e-8, atol=1e-12)
 
 
+def test_tilted_softmax_newton_path_agrees_with_lambert_w_solver():
+    """Rows with every v_k < 1 are solved by Newton in a (O(K) steps); they agree with the Lambert-W
+    solver that every other row uses, and reach its fixed point."""
+    from factors.kernels.tilted import _NEWTON_MAX_V, _tilted_softmax_row
+
+    rng = np.random.default_rng(21)
+    m, v = rng.normal(0, 4, (400, 8)), rng.uniform(0.0, _NEWTON_MAX_V, (400, 8))
+    v[::5] *= 1e-6
+    got = K.tilted_softmax_bound(m, v)[3]
+    ref = np.empty_like(m)
+    lv, y = np.empty(8), np.empty(8)
+    for i in range(len(m)):
+        _tilted_softmax_row(m[i], v[i], ref[i], lv, y, False)
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got, sps.softmax(m + (0.5 - got) * v, axis=-1), rtol=0.0, atol=1e-14)
+
+
 def test_log_and_tilted_exact_as_v_to_zero():
     rng = np.random.default_rng(4)
     m = rng.normal(0, 1, (20, 10))

@@ -277,6 +277,60 @@ def _tilted_softmax_row(m, v, a, lv, y, warm_start):
         lval = ln
 
 
+_NEWTON_MAX_V = 1.0  # rows with every v_k below this try Newton in a first (see _tilted_softmax_row_newton)
+
+
+@njit(cache=True)
+def _tilted_softmax_row_newton(m, v, a, u, p, warm_start):
+    """Optimal ``a`` for one row with small variances by Newton's method on r(a) = a − softmax(m + (½ − a)v).
+
+    The Jacobian J = diag(1 + p_k v_k) − p (p ⊙ v)ᵀ is a diagonal matrix minus a rank-one term, so the step
+    costs O(K) (Sherman–Morrison; the denominator 1 − Σ_k p_k² v_k / (1 + p_k v_k) exceeds 0 for any p).
+    For max v < 2 the fixed-point map is a contraction and Newton from ``softmax(m)`` (or a previous
+    optimum) converges quadratically in a few steps.  Returns False (``a`` then undefined) when it did not
+    reach rounding level within 12 steps or left the simplex: the caller falls back to the Lambert-W solver.
+    """
+    k = m.size
+    if not warm_start:
+        mx = m[0]
+        for j in range(1, k):
+            mx = max(mx, m[j])
+        s = 0.0
+        for j in range(k):
+            a[j] = math.exp(m[j] - mx)
+            s += a[j]
+        for j in range(k):
+            a[j] /= s
+    tol = 4.0 * k * 2.220446049250313e-16
+    for _ in range(12):
+        mx = -math.inf
+        for j in range(k):
+            if not (a[j] > 0.0 and a[j] < 1.0 + tol):
+                return False
+            u[j] = m[j] + (0.5 - a[j]) * v[j]
+            mx = max(mx, u[j])
+        s = 0.0
+        for j in range(k):
+            p[j] = math.exp(u[j] - mx)
+            s += p[j]
+        rmax = 0.0
+        dr = 0.0  # Σ_k p_k v_k r_k / (1 + p_k v_k), then the Sherman–Morrison factor
+        den = 1.0
+        for j in range(k):
+            p[j] /= s
+            r = a[j] - p[j]
+            rmax = max(rmax, abs(r))
+            d = 1.0 + p[j] * v[j]
+            dr += p[j] * v[j] * r / d
+            den -= p[j] * p[j] * v[j] / d
+        if rmax <= tol:
+            return True
+        c = dr / den
+        for j in range(k):
+            a[j] -= (a[j] - p[j] + p[j] * c) / (1.0 + p[j] * v[j])
+    return False
+
+
 @njit(cache=True, parallel=True)
 def _tilted_softmax_batch(m, v, val, dm, dv, aout, warm_start):
     n, k = m.shape
@@ -299,7 +353,14 @@ def _tilted_softmax_batch(m, v, val, dm, dv, aout, warm_start):
                     aout[i, j] = math.nan
                 continue
             a = aout[i]
-            _tilted_softmax_row(m[i], v[i], a, lv, y, warm_start)
+            small = True
+            for j in range(k):
+                small = small and v[i, j] < _NEWTON_MAX_V
+                y[j] = a[j]  # a previous optimum, kept for the fallback
+            if not (small and _tilted_softmax_row_newton(m[i], v[i], a, u, p, warm_start)):
+                for j in range(k):
+                    a[j] = y[j]
+                _tilted_softmax_row(m[i], v[i], a, lv, y, warm_start)
             f = _tilted_objective(m[i], v[i], a, u, p)
             val[i] = f
             tot = 0.0
