@@ -254,12 +254,17 @@ def test_factored_softmax_hessian_equals_the_dense_one():
 def test_mode_search_leaves_newton_where_the_hessian_is_indefinite():
     """A double well −(x² − 1)² started at 0.1, where −∇² < 0: the trust-region method takes over and
     finds the mode at x = 1 (Newton's step alone would go to the density's local minimum at 0)."""
-    from schedules.handlers.laplace import find_mode
+    from schedules.handlers.laplace import HandlerError, find_mode
 
     target = DensityTarget(lambda w: -(w[:, 0] ** 2 - 1.0) ** 2, 1, grad=lambda w: -4.0 * w * (w**2 - 1.0))
     w, H, v = find_mode(target, np.array([0.1]))
     np.testing.assert_allclose(w, [1.0], atol=1e-8)
     assert v == pytest.approx(0.0, abs=1e-14) and H[0, 0] == pytest.approx(-8.0, rel=1e-4)
+    # a density that is not finite where the search starts is a HandlerError (a hyperparameter search
+    # backs off from such values), not a failure inside the linear algebra
+    bad = DensityTarget(lambda w: -np.sum(w**2, -1), 2, grad=lambda w: np.full_like(w, np.inf))
+    with pytest.raises(HandlerError, match="not finite"):
+        find_mode(bad, np.zeros(2))
 
 
 def test_joint_multiclass_block_beats_class_factorised_fits():

@@ -67,8 +67,12 @@ def find_mode(target: Any, x0: np.ndarray, name: str = "Laplace") -> tuple[np.nd
 
     w = np.asarray(x0, dtype=float).copy()
     v, g = fun(w)
+    if not (np.isfinite(v) and np.all(np.isfinite(g))):
+        raise HandlerError(f"{name}: log p̃ or its gradient is not finite at the starting point")
     for _ in range(100):
         H = target.hessian(w)
+        if not np.all(np.isfinite(H)):
+            raise HandlerError(f"{name}: the Hessian of log p̃ is not finite at {w}")
         if np.max(np.abs(g)) <= _GTOL:
             return w, H, v
         try:
@@ -81,7 +85,7 @@ def find_mode(target: Any, x0: np.ndarray, name: str = "Laplace") -> tuple[np.nd
         while True:
             w_new = w + t * step
             v_new, g_new = fun(w_new)
-            if np.isfinite(v_new) and v_new >= v + 1e-4 * t * slope:
+            if np.isfinite(v_new) and np.all(np.isfinite(g_new)) and v_new >= v + 1e-4 * t * slope:
                 break
             t *= 0.5
             if t < 1e-10:
