@@ -151,10 +151,13 @@ def laplace_hyper(hyper: Hyper, h0: np.ndarray, w0: np.ndarray, name: str = "Lap
     last = {"w": np.asarray(w0, dtype=float)}
 
     def neg(h: np.ndarray) -> tuple[float, np.ndarray]:
-        try:
-            value, grad, last["w"] = laplace_evidence(hyper, h, last["w"], name)
+        try:  # a trial h far out (a scale of 0 or ∞) gives non-finite values, detected as a HandlerError
+            with np.errstate(all="ignore"):
+                value, grad, last["w"] = laplace_evidence(hyper, h, last["w"], name)
         except HandlerError:
             return np.inf, np.zeros_like(h)  # no Gaussian approximation at this h: the line search backs off
+        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+            return np.inf, np.zeros_like(h)
         return -value, -grad
 
     res = optimize.minimize(neg, np.asarray(h0, dtype=float), jac=True, method="L-BFGS-B",
