@@ -144,7 +144,10 @@ class _FixedSampleVI(ABC):
                 v, g = target.logp_grad(W)
             else:
                 h = x[-hyper.size:]
-                v, g, gh = hyper.value_grads(hyper.at(h), W, h)
+                with np.errstate(all="ignore"):  # a trial h far out (a scale of 0 or ∞): rejected below
+                    v, g, gh = hyper.value_grads(hyper.at(h), W, h)
+                if not (np.all(np.isfinite(v)) and np.all(np.isfinite(g)) and np.all(np.isfinite(gh))):
+                    return np.inf, np.zeros_like(x)  # L-BFGS's line search backs off
             G = g.T @ Z / len(Z) + np.linalg.inv(L).T
             grad = self.chain(theta, g.mean(0), G)
             if hyper is not None:
