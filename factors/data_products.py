@@ -27,11 +27,19 @@ _threads = 1  # row ranges per pass (set by row_threads)
 def row_threads(n: int | None = None) -> Iterator[None]:
     """Run the large passes over X on ``n`` threads (default: one per core) inside the block."""
     global _threads
-    old, _threads = _threads, max(1, n or os.cpu_count() or 1)
+    old, _threads = _threads, max(1, n or _usable_cores())
     try:
         yield
     finally:
         _threads = old
+
+
+def _usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
 
 
 @cache
