@@ -117,9 +117,10 @@ def projected_moments(X: np.ndarray, mean: np.ndarray, second: np.ndarray) -> tu
     return m, s
 
 
-def weighted_grams(X: np.ndarray, E: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def weighted_grams(X: np.ndarray, E: np.ndarray, H: np.ndarray | None = None
+                   ) -> tuple[np.ndarray | None, np.ndarray]:
     """(Hᵀ X, [Xᵀdiag(E[:, k])X]_k): the message a weight vector per column k of (H, E) (N, K) gets from
-    the rows, in one pass over the row blocks of X.
+    the rows, in one pass over the row blocks of X (without H, only the Gram matrices; Hᵀ X is None).
 
     A column of E that is ≤ 0 (the precision part of a log-concave factor's message) gives −BᵀB with
     B = diag(√−e)X: a symmetric rank-k update (BLAS syrk) at half the flops of a general product.
@@ -138,7 +139,8 @@ def weighted_grams(X: np.ndarray, E: np.ndarray, H: np.ndarray) -> tuple[np.ndar
             sl = slice(c, min(b, c + _ROWS))
             Xc = X[sl]
             Bc = B[:len(Xc)]
-            lin += np.dot(H[sl].T, Xc)
+            if H is not None:
+                lin += np.dot(H[sl].T, Xc)
             for k in range(K):
                 if neg[k]:  # numpy computes BᵀB by syrk
                     np.multiply(R[sl, k, None], Xc, out=Bc)
@@ -149,4 +151,4 @@ def weighted_grams(X: np.ndarray, E: np.ndarray, H: np.ndarray) -> tuple[np.ndar
         return lin, acc
 
     parts = _over_rows(rows, N, K * D)
-    return sum(p[0] for p in parts), sum(p[1] for p in parts)
+    return (None if H is None else sum(p[0] for p in parts)), sum(p[1] for p in parts)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from factors.base import DiagPlusOuter
+from factors.data_products import weighted_grams
 
 _CHUNK = 1 << 21
 
@@ -70,14 +71,14 @@ class Site:
     def hessian(self, g2: np.ndarray | DiagPlusOuter) -> np.ndarray:
         """Σ_n G_n ⊗ x_n x_nᵀ (class-major) from the per-row Hessians G_n = g″ in u."""
         if not self.classes:
-            return self.X.T @ (g2[:, None] * self.X)
+            return weighted_grams(self.X, g2[:, None])[1][0]
         (N, D), K = self.X.shape, self.classes
         if isinstance(g2, DiagPlusOuter):
             # G_n = diag(a_n) + v_n v_nᵀ: K weighted Gram matrices on the diagonal blocks plus BᵀB with
             # B's rows v_n ⊗ x_n, one symmetric rank-k update per chunk of rows
             H = np.zeros((K * D, K * D))
-            for k in range(K):
-                H[k * D:(k + 1) * D, k * D:(k + 1) * D] = self.X.T @ (g2.diag[:, k, None] * self.X)
+            for k, block in enumerate(weighted_grams(self.X, g2.diag)[1]):
+                H[k * D:(k + 1) * D, k * D:(k + 1) * D] = block
             step = max(1, _CHUNK // (K * D))
             for a in range(0, N, step):
                 B = (g2.vec[a:a + step, :, None] * self.X[a:a + step, None, :]).reshape(-1, K * D)
