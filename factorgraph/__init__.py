@@ -29,6 +29,7 @@ from .builders import (
     plate,
 )
 from .expressions import inner, select
+from .indexing import index
 from .model import Model
 from .nodes import ModelError, Plate, Variable
 from .nonconjugate import (
@@ -61,4 +62,4 @@ __all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "
            "beta", "categorical_softmax", "cauchy_site", "laplace_site", "probit", "student_t_site",
            "categorical", "compare", "dirichlet", "gamma", "gaussian", "gaussian_gamma", "infer", "inner",
            "mv_gaussian", "plate", "select", "InferenceError", "Laplace", "MVI", "NCVMP", "VIDiag", "VMP",
-           "approximate", "models", "AIKL", "BVI"]
+           "approximate", "models", "AIKL", "BVI", "index"]

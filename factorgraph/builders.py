@@ -31,7 +31,7 @@ from factors.normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
 
 from . import checks
 from .model import Model, current_model
-from .nodes import Deterministic, FactorNode, Gate, ModelError, Node, Plate, PrecisionOf, Variable
+from .nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Node, Plate, PrecisionOf, Variable
 
 
 def plate(name: str, size: int) -> Plate:
@@ -54,13 +54,13 @@ def _check_parent(model: Model, x: Any, name: str, edge: str, families: tuple[ty
     node = x.source if isinstance(x, Gate) else x
     if isinstance(x, Gate) and isinstance(node, np.ndarray):
         node = None
-    if isinstance(node, Variable | Deterministic):
+    if isinstance(node, Variable | Deterministic | Indexed):
         if node.model is not model:
             raise ModelError(f"{name!r}: {edge} {node.name!r} belongs to another model")
         fam = Gaussian if isinstance(node, Deterministic) else node.family
         if fam not in families:
             raise ModelError(f"{name!r}: {edge} must be {' or '.join(f.__name__ for f in families)}, got "
-                             f"{node.family.__name__ if isinstance(node, Variable) else 'a Gaussian expression'} "
+                             f"{node.family.__name__ if isinstance(node, Variable | Indexed) else 'a Gaussian expression'} "
                              f"{node.name!r}")
     if isinstance(x, Gate) and x.selector.model is not model:
         raise ModelError(f"{name!r}: the selector {x.selector.name!r} belongs to another model")
@@ -114,7 +114,7 @@ def _var_plates(model: Model, given: Sequence[Plate], name: str, parents: Sequen
 
 def _scalar_arg(model: Model, x: Any, name: str, edge: str, families: tuple[type, ...],
                 positive: bool = False) -> Any:
-    if isinstance(x, Variable | Deterministic | Gate):
+    if isinstance(x, Variable | Deterministic | Gate | Indexed):
         _check_parent(model, x, name, edge, families)
         return x
     if isinstance(x, PrecisionOf):
@@ -186,7 +186,7 @@ def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), obse
     """A binary variable x ~ Bernoulli(probs), ``probs`` a constant in (0, 1) or a Beta variable."""
     model = current_model(f"bernoulli {name!r}")
     model.check_name(name)
-    if not isinstance(probs, Variable):
+    if not isinstance(probs, Variable | Indexed):
         pr = checks.constant(probs, f"{name!r}: probs")
         out = (pr <= 0) | (pr >= 1)
         if np.any(out):
@@ -225,7 +225,7 @@ def categorical(name: str, probs: Any, *, plates: Sequence[Plate] = (), observed
     Dirichlet variable.  ``categories`` optionally names the plate its values index (for gates)."""
     model = current_model(f"categorical {name!r}")
     model.check_name(name)
-    if isinstance(probs, Variable):
+    if isinstance(probs, Variable | Indexed):
         _check_parent(model, probs, name, "probs", (Dirichlet,))
         K = probs.event_shape[0]
     else:
@@ -282,7 +282,7 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = 1.0, *, covariance:
     dims = set() if dim is None else {checks.positive_int(dim, f"{name!r}: dim")}
     consumed: dict[str, Plate] = {}
     params: dict[str, Any] = {}
-    if isinstance(mean, Variable):
+    if isinstance(mean, Variable | Indexed):
         _check_parent(model, mean, name, "mean", (MvGaussian,))
         dims.add(mean.event_shape[0])
     else:
@@ -331,7 +331,7 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = 1.0, *, covariance:
         raise ModelError(f"{name!r}: inconsistent dimensions {sorted(dims)} from dim, mean and precision")
     D = dims.pop() if dims else None
     var = Variable(model, name, MvGaussian, model.sorted_plates([*vplates, *_parent_plates(
-        [mean] if isinstance(mean, Variable) else [])]), (D,))
+        [mean] if isinstance(mean, Variable | Indexed) else [])]), (D,))
     params["D"] = lambda: var.event_shape[0]
     return _finish(model, var, ftype, edges, params, observed, None, consumed)
 

@@ -12,7 +12,7 @@ from factors.deterministic import Inner, Product, Sum
 
 from . import checks
 from .model import current_model
-from .nodes import Deterministic, Gate, ModelError, Node, Plate, Variable
+from .nodes import Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz".replace("d", "").replace("e", "")  # D, E are event letters
 
@@ -20,7 +20,7 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyz".replace("d", "").replace("e", "")  # D, 
 def _gaussian_operand(x: Any, what: str) -> Node | np.ndarray:
     if isinstance(x, Deterministic):
         return x
-    if isinstance(x, Variable):
+    if isinstance(x, Variable | Indexed):
         if x.family is not Gaussian:
             raise ModelError(f"{what}: {x.name!r} is {x.family.__name__}; only scalar Gaussian variables "
                              "and deterministic Gaussian expressions can be added or multiplied")
@@ -41,7 +41,7 @@ def _binary(op: Any, stem: str, a: Any, b: Any) -> Deterministic:
     if isinstance(a, Node) and isinstance(b, Node):
         va = {v.name for v in _roots(a)}
         vb = {v.name for v in _roots(b)}
-        if va & vb:
+        if va & vb and not _distinct_elements(a, b, va & vb):
             raise ModelError(f"{stem}: variable(s) {sorted(va & vb)} appear on both sides; under mean field "
                              "the operands of a deterministic node must be independent")
     plates = model.sorted_plates([*_plates_of(a), *_plates_of(b)])
@@ -54,7 +54,27 @@ def _binary(op: Any, stem: str, a: Any, b: Any) -> Deterministic:
 
 
 def _roots(x: Node) -> list[Variable]:
-    return x.stochastic_parents() if isinstance(x, Deterministic) else [x]
+    return x.stochastic_parents() if isinstance(x, Deterministic | Indexed) else [x]
+
+
+def _leaves(x: Node) -> list[Node]:
+    """The variables and indexed views a deterministic expression is built from."""
+    if isinstance(x, Deterministic):
+        return [leaf for p in x.parents.values() if isinstance(p, Node) for leaf in _leaves(p)]
+    return [x]
+
+
+def _distinct_elements(a: Node, b: Node, shared: set[str]) -> bool:
+    """Whether a variable on both sides appears only through labels that differ in every row
+    (``a[i] + a[j]`` with i_n ≠ j_n): then the two operands are different, independent elements."""
+    la = [x for x in _leaves(a) if _roots(x)[0].name in shared]
+    lb = [x for x in _leaves(b) if _roots(x)[0].name in shared]
+    for x in la:
+        for y in lb:
+            if not (isinstance(x, Indexed) and isinstance(y, Indexed) and x.source is y.source
+                    and x.plate is y.plate and x.along is y.along and np.all(x.labels != y.labels)):
+                return False
+    return True
 
 
 def _plates_of(x: Any) -> tuple[Plate, ...]:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import networkx as nx
 import numpy as np
 
-from .nodes import Deterministic, FactorNode, Gate, ModelError, Plate, Variable
+from .nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Plate, Variable
 
 _ACTIVE: list[Model] = []
 
@@ -102,12 +102,13 @@ class Model:
             g.add_node(d.name, bipartite=0, kind="deterministic", family="Gaussian",
                        observed=False, plates=[p.name for p in d.plates])
             for role, parent in d.parents.items():
+                parent = parent.source if isinstance(parent, Indexed) else parent  # x[idx]: an edge to x
                 if isinstance(parent, Variable | Deterministic):
                     g.add_edge(d.name, parent.name, edge=role)
         for f in self.factors:
             g.add_node(f.name, bipartite=1, kind="factor", type=f.ftype.name, method=f.method)
             for edge, arg in f.edges.items():
-                target = arg.source if isinstance(arg, Gate) else arg
+                target = arg.source if isinstance(arg, Gate | Indexed) else arg
                 if isinstance(target, Variable | Deterministic):
                     g.add_edge(f.name, target.name, edge=edge)
                 if isinstance(arg, Gate):

@@ -110,7 +110,11 @@ class Variable(Node):
     def is_latent(self) -> bool:
         return self.mask is None or not bool(np.all(self.mask))
 
-    def __getitem__(self, selector: Variable) -> Gate:
+    def __getitem__(self, selector: Any) -> Gate | Indexed:
+        if not isinstance(selector, Node):  # constant integer labels: x[idx] gathers x onto a data plate
+            from .indexing import index
+
+            return index(self, selector)
         from .expressions import gate
 
         return gate(self, selector)
@@ -164,7 +168,7 @@ class Deterministic(Node):
         for p in self.parents.values():
             if isinstance(p, Variable):
                 out.append(p)
-            elif isinstance(p, Deterministic):
+            elif isinstance(p, Deterministic | Indexed):
                 out.extend(p.stochastic_parents())
         return out
 
@@ -199,3 +203,49 @@ class FactorNode:
 
     def __repr__(self) -> str:
         return f"<factor {self.ftype.name} {self.name!r}>"
+
+
+class Indexed(Node):
+    """``x[idx]``: a plated variable gathered by constant integer labels onto another plate.
+
+    ``x`` is plated over ``along`` (size G); ``labels`` has one entry in [0, G) per element of
+    ``plate`` (size N).  The node has x's family and x's plates with ``along`` replaced by ``plate``:
+    element n is x[labels[n]].  Its statistics are x's gathered along ``along``; the messages it
+    receives are summed back onto x's elements (segment sums over the rows with the same label).
+    Built by ``fg.index`` (or ``x[idx]``).
+    """
+
+    def __init__(self, model: Model, name: str, source: Variable, labels: np.ndarray, along: Plate,
+                 plate: Plate, plates: tuple[Plate, ...]) -> None:
+        self.model = model
+        self.name = name
+        self.source = source
+        self.family = source.family
+        self.event_shape = source.event_shape
+        self.labels = labels  # int64, shape (plate.size,)
+        self.along = along
+        self.plate = plate
+        self.plates = plates
+        self.counts = np.bincount(labels, minlength=along.size).astype(float)  # rows per label
+
+    @property
+    def is_latent(self) -> bool:
+        return self.source.is_latent
+
+    @property
+    def is_observed(self) -> bool:
+        return self.source.is_observed
+
+    def stochastic_parents(self) -> list[Variable]:
+        return [self.source]
+
+    def __getitem__(self, labels: Any) -> Indexed:
+        from .indexing import index
+
+        return index(self, labels)
+
+    def observe(self, value: Any) -> None:
+        raise ModelError(f"{self.name!r} is an indexed view of {self.source.name!r} and cannot be observed")
+
+    def __repr__(self) -> str:
+        return f"<{self.source.name}[{self.along.name} -> {self.plate.name}] plates={[p.name for p in self.plates]}>"

@@ -15,13 +15,13 @@ from factors.softmax import BOUNDS, CATEGORICAL_SOFTMAX
 from . import checks
 from .builders import _check_parent, _finish, _plates
 from .model import current_model
-from .nodes import Deterministic, ModelError, Plate, Variable
+from .nodes import Deterministic, Indexed, ModelError, Plate, Variable
 
 LOGISTIC_METHODS = ("quadrature", "tilted", "quadratic")
 
 
 def _gaussian_node(model, x: Any, name: str, edge: str) -> Variable | Deterministic:
-    if not isinstance(x, Variable | Deterministic):
+    if not isinstance(x, Variable | Deterministic | Indexed):
         raise ModelError(f"{name!r}: {edge} must be a Gaussian variable or expression (e.g. fg.inner), got {x!r}")
     _check_parent(model, x, name, edge, (Gaussian,))
     return x

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from distributions import Categorical, GaussianGamma, MvGaussian
-from factorgraph.nodes import Deterministic, FactorNode, Gate, ModelError, Plate, Variable
+from factorgraph.nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Plate, Variable
 from factors.base import RuleNotFound, one_hot, point_stats
 from factors.data_products import cached_gram
 from factors.gaussian import GAUSSIAN
@@ -52,6 +52,7 @@ class Consumer:
     edge: str = ""
     det: Deterministic | None = None
     role: str = ""
+    index: Indexed | None = None  # an indexed view x[idx] of the node: its messages, segment-summed
 
 
 @dataclass(eq=False)
@@ -101,7 +102,7 @@ def compile_model(model, algorithm, schedule=None, init=None, damping: dict | No
     for f in factors:
         for edge, arg in f.node.edges.items():
             target = arg.source if isinstance(arg, Gate) else arg
-            if isinstance(target, Variable | Deterministic):
+            if isinstance(target, Variable | Deterministic | Indexed):
                 c.consumers.setdefault(id(target), []).append(Consumer(factor=f, edge=edge))
         if f.gate is not None:
             c.selector_factors.setdefault(id(f.gate.selector), []).append(f)
@@ -111,11 +112,23 @@ def compile_model(model, algorithm, schedule=None, init=None, damping: dict | No
             c.sequential[d.parents["w"].name] = d.params["consumed"]
     for d in used:
         for role, parent in d.parents.items():
-            if isinstance(parent, Variable | Deterministic):
+            if isinstance(parent, Variable | Deterministic | Indexed):
                 c.consumers.setdefault(id(parent), []).append(Consumer(det=d, role=role))
+    _register_indexed(c, used)
     _claim(c, handlers or {})
     c.order = _schedule(c, schedule, init or {})
     return c
+
+
+def _register_indexed(c: Compiled, used: list[Deterministic]) -> None:
+    """Each indexed view x[idx] that is used sends its (segment-summed) messages to its latent source."""
+    seen: set[int] = set()
+    args = [a for f in c.factors for a in f.node.edges.values()] + [p for d in used for p in d.parents.values()]
+    for a in args:
+        if isinstance(a, Indexed) and id(a) not in seen:
+            seen.add(id(a))
+            if a.source.is_latent:
+                c.consumers.setdefault(id(a.source), []).append(Consumer(index=a))
 
 
 def _check_handlers(model, handlers: dict) -> None:
@@ -253,7 +266,7 @@ def _compile_factor(f: FactorNode, algorithm, model, handled: set[str] = frozens
     rules, initial = {}, {}
     for edge, arg in f.edges.items():
         target = arg.source if isinstance(arg, Gate) else arg
-        if isinstance(target, Variable | Deterministic) and _needs_messages(target):
+        if isinstance(target, Variable | Deterministic | Indexed) and _needs_messages(target):
             if _feeds_handler(target, handled, edge, f):
                 continue  # a handler will evaluate this factor pointwise instead
             try:

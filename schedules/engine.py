@@ -20,10 +20,11 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from distributions import Categorical, Gamma, Gaussian, GaussianGamma, MvGaussian
-from factorgraph.nodes import Deterministic, Gate, ModelError, Variable
+from factorgraph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
 from factors.base import point_stats
 from factors.data_products import row_threads
 from factors.deterministic import Inner
+from factors.index import gather, scatter
 from factors.plating import expand, move_event_to_plate, move_plate_to_event, reduce
 
 from .compiled import CFactor, Compiled, categorical_init
@@ -84,6 +85,8 @@ class Engine:
             value = node.op.forward(par, node.params)
             self._det_cache[id(node)] = (key, value)
             return value
+        if isinstance(node, Indexed):
+            return self._indexed_stats(node)
         try:
             return self.stats[node.name]
         except KeyError:
@@ -91,6 +94,37 @@ class Engine:
                 self.stats[node.name] = self.observed_stats(node)
                 return self.stats[node.name]
             raise InferenceError(f"{node.name!r} is used before it has a posterior") from None
+
+    def _indexed_stats(self, node: Indexed) -> tuple:
+        """The source's statistics gathered by the labels (cached until the source changes)."""
+        src = node.source
+        key = (self.version.get(src.name), id(self.stats.get(src.name)))
+        hit = self._det_cache.get(id(node))
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        axis, dest, k = _index_axes(node)
+        value = tuple(gather(a, node.labels, axis, dest, k) for a in self.node_stats(src))
+        self._det_cache[id(node)] = (key, value)
+        return value
+
+    def index_message(self, node: Indexed) -> tuple:
+        """Segment sums of the messages the indexed view receives, on its source's plates."""
+        total = None
+        for cons in self.c.consumers.get(id(node), []):
+            m = self.consumer_message(cons)
+            total = m if total is None else tuple(a + b for a, b in zip(total, m, strict=True))
+        axis, dest, k = _index_axes(node)
+        if total is None:
+            return tuple(np.zeros(node.source.shape + (1,) * e) for e in node.family.event_ndims)
+        return tuple(scatter(m, node.labels, node.counts, axis, dest, k, e)
+                     for m, e in zip(total, node.family.event_ndims, strict=True))
+
+    def consumer_message(self, cons) -> tuple:
+        if cons.factor:
+            return self.factor_message(cons.factor, cons.edge)
+        if cons.index is not None:
+            return self.index_message(cons.index)
+        return self.det_message(cons.det, cons.role)
 
     def observed_stats(self, v: Variable) -> tuple:
         if v.name not in self._obs_stats:
@@ -100,7 +134,7 @@ class Engine:
     def _det_parent_stats(self, d: Deterministic) -> dict[str, tuple]:
         par = {}
         for role, p in d.parents.items():
-            if isinstance(p, Variable | Deterministic):
+            if isinstance(p, Variable | Deterministic | Indexed):
                 s = self.node_stats(p)
                 if d.op is Inner and d.params["mean_field"]:
                     plates = [x.index for x in p.plates]
@@ -184,7 +218,7 @@ class Engine:
     def det_incoming(self, d: Deterministic) -> tuple:
         total = None
         for cons in self.c.consumers.get(id(d), []):
-            m = self.factor_message(cons.factor, cons.edge) if cons.factor else self.det_message(cons.det, cons.role)
+            m = self.consumer_message(cons)
             total = m if total is None else tuple(a + b for a, b in zip(total, m, strict=True))
         if total is None:
             return (np.zeros(d.shape), np.zeros(d.shape))
@@ -206,7 +240,7 @@ class Engine:
         zero = v.family._zero_natural(v.shape, v.event_shape)
         total = [z.copy() for z in zero]
         for cons in self.c.consumers.get(id(v), []):
-            m = self.factor_message(cons.factor, cons.edge) if cons.factor else self.det_message(cons.det, cons.role)
+            m = self.consumer_message(cons)
             for i, a in enumerate(m):
                 total[i] = total[i] + a
         for f in self.c.selector_factors.get(id(v), []):
@@ -392,6 +426,11 @@ class Engine:
 
 
 # ------------------------------------------------------------------------------------ helpers
+def _index_axes(node: Indexed) -> tuple[int, int, int]:
+    """(indexed plate's axis in the source, gathered plate's axis in the view, number of plates)."""
+    return node.source.plates.index(node.along), node.plates.index(node.plate), len(node.plates)
+
+
 def _rows(a: np.ndarray, sizes: tuple[int, ...]) -> np.ndarray:
     """A factor-space statistic with one row per factor instance (event axes kept)."""
     a = np.asarray(a)
