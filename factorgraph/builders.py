@@ -60,7 +60,7 @@ def _check_parent(model: Model, x: Any, name: str, edge: str, families: tuple[ty
         fam = Gaussian if isinstance(node, Deterministic) else node.family
         if fam not in families:
             raise ModelError(f"{name!r}: {edge} must be {' or '.join(f.__name__ for f in families)}, got "
-                             f"{node.family.__name__ if isinstance(node, Variable | Indexed) else 'a Gaussian expression'} "
+                             f"{'a Gaussian expression' if isinstance(node, Deterministic) else node.family.__name__} "
                              f"{node.name!r}")
     if isinstance(x, Gate) and x.selector.model is not model:
         raise ModelError(f"{name!r}: the selector {x.selector.name!r} belongs to another model")

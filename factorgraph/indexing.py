@@ -36,7 +36,8 @@ def index(x: Variable, idx: Any, plate: Plate | None = None, *, along: Plate | N
         equal to integers are accepted).
     plate
         The plate the labels run over (size N = len(idx)).  Default: the model's only plate of size
-        N that ``x`` is not plated over; give it when several plates have that size.
+        N that ``x`` is not plated over (failing that, ``along`` itself: a reordering); give it when
+        several plates have that size.
     along
         The plate of ``x`` the labels index.  Default: x's only plate (required when x has several).
 
@@ -135,6 +136,8 @@ def _plate(model, x: Variable, labels: np.ndarray, plate: Plate | None, along: P
                              f"{plate.size}")
     else:
         cands = [p for p in model.plates.values() if p.size == N and p not in x.plates]
+        if not cands and along.size == N:
+            cands = [along]  # a reordering of the groups themselves
         if not cands:
             raise ModelError(f"index: {N} labels for {x.name!r}, but the model has no plate of size {N} (plates "
                              f"{[(p.name, p.size) for p in model.plates.values()]}); declare the data plate first, "

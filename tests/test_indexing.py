@@ -1,0 +1,290 @@
+"""Indexing by constant integer labels (``x[idx]``, ``fg.index``): messages, hierarchies, bad input.
+
+The generic identity: under VMP every message is the gradient of E[log f].  For an indexed view it
+must hold through the gather: the natural parameters a variable receives from all its factors
+(``natural_sum``) equal the gradient of Σ_f E[log f] with respect to its expected statistics, by
+finite differences, whatever chain of indexed views and deterministic nodes lies between them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import factorgraph as fg
+from factorgraph.nodes import Indexed
+from factors.index import gather, scatter
+from schedules.compiled import compile_model
+from schedules.engine import Engine
+
+RNG = np.random.default_rng(7)
+
+
+# ------------------------------------------------------------------------------------ models
+def _intercepts(rng, G=4, N=30):
+    g = rng.integers(0, G, N)
+    y = rng.normal(size=G)[g] + 0.3 * rng.normal(size=N)
+    with fg.Model("varying-intercept") as m:
+        n, c = fg.plate("n", N), fg.plate("c", G)
+        mu = fg.gaussian("mu", 0.0, 1e-2)
+        ta = fg.gamma("tau_a", 2.0, 1.0)
+        a = fg.gaussian("a", mean=mu, precision=ta, plates=[c])
+        tau = fg.gamma("tau", 2.0, 1.0)
+        fg.gaussian("y", mean=a[g], precision=tau, plates=[n], observed=y)
+    return m
+
+
+def _slopes_and_precisions(rng, G=4, N=30):
+    """Varying intercepts and slopes, a precision per group (tau[g]) and a constant covariate."""
+    g = rng.integers(0, G, N)
+    x = rng.normal(size=N)
+    y = rng.normal(size=G)[g] + rng.normal(size=G)[g] * x + 0.3 * rng.normal(size=N)
+    with fg.Model("varying-slopes") as m:
+        n, c = fg.plate("n", N), fg.plate("c", G)
+        mu = fg.gaussian("mu", 0.0, 1e-2)
+        a = fg.gaussian("a", mean=mu, precision=1.0, plates=[c])
+        b = fg.gaussian("b", mean=0.0, precision=1.0, plates=[c])
+        tau = fg.gamma("tau", 2.0, 1.0, plates=[c])
+        fg.gaussian("y", mean=a[g] + b[g] * x, precision=tau[g], plates=[n], observed=y)
+    return m
+
+
+def _three_levels(rng, S=2, C=5, N=30):
+    soc = rng.integers(0, S, C)
+    cty = rng.integers(0, C, N)
+    with fg.Model("three-levels") as m:
+        n, c, s = fg.plate("n", N), fg.plate("c", C), fg.plate("s", S)
+        b = fg.gaussian("b_state", 0.0, 1e-1, plates=[s])
+        rate = fg.gamma("rate", 2.0, 1.0)
+        ta = fg.gamma("tau_a", 2.0, rate)
+        a = fg.gaussian("a", mean=b[soc], precision=ta, plates=[c])
+        fg.gaussian("y", mean=a[cty], precision=2.0, plates=[n], observed=rng.normal(size=N))
+    return m
+
+
+def _multi_plate(rng, G=3, K=2, N=8):
+    """A source plated over (k, g), indexed along g onto n: the view has plates (n, k) in model order."""
+    g = rng.integers(0, G, N)
+    with fg.Model("multi-plate") as m:
+        n = fg.plate("n", N)
+        k = fg.plate("k", K)
+        c = fg.plate("c", G)
+        a = fg.gaussian("a", 0.0, 1.0, plates=[k, c])
+        t = fg.gamma("t", 2.0, 1.0, plates=[k, c])
+        fg.gaussian("y", mean=fg.index(a, g, along=c), precision=fg.index(t, g, along=c), plates=[n, k],
+                    observed=rng.normal(size=(N, K)))
+    return m
+
+
+def _discrete(rng, G=3, N=20, K=3):
+    g = rng.integers(0, G, N)
+    with fg.Model("discrete") as m:
+        n, c = fg.plate("n", N), fg.plate("c", G)
+        p = fg.beta("p", 2.0, 3.0, plates=[c])
+        fg.bernoulli("z", probs=p[g], plates=[n], observed=rng.integers(0, 2, N))
+        th = fg.dirichlet("theta", np.ones(K) * 1.5, plates=[c])
+        fg.categorical("w", probs=th[g], plates=[n], observed=rng.integers(0, K, N))
+    return m
+
+
+def _chained(rng, G=4, H=6, N=12):
+    """x[i][j] (= x[i[j]]) and two views of one variable in a sum, with labels that differ in every row."""
+    i = rng.integers(0, G, H)
+    j = rng.integers(0, H, N)
+    k = (i[j] + 1) % G
+    with fg.Model("chained") as m:
+        fg.plate("h", H)
+        n, c = fg.plate("n", N), fg.plate("c", G)
+        a = fg.gaussian("a", 0.0, 1.0, plates=[c])
+        fg.gaussian("y", mean=a[i][j] + a[k], precision=2.0, plates=[n], observed=rng.normal(size=N))
+    return m
+
+
+MODELS = {"intercepts": _intercepts, "slopes_and_precisions": _slopes_and_precisions,
+          "three_levels": _three_levels, "multi_plate": _multi_plate, "discrete": _discrete, "chained": _chained}
+
+
+def _engine(model, rng):
+    c = compile_model(model, fg.VMP())
+    eng = Engine(c)
+    eng.initialise({}, rng)
+    for _ in range(2):  # move away from the prior so every statistic is generic
+        for v in c.order:
+            eng.update(v)
+    return c, eng
+
+
+# ------------------------------------------------------------------------------------ generic identity
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_messages_are_gradients_of_expected_log_factors(name):
+    """natural_sum(v) = ∂ Σ_f E[log f] / ∂E[u(v)] for every latent variable, by central differences."""
+    rng = np.random.default_rng(3)
+    model = MODELS[name](rng)
+    c, eng = _engine(model, rng)
+    for v in c.latent:
+        msg = eng.natural_sum(v)
+        base = eng.stats[v.name]
+        for i, s in enumerate(base):
+            s = np.asarray(s, dtype=float)
+            grad = np.zeros(s.shape)
+            for idx in np.ndindex(s.shape):
+                vals = []
+                for h in (1e-6, -1e-6):
+                    pert = [np.array(a, dtype=float, copy=True) for a in base]
+                    pert[i][idx] += h
+                    eng.stats[v.name] = tuple(pert)
+                    eng.version[v.name] += 1
+                    vals.append(eng.elbo_terms()[0])
+                grad[idx] = (vals[0] - vals[1]) / 2e-6
+            eng.stats[v.name] = base
+            eng.version[v.name] += 1
+            got = np.broadcast_to(msg[i], grad.shape)
+            np.testing.assert_allclose(got, grad, rtol=1e-5, atol=1e-5, err_msg=f"{name}: {v.name}[{i}]")
+
+
+def test_scatter_is_the_gradient_of_the_gather():
+    """⟨m, gather(s)⟩ has gradient scatter(m) in s, for plates before/after the gathered one and events."""
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 4, 7)
+    counts = np.bincount(labels, minlength=4).astype(float)
+    # source plates (k=2, g=4) with a (3,) event; view plates (n=7, k=2): axis 1 -> dest 0
+    s = rng.normal(size=(2, 4, 3))
+    for m in (rng.normal(size=(7, 2, 3)), rng.normal(size=(1, 2, 3)), rng.normal(size=(7, 1, 3))):
+        got = scatter(m, labels, counts, 1, 0, 2, 1)
+        assert gather(s, labels, 1, 0, 2).shape == (7, 2, 3)
+        grad = np.zeros_like(s)
+        for idx in np.ndindex(s.shape):
+            e = np.zeros_like(s)
+            e[idx] = 1.0
+            grad[idx] = np.sum(np.broadcast_to(m, (7, 2, 3)) * gather(e, labels, 1, 0, 2))
+        np.testing.assert_allclose(np.broadcast_to(got, s.shape), grad, rtol=1e-12, atol=1e-12)
+
+
+def test_segment_sum_kernel_matches_numpy():
+    from factors.kernels.segment import segment_sum
+
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 5, 50)
+    v = rng.normal(size=(50, 3, 2))
+    want = np.zeros((5, 3, 2))
+    np.add.at(want, labels, v)
+    np.testing.assert_allclose(segment_sum(labels, v, 5), want, rtol=1e-12)
+    np.testing.assert_allclose(segment_sum(labels, v[:, 0, 0], 5), want[:, 0, 0], rtol=1e-12)
+
+
+# ------------------------------------------------------------------------------------ behaviour
+@pytest.mark.parametrize("name", ["intercepts", "slopes_and_precisions", "three_levels", "multi_plate", "chained"])
+def test_elbo_never_decreases(name):
+    r = fg.infer(MODELS[name](np.random.default_rng(5)), max_iter=500, tol=1e-12)
+    d = np.diff(r.elbo_trace)
+    assert np.all(d >= -1e-9 * np.abs(r.elbo_trace[1:])), d.min()
+    assert not r.warnings
+
+
+def test_index_equals_explicit_replication():
+    """With one row per group, a[idx] is a permutation: the fit equals the model without labels."""
+    rng = np.random.default_rng(2)
+    G = 6
+    perm = rng.permutation(G)
+    y = rng.normal(size=G)
+
+    def fit(indexed: bool):
+        with fg.Model("perm") as m:
+            n, c = fg.plate("n", G), fg.plate("c", G)
+            mu = fg.gaussian("mu", 0.0, 1e-2)
+            a = fg.gaussian("a", mean=mu, precision=2.0, plates=[c])
+            if indexed:
+                fg.gaussian("y", mean=a[perm], precision=3.0, plates=[n], observed=y)
+            else:
+                fg.gaussian("y", mean=a, precision=3.0, plates=[c], observed=y[np.argsort(perm)])
+        return fg.infer(m, tol=1e-14, max_iter=1000)
+
+    r1, r2 = fit(True), fit(False)
+    np.testing.assert_allclose(r1.posterior("a").mean(), r2.posterior("a").mean(), rtol=1e-10)
+    assert abs(r1.elbo - r2.elbo) < 1e-9
+
+
+def test_ragged_groups_and_function_form():
+    """fg.index(x, idx) is x[idx]; groups of very different sizes (one empty) are fine."""
+    g = np.array([0] * 20 + [1] * 2 + [3] * 5)
+    y = np.r_[np.full(20, 1.0), np.full(2, -1.0), np.full(5, 3.0)] + 0.1 * np.sin(np.arange(27))
+    with fg.Model("ragged") as m:
+        n, c = fg.plate("n", 27), fg.plate("c", 4)
+        a = fg.gaussian("a", mean=0.0, precision=1e-2, plates=[c])
+        view = fg.index(a, g)
+        assert isinstance(view, Indexed) and view.plates == (n,)
+        fg.gaussian("y", mean=view, precision=100.0, plates=[n], observed=y)
+    r = fg.infer(m)
+    mean = r.posterior("a").mean()
+    np.testing.assert_allclose(mean[[0, 1, 3]], [y[:20].mean(), y[20:22].mean(), y[22:].mean()], atol=1e-3)
+    assert abs(mean[2]) < 1e-12 and abs(r.posterior("a").var()[2] - 100.0) < 1e-9  # no data: the prior
+
+
+def test_plate_choice():
+    with fg.Model("plates"):
+        fg.plate("n", 5)
+        m = fg.plate("m", 5)
+        c = fg.plate("c", 3)
+        a = fg.gaussian("a", 0.0, 1.0, plates=[c])
+        with pytest.raises(fg.ModelError, match=r"several plates \['n', 'm'\].*plate=<plate>"):
+            a[[0, 1, 2, 0, 1]]
+        view = fg.index(a, [0, 1, 2, 0, 1], plate=m)
+        assert view.plates == (m,) and view.family is a.family
+        assert a[[2, 1, 0]].plates == (c,)  # no other plate of size 3: a permutation onto c itself
+
+
+# ------------------------------------------------------------------------------------ bad input
+def _bad(labels, match, plates=("c",), plate=None, along=None):
+    with fg.Model("bad"):
+        n = fg.plate("n", 4)
+        c = fg.plate("c", 3)
+        d = fg.plate("d", 2)
+        byname = {"c": c, "d": d}
+        a = fg.gaussian("alpha", 0.0, 1.0, plates=[byname[p] for p in plates])
+        kw = {}
+        if plate is not None:
+            kw["plate"] = {"n": n, **byname}.get(plate, plate)
+        if along is not None:
+            kw["along"] = byname[along]
+        with pytest.raises(fg.ModelError, match=match):
+            fg.index(a, labels, **kw)
+
+
+@pytest.mark.parametrize(("labels", "match"), [
+    ([0, 1, 3, 0], r"'alpha' must lie in 0\.\.2.*got 3 at position 2"),
+    ([0, -1, 2, 0], r"'alpha' must lie in 0\.\.2.*got -1"),
+    ([0, 1.5, 2, 0], r"'alpha' must be integers in 0\.\.2, got 1\.5"),
+    ([0, np.nan, 2, 0], r"'alpha' must be integers in 0\.\.2, got nan"),
+    (["a", "b", "c", "a"], r"'alpha' must be integers in 0\.\.2, got 'a'"),
+    ([True, False, True, True], r"'alpha' must be integers.*booleans"),
+    ([[0, 1], [2, 0]], r"'alpha' must be a 1-D array.*shape \(2, 2\)"),
+    ([0, 1, 2, 0, 1], r"5 labels for 'alpha', but the model has no plate of size 5"),
+    ([], r"'alpha' are empty"),
+])
+def test_bad_labels(labels, match):
+    _bad(labels, match)
+
+
+def test_bad_index_targets():
+    _bad([0, 1, 2, 0], r"4 labels for 'alpha', but plate 'd' has size 2", plate="d")
+    _bad([0, 1, 2, 0], r"plate must be a plate of model 'bad', got Plate\('c', 3\)", plate=fg.Plate("c", 3, 1))
+    _bad([0, 1, 1, 0], r"'alpha' has plates \['c', 'd'\]; say which.*along=", plates=("c", "d"))
+    _bad([0, 1, 1, 0], r"along=Plate\('d', 2\) is not a plate of 'alpha'", plates=("c",), along="d")
+    with fg.Model("no-plate"):
+        fg.plate("n", 3)
+        s = fg.gaussian("s", 0.0, 1.0)
+        with pytest.raises(fg.ModelError, match=r"'s' has no plate, so it cannot be indexed by labels \[0, 1, 0\]"):
+            s[[0, 1, 0]]
+        t = fg.gaussian("t", 0.0, 1.0, plates=[fg.plate("c", 2)])
+        with pytest.raises(fg.ModelError, match=r"only a random variable can be indexed.*'sum_0'"):
+            fg.index(t + 1.0, [0, 1, 0])
+        with pytest.raises(fg.ModelError, match=r"variable\(s\) \['t'\] appear on both sides"):
+            t[[0, 1, 0]] + t[[0, 0, 1]]  # row 0 uses t_0 twice: not independent
+
+
+def test_indexed_view_keeps_family_checks():
+    with fg.Model("family"):
+        n, c = fg.plate("n", 3), fg.plate("c", 2)
+        tau = fg.gamma("tau", 1.0, 1.0, plates=[c])
+        with pytest.raises(fg.ModelError, match=r"'y': mean must be Gaussian, got Gamma"):
+            fg.gaussian("y", mean=tau[[0, 1, 0]], precision=1.0, plates=[n])
