@@ -136,7 +136,7 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
         if s != p.size:
             raise ModelError(f"inner: X has {s} rows along plate {p.name!r}, whose size is {p.size}")
     D = Xa.shape[-1]
-    if not isinstance(w, Variable):
+    if not isinstance(w, Variable | Indexed):
         raise ModelError(f"inner: w must be a random variable, got {w!r}")
     if w.model is not model:
         raise ModelError(f"inner: {w.name!r} belongs to model {w.model.name!r}, not to the active model "
@@ -158,7 +158,9 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
         wplates = tuple(p for p in w.plates if p is not consumed)
     else:
         raise ModelError(f"inner: {w.name!r} is {w.family.__name__}; it must be a Gaussian vector")
-    if set(plates) & set(wplates):
+    # w[groups] on the rows' plate: y_n = x_nᵀ w_{g(n)}, row by row
+    rowwise = isinstance(w, Indexed) and set(plates) & set(wplates) == {w.plate}
+    if set(plates) & set(wplates) and not rowwise:
         raise ModelError(f"inner: {w.name!r} and X share plates {[p.name for p in set(plates) & set(wplates)]}")
     yplates = model.sorted_plates([*plates, *wplates])
     letter = {p.name: _LETTERS[p.index] for p in yplates}
@@ -167,7 +169,7 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
     sy = "".join(letter[p.name] for p in yplates)
     params = {"X": Xa, "subscripts": (sx, sw, sy), "mean_field": mean_field, "consumed": consumed,
               "shape": tuple(p.size for p in yplates), "w_shape": tuple(p.size for p in wplates),
-              "x_axes": tuple(i for i, p in enumerate(yplates) if p in plates),
+              "x_axes": tuple(i for i, p in enumerate(yplates) if p in plates), "rowwise": rowwise,
               "products": {}}  # XᵀX (and Xᵀy) computed when first needed: factors.data_products
     node = Deterministic(model, model.fresh_name("inner"), Inner, {"w": w}, yplates, params)
     model.deterministics.append(node)

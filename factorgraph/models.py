@@ -321,3 +321,11 @@ def predictive_log_density(result: Result, X_test: Any, y_test: Any, likelihood:
     if per_point:
         return logsumexp(ll, axis=0) - np.log(n_samples)
     return float(logsumexp(ll.sum(1)) - np.log(n_samples))
+
+
+# hierarchical (multilevel) regression lives in its own module
+from .hierarchical import (  # noqa: E402, F401
+    hierarchical_predictive,
+    hierarchical_regression,
+    hierarchical_regression_model,
+)

@@ -11,6 +11,8 @@ contribution's gradient with respect to the parent's statistics:
 * y_n = x_nᵀw (observed x_n):  E[y] = xᵀE[w],  E[y²] = xᵀE[wwᵀ]x
       ⇒ to w: (Σ_n η₁ₙ x_n, Σ_n η₂ₙ x_n x_nᵀ)   (MvGaussian w)
       ⇒ to w_d (mean field over d): (Σ_n x_nd(η₁ₙ + 2η₂ₙ(E[y_n] − x_nd E[w_d])), Σ_n η₂ₙ x_nd²)
+* y_n = x_nᵀw_n, one weight vector per row (``inner(X, w[groups])``): the same per row, without the Σ_n
+  (the indexed view w[groups] then sums the rows of each group)
 
 A constant operand c enters with statistics (c, c²).  The parent's plates may be fewer than y's:
 messages are summed over the missing plates (``plating.reduce``).
@@ -77,6 +79,9 @@ class Inner:
     def forward(par: dict[str, Stats], p: dict[str, Any]) -> Stats:
         X, (sx, sw, sy) = p["X"], p["subscripts"]
         ew = par["w"]
+        if p.get("rowwise") and not p["mean_field"]:  # E[y_n] = x_nᵀE[w_n], E[y_n²] = x_nᵀE[w_n w_nᵀ]x_n
+            return (np.einsum(f"{sx}D,{sw}D->{sy}", X, ew[0], optimize=True),
+                    np.einsum(f"{sx}D,{sw}DE,{sx}E->{sy}", X, ew[1], X, optimize=True))
         if p["mean_field"]:
             mean = np.einsum(f"{sx}D,{sw}D->{sy}", X, ew[0], optimize=True)
             var_w = ew[1] - ew[0] ** 2
@@ -94,6 +99,9 @@ class Inner:
     def pullback(role: str, msg: Stats, par: dict[str, Stats], p: dict[str, Any]) -> Stats:
         X, (sx, sw, sy) = p["X"], p["subscripts"]
         h, eta2 = (np.broadcast_to(a, p["shape"]) for a in msg)
+        if p.get("rowwise") and not p["mean_field"]:  # to w_n: (η₁ₙx_n, η₂ₙx_n x_nᵀ)
+            return (np.einsum(f"{sy},{sx}D->{sw}D", h, X, optimize=True),
+                    np.einsum(f"{sy},{sx}D,{sx}E->{sw}DE", eta2, X, X, optimize=True))
         if p["mean_field"]:
             prec = np.einsum(f"{sy},{sx}D->{sw}D", eta2, X * X, optimize=True)
             ey = Inner.forward(par, p)[0]

@@ -109,7 +109,8 @@ def compile_model(model, algorithm, schedule=None, init=None, damping: dict | No
     used = _used_deterministics(c, model)
     for d in used:
         if d.op.name == "inner" and d.params["mean_field"]:
-            c.sequential[d.parents["w"].name] = d.params["consumed"]
+            w = d.parents["w"]
+            c.sequential[w.source.name if isinstance(w, Indexed) else w.name] = d.params["consumed"]
     for d in used:
         for role, parent in d.parents.items():
             if isinstance(parent, Variable | Deterministic | Indexed):

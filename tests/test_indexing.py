@@ -100,7 +100,21 @@ def _chained(rng, G=4, H=6, N=12):
     return m
 
 
-MODELS = {"intercepts": _intercepts, "slopes_and_precisions": _slopes_and_precisions,
+def _inner_views(rng, G=3, N=15, D=2):
+    """fg.inner(X, w[g]): varying coefficient vectors, full covariance (MvGaussian) and mean field."""
+    g = rng.integers(0, G, N)
+    X = rng.normal(size=(N, D))
+    with fg.Model("inner-views") as m:
+        n, c, d = fg.plate("n", N), fg.plate("c", G), fg.plate("d", D)
+        mw = fg.mv_gaussian("m_w", mean=0.0, precision=1.0, dim=D)
+        W = fg.mv_gaussian("W", mean=mw, precision=2.0, plates=[c])
+        s = fg.gaussian("s", mean=0.0, precision=1.0, plates=[c, d])
+        z = fg.inner(X, W[g], plates=[n]) + fg.inner(X, fg.index(s, g, along=c), plates=[n])
+        fg.gaussian("y", mean=z, precision=3.0, plates=[n], observed=rng.normal(size=N))
+    return m
+
+
+MODELS = {"inner_views": _inner_views, "intercepts": _intercepts, "slopes_and_precisions": _slopes_and_precisions,
           "three_levels": _three_levels, "multi_plate": _multi_plate, "discrete": _discrete, "chained": _chained}
 
 
@@ -173,7 +187,8 @@ def test_segment_sum_kernel_matches_numpy():
 
 
 # ------------------------------------------------------------------------------------ behaviour
-@pytest.mark.parametrize("name", ["intercepts", "slopes_and_precisions", "three_levels", "multi_plate", "chained"])
+@pytest.mark.parametrize("name", ["intercepts", "slopes_and_precisions", "three_levels", "multi_plate", "chained",
+                                  "inner_views"])
 def test_elbo_never_decreases(name):
     r = fg.infer(MODELS[name](np.random.default_rng(5)), max_iter=500, tol=1e-12)
     d = np.diff(r.elbo_trace)
