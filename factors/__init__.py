@@ -7,6 +7,7 @@ from .base import FactorType, RuleNotFound
 from .discrete import BERNOULLI, BETA, CATEGORICAL, DIRICHLET
 from .gamma import GAMMA
 from .gaussian import GAUSSIAN
+from .grouped_gaussian import GROUPED_GAUSSIAN
 from .linear_gaussian import LINEAR_GAUSSIAN
 from .logistic import BERNOULLI_LOGIT
 from .mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
@@ -18,6 +19,7 @@ FACTOR_TYPES: tuple[FactorType, ...] = (
     GAUSSIAN, GAMMA, BETA, BERNOULLI, DIRICHLET, CATEGORICAL, MV_GAUSSIAN, MV_GAUSSIAN_FIXED,
     NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION, LINEAR_GAUSSIAN, BERNOULLI_LOGIT, CATEGORICAL_SOFTMAX,
     LAPLACE_SITE, CAUCHY_SITE, STUDENT_T_SITE, PROBIT,
+    GROUPED_GAUSSIAN,
 )
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

@@ -11,11 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from distributions import Categorical, GaussianGamma, MvGaussian
+from distributions import Categorical, Gaussian, GaussianGamma, MvGaussian
 from factorgraph.nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Plate, Variable
 from factors.base import RuleNotFound, one_hot, point_stats
 from factors.data_products import cached_gram
 from factors.gaussian import GAUSSIAN
+from factors.grouped_gaussian import GROUPED_GAUSSIAN
 from factors.linear_gaussian import LINEAR_GAUSSIAN
 from factors.mv_gaussian import MV_GAUSSIAN_FIXED
 from factors.normal_gamma import NORMAL_GAMMA
@@ -240,6 +241,10 @@ def _fuse(model) -> list[FactorNode]:
                 uses[id(p)] = uses.get(id(p), 0) + 1
     out = []
     for f in model.factors:
+        grouped = _fuse_grouped(f)
+        if grouped is not None:
+            out.append(grouped)
+            continue
         y, mean, prec = f.edges.get("out"), f.edges.get("mean"), f.edges.get("precision")
         ok = (f.ftype is GAUSSIAN and isinstance(y, Variable) and y.is_observed
               and isinstance(mean, Deterministic) and mean.op.name == "inner" and uses.get(id(mean)) == 1
@@ -257,6 +262,31 @@ def _fuse(model) -> list[FactorNode]:
         out.append(FactorNode(LINEAR_GAUSSIAN, f.name, {"w": mean.parents["w"], "precision": precision},
                               (), f.method, params))
     return out
+
+
+def _fuse_grouped(f: FactorNode) -> FactorNode | None:
+    """A Gaussian factor on a[g] (a plated over the groups only) with a fully observed output becomes the
+    grouped-Gaussian factor on a, fed by per-group sums of y and y² (one pass over the rows, once)."""
+    y, mean, prec = f.edges.get("out"), f.edges.get("mean"), f.edges.get("precision")
+    if not (f.ftype is GAUSSIAN and isinstance(y, Variable) and y.is_observed and isinstance(mean, Indexed)
+            and mean.family is Gaussian and mean.source.plates == (mean.along,) and f.plates == y.plates
+            and y.plates == mean.plates == (mean.plate,)):
+        return None
+    if isinstance(prec, np.ndarray) and prec.size == 1:
+        precision = prec.reshape(())
+    elif isinstance(prec, Variable) and not prec.plates:
+        precision = prec
+    elif (isinstance(prec, Indexed) and prec.along is mean.along and prec.source.plates == (prec.along,)
+          and prec.plate is mean.plate and np.array_equal(prec.labels, mean.labels)):
+        precision = prec.source
+    else:
+        return None
+    yv = y.value.reshape(-1)
+    G = mean.along.size
+    params = {"count": mean.counts, "sum": np.bincount(mean.labels, weights=yv, minlength=G),
+              "sumsq": np.bincount(mean.labels, weights=yv * yv, minlength=G)}
+    return FactorNode(GROUPED_GAUSSIAN, f.name, {"mean": mean.source, "precision": precision}, (mean.along,),
+                      f.method, params)
 
 
 # ------------------------------------------------------------------------------------ factors

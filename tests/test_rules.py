@@ -81,6 +81,8 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "CauchySite": {"scale": 3.0, "state": {}},
         "StudentTSite": {"scale": 3.0, "dof": 4.0, "state": {}},
         "Probit": {"state": {}},
+        "GroupedGaussian": {"count": rng.integers(1, 5, BATCH).astype(float), "sum": rng.normal(size=BATCH),
+                            "sumsq": rng.uniform(3, 5, BATCH)},
     }[name]
     if name == "MvGaussianFixedPrecision":
         params["logdet"] = float(np.linalg.slogdet(params["precision"])[1])
