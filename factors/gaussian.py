@@ -36,7 +36,7 @@ def gaussian_to_mean(m: Moments, p: dict) -> tuple:
 @GAUSSIAN.rule("precision", "vmp")
 def gaussian_to_precision(m: Moments, p: dict) -> tuple:
     d = _sq_dev(m)
-    return (-0.5 * d, np.full_like(d, 0.5))
+    return (-0.5 * d, np.full((1,) * d.ndim, 0.5))  # the same ½ for every instance (a singleton axis)
 
 
 @GAUSSIAN.evidence(kind="exact")

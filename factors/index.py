@@ -44,6 +44,8 @@ def scatter(msg: np.ndarray, labels: np.ndarray, counts: np.ndarray, axis: int, 
         msg = msg.reshape((1,) * (n_plates + event_ndim - msg.ndim) + msg.shape)
     if axis != dest:
         msg = np.moveaxis(msg, dest, axis)
+    if msg.shape[axis] > 1 and msg.strides[axis] == 0:  # broadcast along the rows: one value repeated
+        msg = msg[(slice(None),) * axis + (slice(0, 1),)]
     if msg.shape[axis] == 1:
         shape = [1] * msg.ndim
         shape[axis] = counts.shape[0]
