@@ -1,0 +1,78 @@
+"""models.hierarchical_regression: varying intercepts and slopes, pooling choices, predictions, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import factorgraph as fg
+from factorgraph import models
+
+
+def _data(rng, G=6, N=300, D=2):
+    g = rng.integers(0, G, N)
+    X = rng.normal(size=(N, D))
+    a = 1.0 + 0.8 * rng.normal(size=G)
+    B = np.array([0.5, -1.0]) + 0.4 * rng.normal(size=(G, D))
+    y = a[g] + np.sum(X * B[g], axis=1) + 0.2 * rng.normal(size=N)
+    return X, y, g, a, B
+
+
+def test_varying_intercepts_and_slopes_recover_the_truth():
+    X, y, g, a, B = _data(np.random.default_rng(0))
+    r = models.hierarchical_regression(X, y, g, varying=("intercept", "slope"))
+    assert r.converged and not r.warnings
+    qa, qb = r.posterior("intercept"), r.posterior("slope")
+    assert qb.batch_shape == (6, 2)
+    assert np.all(np.abs(qa.mean() - a) < 4 * np.sqrt(qa.var()) + 0.05)
+    assert np.all(np.abs(qb.mean() - B) < 4 * np.sqrt(qb.var()) + 0.05)
+    assert np.all(np.diff(r.elbo_trace) >= -1e-9 * abs(r.elbo))
+    assert abs(1 / np.sqrt(r.posterior("noise_precision").mean()) - 0.2) < 0.03
+
+
+def test_the_evidence_prefers_the_true_structure():
+    X, y, g, _, _ = _data(np.random.default_rng(1))
+    fits = {v: models.hierarchical_regression(X, y, g, varying=v)
+            for v in [(), ("intercept",), ("intercept", "slope")]}
+    assert fg.compare({str(k): r for k, r in fits.items()}).best() == str(("intercept", "slope"))
+    none = models.hierarchical_regression(X, y, g, varying=("intercept", "slope"), pooling="none")
+    assert "intercept_mean" not in none.posteriors and "intercept_mean" in fits[("intercept",)].posteriors
+
+
+def test_predictive_covers_new_rows():
+    rng = np.random.default_rng(2)
+    X, y, g, a, B = _data(rng, N=400)
+    r = models.hierarchical_regression(X[:300], y[:300], g[:300], varying=("intercept", "slope"), n_groups=6)
+    pred = models.hierarchical_predictive(r, X[300:], g[300:])
+    z = (y[300:] - pred.mean()) / np.sqrt(pred.var())
+    assert abs(np.mean(np.abs(z) < 1.96) - 0.95) < 0.05
+    fixed = models.hierarchical_regression(X, y, g, varying=("intercept",))
+    p2 = models.hierarchical_predictive(fixed, X[:5], g[:5])
+    assert p2.mean().shape == (5,) and np.all(p2.var() > 0)
+
+
+def test_empty_group_keeps_the_population_prior():
+    X, y, g, _, _ = _data(np.random.default_rng(3))
+    r = models.hierarchical_regression(X, y, g, n_groups=7)
+    q = r.posterior("intercept")
+    mu = r.posterior("intercept_mean")
+    # no rows: the population prior (as of the last update of the intercepts, which precedes the mean's)
+    assert abs(q.mean()[6] - mu.mean()) < 1e-4
+    assert abs(q.var()[6] * r.posterior("intercept_precision").mean() - 1) < 1e-3
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"varying": ("intercept", "slopes")}, r"varying must be a tuple drawn from \('intercept', 'slope'\)"),
+    ({"varying": ("slope", "slope")}, r"each at most once"),
+    ({"pooling": "some"}, r"pooling must be one of \('partial', 'none'\), got 'some'"),
+    ({"groups": [0, 1, 2]}, r"groups has 3 labels but y has 8 observations"),
+    ({"groups": [0, 1, 2, 0, 1, -2, 0, 1]}, r"labels of 'groups' must lie in 0\.\.2.*got -2"),
+    ({"groups": [0, 1, 2, 0, 1, 1.5, 0, 1]}, r"labels of 'groups' must be integers.*got 1\.5"),
+    ({"groups": list("abcdefgh")}, r"labels of 'groups' must be integers.*got 'a'"),
+    ({"X": None, "varying": ("intercept", "slope")}, r"varying slopes need X with at least one column"),
+    ({"X": np.ones((7, 2))}, r"X must be a matrix with one row per observation \(8\), got shape \(7, 2\)"),
+])
+def test_bad_input(kwargs, match):
+    args = {"X": np.arange(8.0), "y": np.arange(8.0), "groups": [0, 1, 2, 0, 1, 2, 0, 1]} | kwargs
+    with pytest.raises(fg.ModelError, match=match):
+        models.hierarchical_regression_model(args.pop("X"), args.pop("y"), args.pop("groups"), **args)
