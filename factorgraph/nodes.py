@@ -240,6 +240,9 @@ class Indexed(Node):
         return [self.source]
 
     def __getitem__(self, labels: Any) -> Indexed:
+        if isinstance(labels, Node):
+            raise ModelError(f"{self.name!r}[{labels.name!r}]: gate the variable itself, {self.source.name!r}[...]; "
+                             "an indexed view can only be indexed again by integer labels")
         from .indexing import index
 
         return index(self, labels)

@@ -334,3 +334,49 @@ def test_grouped_fusion_equals_generic_path(precision):
     for name in r1.posteriors:
         for s1, s2 in zip(r1.posterior(name).natural, r2.posterior(name).natural, strict=True):
             np.testing.assert_allclose(s1, s2, rtol=1e-10, atol=1e-12, err_msg=name)
+
+
+def test_rowwise_inner_pullback_is_gradient():
+    """inner(X, w[g]) with an MvGaussian w: y_n = x_nᵀw_n row by row; its pullback is the gradient of
+    η₁E[y] + η₂E[y²] in the per-row statistics of w."""
+    from distributions import MvGaussian
+    from factors.deterministic import Inner
+    from tests.test_rules import _stats
+
+    rng = np.random.default_rng(4)
+    N, D = 4, 3
+    X = rng.normal(size=(N, D))
+    params = {"X": X, "subscripts": ("a", "a", "a"), "mean_field": False, "consumed": None, "shape": (N,),
+              "w_shape": (N,), "x_axes": (0,), "rowwise": True}
+    par = {"w": _stats(MvGaussian, rng, (N,))}
+    ey, ey2 = Inner.forward(par, params)
+    np.testing.assert_allclose(ey, np.einsum("nd,nd->n", X, par["w"][0]), rtol=1e-12)
+    np.testing.assert_allclose(ey2, np.einsum("nd,nde,ne->n", X, par["w"][1], X), rtol=1e-12)
+    h1, h2 = rng.normal(size=N), -rng.uniform(0.5, 2, N)
+
+    def objective(w):
+        a, b = Inner.forward({"w": w}, params)
+        return float(np.sum(h1 * a) + np.sum(h2 * b))
+
+    msg = Inner.pullback("w", (h1, h2), par, params)
+    for i, s in enumerate(par["w"]):
+        grad = np.zeros(s.shape)
+        for idx in np.ndindex(s.shape):
+            up = [np.array(a, dtype=float) for a in par["w"]]
+            dn = [np.array(a, dtype=float) for a in par["w"]]
+            up[i][idx] += 1e-6
+            dn[i][idx] -= 1e-6
+            grad[idx] = (objective(tuple(up)) - objective(tuple(dn))) / 2e-6
+        got = np.broadcast_to(msg[i], grad.shape)
+        if i == 1:
+            grad, got = 0.5 * (grad + np.swapaxes(grad, -1, -2)), 0.5 * (got + np.swapaxes(got, -1, -2))
+        np.testing.assert_allclose(got, grad, rtol=1e-6, atol=1e-7)
+
+
+def test_indexed_view_cannot_be_gated():
+    with fg.Model("gated-view"):
+        n, c = fg.plate("n", 3), fg.plate("c", 2)
+        a = fg.gaussian("a", 0.0, 1.0, plates=[c])
+        z = fg.categorical("z", probs=[0.5, 0.5], plates=[n])
+        with pytest.raises(fg.ModelError, match=r"gate the variable itself, 'a'\[\.\.\.\]"):
+            a[[0, 1, 0]][z]
