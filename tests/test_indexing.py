@@ -45,7 +45,7 @@ def _slopes_and_precisions(rng, G=4, N=30):
         a = fg.gaussian("a", mean=mu, precision=1.0, plates=[c])
         b = fg.gaussian("b", mean=0.0, precision=1.0, plates=[c])
         tau = fg.gamma("tau", 2.0, 1.0, plates=[c])
-        fg.gaussian("y", mean=a[g] + b[g] * x, precision=tau[g], plates=[n], observed=y)
+        fg.gaussian("y", mean=2.0 * a[g] + b[g] * x, precision=tau[g], plates=[n], observed=y)
     return m
 
 
@@ -55,8 +55,8 @@ def _three_levels(rng, S=2, C=5, N=30):
     with fg.Model("three-levels") as m:
         n, c, s = fg.plate("n", N), fg.plate("c", C), fg.plate("s", S)
         b = fg.gaussian("b_state", 0.0, 1e-1, plates=[s])
-        rate = fg.gamma("rate", 2.0, 1.0)
-        ta = fg.gamma("tau_a", 2.0, rate)
+        rate = fg.gamma("rate", 2.0, 1.0, plates=[s])
+        ta = fg.gamma("tau_a", 2.0, rate[soc], plates=[c])  # a Gamma rate indexed by state
         a = fg.gaussian("a", mean=b[soc], precision=ta, plates=[c])
         fg.gaussian("y", mean=a[cty], precision=2.0, plates=[n], observed=rng.normal(size=N))
     return m
@@ -103,11 +103,12 @@ def _chained(rng, G=4, H=6, N=12):
 def _inner_views(rng, G=3, N=15, D=2):
     """fg.inner(X, w[g]): varying coefficient vectors, full covariance (MvGaussian) and mean field."""
     g = rng.integers(0, G, N)
+    s_of_c = np.array([0, 1, 1])
     X = rng.normal(size=(N, D))
     with fg.Model("inner-views") as m:
-        n, c, d = fg.plate("n", N), fg.plate("c", G), fg.plate("d", D)
-        mw = fg.mv_gaussian("m_w", mean=0.0, precision=1.0, dim=D)
-        W = fg.mv_gaussian("W", mean=mw, precision=2.0, plates=[c])
+        n, c, d, s = fg.plate("n", N), fg.plate("c", G), fg.plate("d", D), fg.plate("s", 2)
+        mw = fg.mv_gaussian("m_w", mean=0.0, precision=1.0, dim=D, plates=[s])
+        W = fg.mv_gaussian("W", mean=mw[s_of_c], precision=2.0, plates=[c])  # an MvGaussian mean indexed
         s = fg.gaussian("s", mean=0.0, precision=1.0, plates=[c, d])
         z = fg.inner(X, W[g], plates=[n]) + fg.inner(X, fg.index(s, g, along=c), plates=[n])
         fg.gaussian("y", mean=z, precision=3.0, plates=[n], observed=rng.normal(size=N))
