@@ -152,8 +152,12 @@ def hierarchical_predictive(result: Result, X_new: Any, groups_new: Any):
     from distributions import Gaussian
 
     a, b, tau = result.posterior("intercept"), result.posteriors.get("slope"), result.posterior("noise_precision")
-    G = a.batch_shape[0] if a.batch_shape else (b.batch_shape[0] if b is not None and len(b.batch_shape) == 2
-                                                else 1)
+    if a.batch_shape:
+        G = a.batch_shape[0]
+    elif b is not None and len(b.batch_shape) == 2:
+        G = b.batch_shape[0]
+    else:  # complete pooling: the groups do not matter
+        G = np.iinfo(np.int64).max
     lab = _labels("groups_new", groups_new, G)
     am, av = np.asarray(a.mean()), np.asarray(a.var())
     mean = am[lab] if am.ndim else np.full(lab.shape, float(am))

@@ -121,8 +121,7 @@ def _labels(name: str, idx: Any, G: int) -> np.ndarray:
     out = (lab < 0) | (lab >= G)
     if np.any(out):
         i = int(np.argmax(out))
-        raise ModelError(f"index: labels of {name!r} must lie in 0..{G - 1} ({name!r} has {G} elements along "
-                         f"the indexed plate), got {lab[i].item()!r} at position {i}")
+        raise ModelError(f"index: labels of {name!r} must lie in 0..{G - 1}, got {lab[i].item()!r} at position {i}")
     return np.ascontiguousarray(lab)
 
 

@@ -46,9 +46,13 @@ def test_predictive_covers_new_rows():
     pred = models.hierarchical_predictive(r, X[300:], g[300:])
     z = (y[300:] - pred.mean()) / np.sqrt(pred.var())
     assert abs(np.mean(np.abs(z) < 1.96) - 0.95) < 0.05
-    fixed = models.hierarchical_regression(X, y, g, varying=("intercept",))
-    p2 = models.hierarchical_predictive(fixed, X[:5], g[:5])
-    assert p2.mean().shape == (5,) and np.all(p2.var() > 0)
+    for varying in [("intercept",), ("slope",), ()]:
+        fit = models.hierarchical_regression(X, y, g, varying=varying)
+        p2 = models.hierarchical_predictive(fit, X[:5], g[:5])
+        assert p2.mean().shape == (5,) and np.all(p2.var() > 0)
+        assert np.all(np.abs(p2.mean() - y[:5]) < 4 * np.sqrt(p2.var())), varying
+    with pytest.raises(fg.ModelError, match=r"labels of 'groups_new' must lie in 0\.\.5, got 6"):
+        models.hierarchical_predictive(r, X[:2], [0, 6])
 
 
 def test_empty_group_keeps_the_population_prior():
