@@ -140,8 +140,11 @@ class Engine:
                     plates = [x.index for x in p.plates]
                     s = tuple(move_plate_to_event(a, plates, d.params["consumed"].index, 0) for a in s)
                 par[role] = s
-            else:
-                par[role] = point_stats(Gaussian, p)
+            else:  # a constant operand: its (c, c²) computed once
+                key = (id(d), role)
+                if key not in self._obs_stats:
+                    self._obs_stats[key] = point_stats(Gaussian, p)
+                par[role] = self._obs_stats[key]
         return par
 
     def edge_stats(self, f: CFactor, edge: str) -> tuple:
