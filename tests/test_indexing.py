@@ -115,12 +115,27 @@ def _inner_views(rng, G=3, N=15, D=2):
     return m
 
 
-MODELS = {"inner_views": _inner_views, "intercepts": _intercepts, "slopes_and_precisions": _slopes_and_precisions,
+def _logistic(rng, G=3, N=20):
+    """A non-conjugate factor on an indexed view (NCVMP): varying-intercept logistic regression."""
+    g = rng.integers(0, G, N)
+    x = rng.normal(size=N)
+    with fg.Model("logistic") as m:
+        fg.plate("n", N)
+        c = fg.plate("c", G)
+        mu = fg.gaussian("mu", 0.0, 1.0)
+        a = fg.gaussian("a", mean=mu, precision=2.0, plates=[c])
+        b = fg.gaussian("b", mean=0.0, precision=1.0, plates=[c])
+        fg.bernoulli_logit("y", logit=a[g] + b[g] * x, observed=rng.integers(0, 2, N))
+    return m
+
+
+MODELS = {"logistic": _logistic, "inner_views": _inner_views, "intercepts": _intercepts,
+          "slopes_and_precisions": _slopes_and_precisions,
           "three_levels": _three_levels, "multi_plate": _multi_plate, "discrete": _discrete, "chained": _chained}
 
 
 def _engine(model, rng):
-    c = compile_model(model, fg.VMP())
+    c = compile_model(model, fg.NCVMP() if model.name == "logistic" else fg.VMP())
     eng = Engine(c)
     eng.initialise({}, rng)
     for _ in range(2):  # move away from the prior so every statistic is generic
