@@ -45,7 +45,14 @@ def index(x: Variable, idx: Any, plate: Plate | None = None, *, along: Plate | N
     -------
     Indexed
         A node usable wherever a variable of x's family may stand (a factor's parameter, a sum, a
-        product, a scaling), with x's plates and ``along`` replaced by ``plate``.
+        product, a scaling, ``fg.inner(X, w[idx])``), with x's plates and ``along`` replaced by ``plate``.
+
+    Notes
+    -----
+    All elements of x are updated at once.  That is coordinate ascent when no factor couples two
+    elements of x, as in the usual hierarchies.  ``a[i] + a[j]`` (allowed when i_n ≠ j_n in every row)
+    couples a_{i_n} and a_{j_n}: the joint update is then a Jacobi step, which converges for weakly
+    coupled elements but need not raise the ELBO at every sweep.
     """
     if isinstance(x, Indexed):
         return _compose(x, idx, plate, along)
