@@ -61,7 +61,7 @@ class Engine:
         self.stats: dict[str, tuple] = {}
         self.version: dict[str, int] = {}
         self._det_cache: dict[int, tuple] = {}
-        self._obs_stats: dict[str, tuple] = {}
+        self._obs_stats: dict[Any, tuple] = {}  # observed variable name, or (deterministic id, role) of a constant
         self._last: dict[tuple[str, str, str], tuple] = {}
         self._updating = ""  # the variable whose update is being computed
         # backtracking damps a retried sweep toward the messages of the last accepted one
