@@ -28,6 +28,7 @@ from .builders import (
     mv_gaussian,
     plate,
 )
+from .counts import binomial, binomial_logit, multinomial, multinomial_softmax, poisson, poisson_log
 from .expressions import inner, select
 from .model import Model
 from .nodes import ModelError, Plate, Variable
@@ -61,4 +62,5 @@ __all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "
            "beta", "categorical_softmax", "cauchy_site", "laplace_site", "probit", "student_t_site",
            "categorical", "compare", "dirichlet", "gamma", "gaussian", "gaussian_gamma", "infer", "inner",
            "mv_gaussian", "plate", "select", "InferenceError", "Laplace", "MVI", "NCVMP", "VIDiag", "VMP",
-           "approximate", "models", "AIKL", "BVI"]
+           "approximate", "models", "AIKL", "BVI",
+           "binomial", "binomial_logit", "multinomial", "multinomial_softmax", "poisson", "poisson_log"]
