@@ -29,8 +29,9 @@ def expected_log_factorial_binomial(n: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 def expected_log_factorial_poisson(lam: np.ndarray) -> np.ndarray:
-    """E[log x!] for x ~ Poisson(λ), summed over x up to a point beyond which the mass is below 1e-16."""
+    """E[log x!] for x ~ Poisson(λ), summed over x ≤ λ + 12√λ + 40 (the mass beyond is below 1e-20)."""
     lam = np.asarray(lam, float)
-    top = int(poisson.isf(1e-17, lam.max(initial=0.0))) + 2
+    hi = float(lam.max(initial=0.0))
+    top = int(hi + 12.0 * np.sqrt(hi) + 40.0)
     x = np.arange(top + 1).reshape((-1,) + (1,) * lam.ndim)
     return (poisson.pmf(x, lam) * gammaln(x + 1.0)).sum(0)
