@@ -7,7 +7,7 @@ from scipy.special import gammaln, xlogy
 
 from ._checks import positive
 from .base import Distribution, RngLike, Shape, as_rng, as_shape
-from .counts_base import counts, expected_log_factorial_poisson
+from .counts_base import expected_log_factorial_poisson
 
 
 class Poisson(Distribution):

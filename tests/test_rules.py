@@ -109,7 +109,7 @@ CASES = [(ft, variant) for ft in FACTOR_TYPES
 def _moments(ft, variant, rng):
     m = {}
     for edge, family in ft.edges.items():
-        if ft.name in ("CategoricalSoftmax", "MultinomialSoftmax") and edge == "logits":  # the class plate is the event axis
+        if ft.name in ("CategoricalSoftmax", "MultinomialSoftmax") and edge == "logits":  # class plate = event axis
             m[edge] = _stats(family, rng, BATCH + (D,))
         elif edge == "precision" and variant.endswith("/ard"):
             m[edge] = _stats(family, rng, BATCH + (D,))
