@@ -123,6 +123,52 @@ def test_gated_gamma_rate_is_a_poisson_mixture():
     np.testing.assert_allclose(rates, [1.0, 12.0], rtol=0.2)
 
 
+
+def test_gated_beta_and_dirichlet_are_binomial_and_multinomial_mixtures():
+    rng = np.random.default_rng(9)
+    N = 300
+    z0 = rng.integers(0, 2, N)
+    nt = rng.integers(5, 15, N)
+    y = rng.binomial(nt, np.where(z0, 0.8, 0.2))
+    Y = np.stack([rng.multinomial(10, [0.7, 0.2, 0.1] if t else [0.1, 0.2, 0.7]) for t in z0])
+    with fg.Model("binomial-mixture") as m:
+        k, n = fg.plate("k", 2), fg.plate("n", N)
+        p = fg.beta("p", 1.0, 1.0, plates=[k])
+        z = fg.categorical("z", probs=np.ones(2) / 2, plates=[n], categories=k)
+        fg.binomial("y", trials=nt, probs=p[z], plates=[n], observed=y)
+    np.testing.assert_allclose(np.sort(fg.infer(m, max_iter=300).posterior("p").mean()), [0.2, 0.8], atol=0.03)
+    with fg.Model("multinomial-mixture") as m:
+        k, n = fg.plate("k", 2), fg.plate("n", N)
+        pi = fg.dirichlet("pi", np.ones(3), plates=[k])
+        z = fg.categorical("z", probs=np.ones(2) / 2, plates=[n], categories=k)
+        fg.multinomial("y", trials=10, probs=pi[z], plates=[n], observed=Y)
+    means = fg.infer(m, max_iter=300).posterior("pi").mean()
+    np.testing.assert_allclose(means[np.argsort(means[:, 0])], [[0.1, 0.2, 0.7], [0.7, 0.2, 0.1]], atol=0.03)
+
+
+def test_poisson_log_with_an_offset_expression_and_a_shared_rate():
+    rng = np.random.default_rng(10)
+    N = 2000
+    X, off = rng.normal(size=(N, 2)), rng.normal(size=N)
+    y = rng.poisson(np.exp(X @ np.array([0.3, -0.2]) + off))
+    with fg.Model("offset") as m:
+        n = fg.plate("n", N)
+        w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
+        fg.poisson_log("y", fg.inner(X, w, plates=[n]) + off, plates=[n], observed=y)
+    np.testing.assert_allclose(fg.infer(m, algorithm=fg.NCVMP()).posterior("w").mean(), [0.3, -0.2], atol=0.05)
+    with fg.Model("shared") as m:
+        n = fg.plate("n", N)
+        mu = fg.gaussian("mu", 0.0, 0.01)
+        fg.poisson_log("y", mu, plates=[n], observed=y)
+    r = fg.infer(m, algorithm=fg.NCVMP())
+    assert r.converged
+    # the Gaussian-family optimum: stationarity of Σy·m − N exp(m + v/2) − 0.01 m²/2 and of its v-part
+    q = r.posterior("mu")
+    mm, v = float(q.mean()), float(q.var())
+    rate = N * np.exp(mm + v / 2)
+    assert abs(y.sum() - rate - 0.01 * mm) < 1e-6 * y.sum()
+    np.testing.assert_allclose(1 / v, rate + 0.01, rtol=1e-6)
+
 # ------------------------------------------------------------------------------------ point rules
 @pytest.mark.parametrize("ftype", [POISSON_LOG, BINOMIAL_LOGIT, MULTINOMIAL_SOFTMAX], ids=lambda f: f.name)
 def test_point_rules_are_derivatives(ftype):
@@ -303,6 +349,8 @@ def test_bad_counts_are_named():
         p = fg.beta("p", 1.0, 1.0)
         pi = fg.dirichlet("pi", np.ones(3))
         w = fg.gaussian("w", 0.0, 1.0, plates=[n])
+        k = fg.plate("k", 3)
+        g = fg.gaussian("g", 0.0, 1.0, plates=[n, k])
         with pytest.raises(fg.ModelError, match="'y1'.*non-negative integers.*2.5"):
             fg.poisson("y1", rate=lam, plates=[n], observed=[1, 2.5, 3])
         with pytest.raises(fg.ModelError, match="'y2'.*non-negative integers.*-1"):
@@ -327,6 +375,8 @@ def test_bad_counts_are_named():
             fg.poisson("y11", rate=w, observed=[1, 2, 3])
         with pytest.raises(fg.ModelError, match="'y12'.*probs must lie in"):
             fg.binomial("y12", trials=3, probs=1.5, plates=[n], observed=[1, 2, 0])
+        with pytest.raises(fg.ModelError, match="'y14'.*sum to the trials"):
+            fg.multinomial_softmax("y14", trials=[3, 3, 4], logits=g, over=k, observed=np.ones((3, 3)))
         with pytest.raises(fg.ModelError, match="'y13'.*exposure has shape"):
             fg.poisson("y13", rate=lam, exposure=[1.0, 2.0], plates=[n], observed=[1, 2, 0])
     with pytest.raises(fg.ModelError, match="X has 3 rows but y has 2"):
