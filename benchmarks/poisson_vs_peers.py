@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import time
+import warnings
 
 import numpy as np
 from scipy.special import gammaln
@@ -100,7 +101,9 @@ def pymc_laplace(X, y, e) -> dict:
         else:
             with pmodel:
                 mp = pm.find_MAP(progressbar=False)
-            H = pmodel.compile_d2logp(vars=[w], negate_output=True)({"w": mp["w"]})  # Hessian of −log p
+            with warnings.catch_warnings():  # PyMC warns that the sign convention will change
+                warnings.simplefilter("ignore", FutureWarning)
+                H = pmodel.compile_d2logp(vars=[w], negate_output=True)({"w": mp["w"]})  # Hessian of −log p
             mu, cov = np.asarray(mp["w"]), np.linalg.inv(np.asarray(H))
         times.append(time.perf_counter() - t0)
     how = "pymc_extras.fit_laplace" if pmx is not None else "find_MAP + d2logp"
