@@ -77,6 +77,10 @@ class Binomial(Distribution):
 
     logpdf = logpmf
 
+    def pmf(self, x) -> np.ndarray:
+        """The probability of x."""
+        return np.exp(self.logpmf(x))
+
     def sample(self, shape: int | Shape = (), rng: RngLike = None) -> np.ndarray:
         """Integer draws of shape ``shape + batch_shape``."""
         size = as_shape(shape) + self.batch_shape

@@ -94,6 +94,10 @@ class Multinomial(Distribution):
 
     logpdf = logpmf
 
+    def pmf(self, x) -> np.ndarray:
+        """The probability of x."""
+        return np.exp(self.logpmf(x))
+
     def sample(self, shape: int | Shape = (), rng: RngLike = None) -> np.ndarray:
         """Integer count vectors of shape ``shape + batch_shape + (K,)``."""
         size = as_shape(shape) + self.batch_shape

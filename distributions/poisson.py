@@ -65,6 +65,10 @@ class Poisson(Distribution):
 
     logpdf = logpmf
 
+    def pmf(self, x) -> np.ndarray:
+        """The probability of x."""
+        return np.exp(self.logpmf(x))
+
     def sample(self, shape: int | Shape = (), rng: RngLike = None) -> np.ndarray:
         """Integer draws of shape ``shape + batch_shape``."""
         return as_rng(rng).poisson(self._rate, size=as_shape(shape) + self.batch_shape)

@@ -289,6 +289,8 @@ def test_laplace_handler_claims_the_poisson_site():
     rl = fg.infer(model, handlers={"w": fg.Laplace()})
     rn = models.poisson_regression(X, y, exposure=e)
     np.testing.assert_allclose(rl.posterior("w").mean(), rn.posterior("w").mean(), atol=0.02)
+    rm = fg.infer(models.poisson_regression_model(X, y, exposure=e), handlers={"w": fg.MVI("mean")})
+    np.testing.assert_allclose(rm.posterior("w").mean(), rn.posterior("w").mean(), atol=0.02)
 
 
 def test_binomial_logit_methods_agree_with_bernoulli_rows():
