@@ -8,19 +8,23 @@ from .affine_independent import AffineIndependent
 from .base import Distribution, ExponentialFamily
 from .bernoulli import Bernoulli
 from .beta import Beta
+from .binomial import Binomial
 from .categorical import Categorical
 from .dirichlet import Dirichlet
 from .gamma import Gamma
 from .gaussian import Gaussian
 from .gaussian_gamma import GaussianGamma
 from .gaussian_mixture import GaussianMixture
+from .multinomial import Multinomial
 from .mv_gaussian import MvGaussian
 from .point_mass import PointMass
+from .poisson import Poisson
 
 __all__ = [
     "AffineIndependent",
     "Bernoulli",
     "Beta",
+    "Binomial",
     "Categorical",
     "Dirichlet",
     "Distribution",
@@ -29,6 +33,8 @@ __all__ = [
     "Gaussian",
     "GaussianGamma",
     "GaussianMixture",
+    "Multinomial",
     "MvGaussian",
     "PointMass",
+    "Poisson",
 ]

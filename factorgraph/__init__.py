@@ -28,6 +28,7 @@ from .builders import (
     mv_gaussian,
     plate,
 )
+from .counts import binomial, binomial_logit, multinomial, multinomial_softmax, poisson, poisson_log
 from .expressions import inner, select
 from .indexing import index
 from .model import Model
@@ -62,4 +63,5 @@ __all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "
            "beta", "categorical_softmax", "cauchy_site", "laplace_site", "probit", "student_t_site",
            "categorical", "compare", "dirichlet", "gamma", "gaussian", "gaussian_gamma", "infer", "inner",
            "mv_gaussian", "plate", "select", "InferenceError", "Laplace", "MVI", "NCVMP", "VIDiag", "VMP",
-           "approximate", "models", "AIKL", "BVI", "index"]
+           "approximate", "models", "AIKL", "BVI", "index",
+           "binomial", "binomial_logit", "multinomial", "multinomial_softmax", "poisson", "poisson_log"]

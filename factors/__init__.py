@@ -4,14 +4,17 @@ Adding a factor = one module here + one line in ``FACTOR_TYPES`` + its test fixt
 """
 
 from .base import FactorType, RuleNotFound
+from .binomial import BINOMIAL, BINOMIAL_LOGIT
 from .discrete import BERNOULLI, BETA, CATEGORICAL, DIRICHLET
 from .gamma import GAMMA
 from .gaussian import GAUSSIAN
 from .grouped_gaussian import GROUPED_GAUSSIAN
 from .linear_gaussian import LINEAR_GAUSSIAN
 from .logistic import BERNOULLI_LOGIT
+from .multinomial import MULTINOMIAL, MULTINOMIAL_SOFTMAX
 from .mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
 from .normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
+from .poisson import POISSON, POISSON_LOG
 from .sites import CAUCHY_SITE, LAPLACE_SITE, PROBIT, STUDENT_T_SITE
 from .softmax import CATEGORICAL_SOFTMAX
 
@@ -20,6 +23,7 @@ FACTOR_TYPES: tuple[FactorType, ...] = (
     NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION, LINEAR_GAUSSIAN, BERNOULLI_LOGIT, CATEGORICAL_SOFTMAX,
     LAPLACE_SITE, CAUCHY_SITE, STUDENT_T_SITE, PROBIT,
     GROUPED_GAUSSIAN,
+    POISSON, POISSON_LOG, BINOMIAL, BINOMIAL_LOGIT, MULTINOMIAL, MULTINOMIAL_SOFTMAX,
 )
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

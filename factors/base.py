@@ -143,6 +143,9 @@ def point_stats(family: type, value: np.ndarray) -> Stats:
     """
     x = np.asarray(value, dtype=float)
     name = family.__name__
+    observed = getattr(family, "observed_stats", None)  # families only ever observed (counts)
+    if observed is not None:
+        return observed(x)
     with np.errstate(divide="ignore"):
         if name == "Gaussian":
             return (x, x * x)

@@ -15,12 +15,15 @@ import pytest
 from distributions import (
     Bernoulli,
     Beta,
+    Binomial,
     Categorical,
     Dirichlet,
     Gamma,
     Gaussian,
     GaussianGamma,
+    Multinomial,
     MvGaussian,
+    Poisson,
 )
 from factors import FACTOR_TYPES
 from factors.deterministic import Inner, Product, Sum
@@ -52,6 +55,12 @@ def _stats(family: type, rng: np.random.Generator, batch=BATCH) -> tuple:
     if family is GaussianGamma:
         return GaussianGamma(rng.normal(size=batch + (D,)), precision=_spd(rng, batch),
                              shape=rng.uniform(1, 3, batch), rate=rng.uniform(0.5, 2, batch)).expected_stats()
+    if family is Poisson:
+        return Poisson.observed_stats(rng.poisson(3.0, batch))
+    if family is Binomial:  # observed successes out of the fixture's 9 trials
+        return Binomial.observed_stats(rng.integers(0, 10, batch))
+    if family is Multinomial:
+        return Multinomial.observed_stats(rng.multinomial(9, np.ones(D) / D, size=batch))
     raise AssertionError(f"no statistics fixture for {family.__name__}")
 
 
@@ -83,6 +92,12 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "Probit": {"state": {}},
         "GroupedGaussian": {"count": rng.integers(1, 5, BATCH).astype(float), "sum": rng.normal(size=BATCH),
                             "sumsq": rng.uniform(3, 5, BATCH)},
+        "Poisson": {"log_exposure": rng.normal(size=BATCH)},
+        "PoissonLog": {"log_exposure": rng.normal(size=BATCH)},
+        "Binomial": {"trials": np.full(BATCH, 9.0), "log_coef": rng.normal(size=BATCH)},
+        "BinomialLogit": {"trials": np.full(BATCH, 9.0), "log_coef": rng.normal(size=BATCH), "state": {}},
+        "Multinomial": {},
+        "MultinomialSoftmax": {},
     }[name]
     if name == "MvGaussianFixedPrecision":
         params["logdet"] = float(np.linalg.slogdet(params["precision"])[1])
@@ -96,7 +111,7 @@ CASES = [(ft, variant) for ft in FACTOR_TYPES
 def _moments(ft, variant, rng):
     m = {}
     for edge, family in ft.edges.items():
-        if ft.name == "CategoricalSoftmax" and edge == "logits":  # the class plate is the event axis
+        if ft.name in ("CategoricalSoftmax", "MultinomialSoftmax") and edge == "logits":  # class plate = event axis
             m[edge] = _stats(family, rng, BATCH + (D,))
         elif edge == "precision" and variant.endswith("/ard"):
             m[edge] = _stats(family, rng, BATCH + (D,))
@@ -125,7 +140,7 @@ def test_message_is_gradient_of_evidence(ft, variant, key):
     edge, _, method = key
     evidence, _ = ft.get_evidence(method)
     rule = ft.rules()[key]
-    if (ft.name, edge, method) == ("CategoricalSoftmax", "logits", "taylor"):
+    if (ft.name in ("CategoricalSoftmax", "MultinomialSoftmax")) and (edge, method) == ("logits", "taylor"):
         _check_taylor_message(rule, moments, params)
         return
     if True:
