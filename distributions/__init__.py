@@ -16,6 +16,7 @@ from .gaussian import Gaussian
 from .gaussian_gamma import GaussianGamma
 from .gaussian_mixture import GaussianMixture
 from .multinomial import Multinomial
+from .inverse_sqrt_gamma import InverseSqrtGamma
 from .mv_gaussian import MvGaussian
 from .point_mass import PointMass
 from .poisson import Poisson
@@ -34,6 +35,7 @@ __all__ = [
     "GaussianGamma",
     "GaussianMixture",
     "Multinomial",
+    "InverseSqrtGamma",
     "MvGaussian",
     "PointMass",
     "Poisson",

@@ -42,6 +42,7 @@ from .nonconjugate import (
     student_t_site,
 )
 from .results import Comparison, Result, compare
+from .scales import exponential, half_cauchy, half_normal, half_student_t
 
 _LAZY = {name: "schedules" for name in
          ("infer", "VMP", "NCVMP", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
@@ -65,3 +66,4 @@ __all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "
            "mv_gaussian", "plate", "select", "InferenceError", "Laplace", "MVI", "NCVMP", "VIDiag", "VMP",
            "approximate", "models", "AIKL", "BVI", "index",
            "binomial", "binomial_logit", "multinomial", "multinomial_softmax", "poisson", "poisson_log"]
+__all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t"]

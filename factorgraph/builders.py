@@ -124,17 +124,22 @@ def _scalar_arg(model: Model, x: Any, name: str, edge: str, families: tuple[type
 
 
 # ------------------------------------------------------------------------------------ builders
-def gaussian(name: str, mean: Any = 0.0, precision: Any = 1.0, *, variance: Any = None,
+def gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, variance: Any = None, sd: Any = None,
              plates: Sequence[Plate] = (), observed: Any = None, mask: Any = None) -> Variable:
     """A scalar Gaussian variable x ~ N(mean, precision⁻¹).
 
     ``mean`` may be a constant, a Gaussian variable, a deterministic expression (``fg.inner``, sums,
     products) or a gate (``mus[z]``); ``precision`` a positive constant, a Gamma variable or a gate
     (or ``w.tau`` of a normal–gamma ``w`` whose ``inner`` is the mean); ``variance`` may be given
-    instead of a constant precision.
+    instead of a constant precision, and ``sd`` instead of either: a positive constant or a scale
+    variable (``fg.half_cauchy`` and the like), x ~ N(mean, sd²).  Precision defaults to 1.
     """
     model = current_model(f"gaussian {name!r}")
     model.check_name(name)
+    if sd is not None:
+        precision = checks.sd_as_precision(sd, precision, variance, name)
+    elif precision is None:
+        precision = 1.0
     if variance is not None:
         precision = 1.0 / checks.positive(variance, f"{name!r}: variance")
     if isinstance(precision, PrecisionOf):
@@ -267,17 +272,24 @@ def categorical(name: str, probs: Any, *, plates: Sequence[Plate] = (), observed
     return _finish(model, var, CATEGORICAL, {"probs": probs}, {}, onehot, mask)
 
 
-def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = 1.0, *, covariance: Any = None,
-                plates: Sequence[Plate] = (), dim: int | None = None, observed: Any = None) -> Variable:
+def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance: Any = None,
+                plates: Sequence[Plate] = (), dim: int | None = None, observed: Any = None,
+                sd: Any = None) -> Variable:
     """A D-vector w ~ N(mean, Λ⁻¹) with full-covariance posterior.
 
     ``precision``: a positive scalar (Λ = λI), a vector (diagonal), a D×D matrix, 0 (an improper
     flat prior), a scalar Gamma variable α (Λ = αI) or a Gamma variable plated over a plate of size
     D (ARD: Λ = diag(α)).  D comes from ``dim``, ``mean``, ``precision`` or, failing those, from the
-    first ``fg.inner`` that uses the variable.
+    first ``fg.inner`` that uses the variable.  ``sd`` may replace ``precision``: a positive scalar or
+    vector (Λ = diag(sd⁻²)), or a scale variable σ (``fg.half_cauchy`` and the like; Λ = σ⁻²I, or ARD when σ
+    is plated over a plate of size D).
     """
     model = current_model(f"mv_gaussian {name!r}")
     model.check_name(name)
+    if sd is not None:
+        precision = checks.sd_as_precision(sd, precision, covariance, name)
+    elif precision is None:
+        precision = 1.0
     vplates = _plates(model, plates, name)
     dims = set() if dim is None else {checks.positive_int(dim, f"{name!r}: dim")}
     consumed: dict[str, Plate] = {}

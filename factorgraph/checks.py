@@ -150,3 +150,24 @@ def precision_matrix(value: np.ndarray, what: str) -> np.ndarray:
             raise ModelError(f"{what} must be positive definite, got smallest eigenvalue {lo!r} in "
                              f"{_show(value)}") from None
     return value
+
+
+def sd_as_precision(sd: Any, precision: Any, variance: Any, name: str) -> Any:
+    """The precision that ``sd=`` stands for: 1/sd² for a positive constant, the variable itself for a
+    scale made by fg.half_normal, fg.half_cauchy, fg.half_student_t or fg.exponential (which is a Gamma over
+    the precision σ⁻²), or such a scale gated (``sigma[z]``)."""
+    if precision is not None or variance is not None:
+        other = "precision" if precision is not None else "variance"
+        given = precision if precision is not None else variance
+        raise ModelError(f"{name!r}: give sd= or {other}=, not both (got sd={_describe(sd)} and "
+                         f"{other}={_describe(given)})")
+    node = sd.source if isinstance(sd, Gate) else sd
+    if isinstance(node, Node):
+        if getattr(node, "scale_prior", None) is None:
+            fam = getattr(node, "family", None)
+            hint = (f"; {node.name!r} is a Gamma variable over a precision: pass precision={node.name}"
+                    if fam is not None and fam.__name__ == "Gamma" else "")
+            raise ModelError(f"{name!r}: sd must be a positive constant or a scale variable made by fg.half_normal, "
+                             f"fg.half_cauchy, fg.half_student_t or fg.exponential, got {node!r}{hint}")
+        return sd
+    return 1.0 / positive(sd, f"{name!r}: sd") ** 2

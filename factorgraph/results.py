@@ -65,6 +65,9 @@ class Result:
     # per-class marginals)
     joint: dict[str, Any] = field(default_factory=dict)
     hyper: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # scales made by fg.half_cauchy and the like: ``posteriors`` holds their Gamma over σ⁻², ``posterior``
+    # reports them on the σ scale
+    scales: set[str] = field(default_factory=set)
 
     def hyperparameters(self, name: str) -> dict[str, Any]:
         """Hyperparameters the handler of ``name`` learned (``fg.MVI("lr", learn=("prior_precision", "scale"))``).
@@ -80,11 +83,22 @@ class Result:
                            f"{sorted(self.hyper)}") from None
 
     def posterior(self, name: str) -> Any:
-        """The posterior distribution object of a latent variable."""
+        """The posterior distribution object of a latent variable.
+
+        For a scale σ made by ``fg.half_normal``, ``fg.half_cauchy``, ``fg.half_student_t`` or
+        ``fg.exponential`` this is an ``InverseSqrtGamma`` over σ (mean, var, std, interval, ppf, cdf,
+        logpdf, sample); its ``.precision`` is the Gamma over σ⁻² that inference works with (also in
+        ``posteriors[name]``).
+        """
         try:
-            return self.posteriors[name]
+            q = self.posteriors[name]
         except KeyError:
             raise KeyError(f"no posterior for {name!r}; latent variables are {sorted(self.posteriors)}") from None
+        if name in self.scales:
+            from distributions import InverseSqrtGamma
+
+            return InverseSqrtGamma(q)
+        return q
 
     @property
     def evidence(self) -> float:

@@ -15,6 +15,7 @@ from .multinomial import MULTINOMIAL, MULTINOMIAL_SOFTMAX
 from .mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
 from .normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
 from .poisson import POISSON, POISSON_LOG
+from .scale_priors import SCALE_PRIOR
 from .sites import CAUCHY_SITE, LAPLACE_SITE, PROBIT, STUDENT_T_SITE
 from .softmax import CATEGORICAL_SOFTMAX
 
@@ -25,5 +26,6 @@ FACTOR_TYPES: tuple[FactorType, ...] = (
     GROUPED_GAUSSIAN,
     POISSON, POISSON_LOG, BINOMIAL, BINOMIAL_LOGIT, MULTINOMIAL, MULTINOMIAL_SOFTMAX,
 )
+FACTOR_TYPES += (SCALE_PRIOR,)
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

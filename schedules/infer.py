@@ -120,4 +120,5 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
                     out["converged"], out["time"], compile_time, out["warnings"], elbo_se, notes)
     result.joint.update(eng.joint)
     result.hyper.update(hyper)
+    result.scales.update(n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.is_latent)
     return result

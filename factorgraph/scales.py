@@ -1,0 +1,78 @@
+"""Priors on standard deviations, as people write them in Stan and PyMC.
+
+``fg.half_normal``, ``fg.half_cauchy``, ``fg.half_student_t`` and ``fg.exponential`` create a positive
+scale σ (optionally plated).  Use it as the ``sd=`` of a Gaussian::
+
+    with fg.Model("eight schools") as m:
+        j = fg.plate("school", 8)
+        mu = fg.gaussian("mu", 0.0, sd=5.0)
+        tau = fg.half_cauchy("tau", scale=5.0)
+        theta = fg.gaussian("theta", mean=mu, sd=tau, plates=[j])
+        fg.gaussian("y", mean=theta, sd=sigma, plates=[j], observed=y)
+    r = fg.infer(m, fg.NCVMP())
+    r.posterior("tau")            # a distribution over σ: mean, sd, interval, sample, logpdf, ...
+    r.posterior("tau").precision  # the Gamma over the precision τ⁻² that inference works with
+
+Internally the variable is a Gamma over the precision σ⁻², so every Gaussian factor that uses it stays
+conjugate; the prior's own term is non-conjugate and runs under NCVMP (Knowles & Minka 2011) with an exact
+quadrature of its expected log density (see ``factors.scale_priors``).  The evidence stays a lower bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from distributions import Gamma
+from factors.scale_priors import SCALE_PRIOR, scale_prior_params
+
+from . import checks
+from .builders import _finish, _plates
+from .model import current_model
+from .nodes import Plate, Variable
+
+SCALE_BUILDERS = ("fg.half_normal", "fg.half_cauchy", "fg.half_student_t", "fg.exponential")
+
+
+def _scale_variable(kind: str, name: str, plates: Sequence[Plate], params: dict, **arrays) -> Variable:
+    model = current_model(f"{kind} {name!r}")
+    model.check_name(name)
+    var = Variable(model, name, Gamma, _plates(model, plates, name))
+    for label, arr in arrays.items():
+        checks.fits(arr.shape, var.shape, f"{name!r}: {label}")
+    var.scale_prior = kind
+    return _finish(model, var, SCALE_PRIOR, {}, params, None, None)
+
+
+def half_normal(name: str, scale: Any = 1.0, *, plates: Sequence[Plate] = ()) -> Variable:
+    """A standard deviation σ ~ half-normal(scale): p(σ) = √(2/π)/s · exp(−σ²/(2s²)), σ > 0.
+
+    Needs a posterior Gamma(a, b) over σ⁻² with a > 1 (otherwise E[σ²] is infinite and so is the
+    evidence term); in practice at least two observations or groups inform σ.
+    """
+    s = checks.positive(scale, f"{name!r}: scale")
+    return _scale_variable("half_normal", name, plates, scale_prior_params("half_normal", scale=s), scale=s)
+
+
+def half_cauchy(name: str, scale: Any = 1.0, *, plates: Sequence[Plate] = ()) -> Variable:
+    """A standard deviation σ ~ half-Cauchy(0, scale): p(σ) = 2/(π s (1 + σ²/s²)), σ > 0 (Gelman 2006)."""
+    s = checks.positive(scale, f"{name!r}: scale")
+    return _scale_variable("half_cauchy", name, plates, scale_prior_params("half_t", scale=s, dof=1.0), scale=s)
+
+
+def half_student_t(name: str, dof: Any, scale: Any = 1.0, *, plates: Sequence[Plate] = ()) -> Variable:
+    """A standard deviation σ ~ half-Student-t(dof ν, scale s), σ > 0:
+    p(σ) = 2 Γ((ν+1)/2) / (Γ(ν/2) √(νπ) s) · (1 + σ²/(ν s²))^(−(ν+1)/2)."""
+    nu = checks.positive(dof, f"{name!r}: dof")
+    s = checks.positive(scale, f"{name!r}: scale")
+    return _scale_variable("half_student_t", name, plates, scale_prior_params("half_t", scale=s, dof=nu),
+                           scale=s, dof=nu)
+
+
+def exponential(name: str, rate: Any = 1.0, *, plates: Sequence[Plate] = ()) -> Variable:
+    """A standard deviation σ ~ Exponential(rate λ): p(σ) = λ e^(−λσ), σ > 0 (mean 1/λ).
+
+    Needs a posterior Gamma(a, b) over σ⁻² with a > ½ (otherwise E[σ] is infinite).
+    """
+    lam = checks.positive(rate, f"{name!r}: rate")
+    return _scale_variable("exponential", name, plates, scale_prior_params("exponential", rate=lam), rate=lam)
