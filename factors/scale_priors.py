@@ -69,7 +69,7 @@ def gamma_from_stats(et: np.ndarray, elog: np.ndarray) -> tuple[np.ndarray, np.n
     for _ in range(50):
         step = a * (log_minus_digamma(a) - d) / a_trigamma_minus_one(a)
         new = np.where(a + step > 0, a + step, 0.5 * a)
-        done = np.all(np.abs(new - a) <= 1e-15 * a)
+        done = np.all(np.abs(new - a) <= 1e-14 * a)
         a = new
         if done:
             break

@@ -27,6 +27,7 @@ from distributions import (
 )
 from factors import FACTOR_TYPES
 from factors.deterministic import Inner, Product, Sum
+from factors.scale_priors import scale_prior_params
 
 D = 3
 BATCH = (2,)
@@ -98,6 +99,7 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "BinomialLogit": {"trials": np.full(BATCH, 9.0), "log_coef": rng.normal(size=BATCH), "state": {}},
         "Multinomial": {},
         "MultinomialSoftmax": {},
+        "ScalePrior": {**scale_prior_params("half_t", scale=2.0, dof=1.0), "state": {}},
     }[name]
     if name == "MvGaussianFixedPrecision":
         params["logdet"] = float(np.linalg.slogdet(params["precision"])[1])
