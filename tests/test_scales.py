@@ -256,3 +256,23 @@ def test_eight_schools_against_independent_fit():
 def test_bad_input(call, match):
     with fg.Model("bad"), pytest.raises(fg.ModelError, match=match):
         call()
+
+
+# ------------------------------------------------------------------------------------ eight-schools demo
+def test_eight_schools_demo():
+    """The demo runs on the stored NUTS/ADVI reference.  What holds (and is asserted): the library's
+    mean-field fit is closer to NUTS than PyMC's mean-field ADVI on μ and on every θ_j, its ELBO is higher
+    than ADVI's, and on τ (where both mean-field fits sit near 6 against NUTS's 3.6: the funnel) it is within
+    0.05 NUTS-sd of ADVI's.  The issue's criterion, largest |Δmean|/sd over all of them no larger than ADVI's,
+    is NOT met: it is decided by τ, where the Gamma-over-τ⁻² mean field lands 0.02 sd further than ADVI's
+    log-normal one.  NUTS itself agrees with the exact quadrature posterior."""
+    from demos.eight_schools import main, score
+
+    out = main(small=True)
+    assert out["result"].converged
+    g, h = out["gaps_fg"], out["gaps_advi"]
+    assert all(g[k] < h[k] for k in g if k != "tau")
+    assert g["tau"] < h["tau"] + 0.05
+    assert out["result"].elbo > out["advi"]["final_elbo_mean_last_1000"]
+    assert score(out["exact"], out["nuts"])[0] < 0.02  # 100 000 NUTS draws: Monte Carlo error ≈ 0.01 sd
+    assert out["result"].elbo < out["exact"]["log_evidence"]
