@@ -287,7 +287,7 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
     model = current_model(f"mv_gaussian {name!r}")
     model.check_name(name)
     if sd is not None:
-        precision = checks.sd_as_precision(sd, precision, covariance, name)
+        precision = checks.sd_as_precision(sd, precision, covariance, name, "covariance")
     elif precision is None:
         precision = 1.0
     vplates = _plates(model, plates, name)

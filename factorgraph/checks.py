@@ -152,12 +152,12 @@ def precision_matrix(value: np.ndarray, what: str) -> np.ndarray:
     return value
 
 
-def sd_as_precision(sd: Any, precision: Any, variance: Any, name: str) -> Any:
+def sd_as_precision(sd: Any, precision: Any, variance: Any, name: str, variance_name: str = "variance") -> Any:
     """The precision that ``sd=`` stands for: 1/sd² for a positive constant, the variable itself for a
     scale made by fg.half_normal, fg.half_cauchy, fg.half_student_t or fg.exponential (which is a Gamma over
     the precision σ⁻²), or such a scale gated (``sigma[z]``)."""
     if precision is not None or variance is not None:
-        other = "precision" if precision is not None else "variance"
+        other = "precision" if precision is not None else variance_name
         given = precision if precision is not None else variance
         raise ModelError(f"{name!r}: give sd= or {other}=, not both (got sd={_describe(sd)} and "
                          f"{other}={_describe(given)})")

@@ -276,3 +276,28 @@ def test_eight_schools_demo():
     assert out["result"].elbo > out["advi"]["final_elbo_mean_last_1000"]
     assert score(out["exact"], out["nuts"])[0] < 0.02  # 100 000 NUTS draws: Monte Carlo error ≈ 0.01 sd
     assert out["result"].elbo < out["exact"]["log_evidence"]
+
+
+def test_sd_on_mv_gaussian_and_constant_sd():
+    """sd= on mv_gaussian: a plated scale gives ARD precisions σ_d⁻²; a constant sd equals precision=sd⁻²."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 3))
+    y = X @ np.array([1.0, 0.0, -2.0]) + 0.5 * rng.normal(size=60)
+    with fg.Model("ard") as m:
+        n, d = fg.plate("n", 60), fg.plate("d", 3)
+        s = fg.half_cauchy("s", scale=1.0, plates=[d])
+        w = fg.mv_gaussian("w", sd=s)
+        fg.gaussian("y", mean=fg.inner(X, w, plates=[n]), sd=0.5, plates=[n], observed=y)
+    r = fg.infer(m, fg.NCVMP())
+    assert r.posterior("s").batch_shape == (3,)
+    np.testing.assert_allclose(r.posterior("w").mean(), [1.0, 0.0, -2.0], atol=0.2)
+    fits = []
+    for kw in ({"sd": 0.5}, {"precision": 4.0}):
+        with fg.Model("c") as m:
+            n = fg.plate("n", 60)
+            mu = fg.gaussian("mu", 0.0, 0.01)
+            fg.gaussian("y", mean=mu, plates=[n], observed=y, **kw)
+        fits.append(fg.infer(m))
+    assert fits[0].elbo == fits[1].elbo
+    with fg.Model("bad"), pytest.raises(fg.ModelError, match=r"'v': give sd= or covariance=, not both"):
+        fg.mv_gaussian("v", sd=1.0, covariance=2.0, dim=2)
