@@ -15,8 +15,8 @@ from .gamma import Gamma
 from .gaussian import Gaussian
 from .gaussian_gamma import GaussianGamma
 from .gaussian_mixture import GaussianMixture
-from .multinomial import Multinomial
 from .inverse_sqrt_gamma import InverseSqrtGamma
+from .multinomial import Multinomial
 from .mv_gaussian import MvGaussian
 from .point_mass import PointMass
 from .poisson import Poisson
