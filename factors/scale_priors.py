@@ -8,7 +8,7 @@ The last term is conjugate to the Gamma; the first is not, and runs under NCVMP 
 with q(τ) = Gamma(a, b), the message is the gradient of S = E_q[log f] with respect to the mean parameters
 (E[τ], E[log τ]), i.e. the coefficients of the least-squares fit of log f by α τ + β log τ + const under q.
 E_q and the message come from a quadrature kernel in log τ (:mod:`.kernels.scale_quadrature`), accurate to
-about 1e-12, so the evidence term is exact (not a bound).  Priors (``params["prior"]``):
+1e-10 or better, so the evidence term is exact (not a bound).  Priors (``params["prior"]``):
 
 * ``"half_t"``: half-Student-t with ``dof`` ν and ``scale`` s (half-Cauchy: ν = 1),
   log p(σ) = log 2 + log Γ((ν+1)/2) − log Γ(ν/2) − ½ log(νπ) − log s − (ν+1)/2 · log(1 + σ²/(ν s²));
