@@ -16,6 +16,9 @@ scale σ (optionally plated).  Use it as the ``sd=`` of a Gaussian::
 Internally the variable is a Gamma over the precision σ⁻², so every Gaussian factor that uses it stays
 conjugate; the prior's own term is non-conjugate and runs under NCVMP (Knowles & Minka 2011) with an exact
 quadrature of its expected log density (see ``factors.scale_priors``).  The evidence stays a lower bound.
+
+A uniform(0, U) prior on σ is not offered: under any Gamma posterior over σ⁻² the expected log prior is −∞
+(the Gamma puts mass on σ > U), so it would need a truncated-Gamma posterior, which the library lacks.
 """
 
 from __future__ import annotations
