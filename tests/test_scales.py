@@ -301,3 +301,17 @@ def test_sd_on_mv_gaussian_and_constant_sd():
     assert fits[0].elbo == fits[1].elbo
     with fg.Model("bad"), pytest.raises(fg.ModelError, match=r"'v': give sd= or covariance=, not both"):
         fg.mv_gaussian("v", sd=1.0, covariance=2.0, dim=2)
+
+
+def test_gated_scale():
+    """sd=s[z]: a scale mixture (two noise levels) recovers both scales."""
+    rng = np.random.default_rng(0)
+    y = np.r_[rng.normal(0, 0.3, 60), rng.normal(0, 3.0, 60)]
+    with fg.Model("scale mixture") as m:
+        n, k = fg.plate("n", 120), fg.plate("k", 2)
+        s = fg.half_cauchy("s", scale=1.0, plates=[k])
+        z = fg.categorical("z", probs=[0.5, 0.5], plates=[n], categories=k)
+        fg.gaussian("y", 0.0, sd=s[z], plates=[n], observed=y)
+    r = fg.infer(m, fg.NCVMP())
+    assert r.converged
+    np.testing.assert_allclose(np.sort(r.posterior("s").mean()), [0.3, 3.0], rtol=0.15)
