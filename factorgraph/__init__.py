@@ -28,6 +28,7 @@ from .builders import (
     mv_gaussian,
     plate,
 )
+from .convergence import ConvergenceWarning
 from .counts import binomial, binomial_logit, multinomial, multinomial_softmax, poisson, poisson_log
 from .expressions import inner, select
 from .indexing import index
@@ -67,3 +68,4 @@ __all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "
            "approximate", "models", "AIKL", "BVI", "index",
            "binomial", "binomial_logit", "multinomial", "multinomial_softmax", "poisson", "poisson_log"]
 __all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t"]
+__all__ += ["ConvergenceWarning"]

@@ -108,7 +108,22 @@ class FactorType:
         have = sorted(f"{e}/{a}/{m}" for e, a, m in self._rules)
         raise RuleNotFound(
             f"factor {self.name}: no rule for edge {edge!r} under algorithm {algorithm!r} with method "
-            f"{method!r}. Registered rules (edge/algorithm/method): {', '.join(have) or 'none'}")
+            f"{method!r}{self._fix(edge, algorithm, method)}. Registered rules (edge/algorithm/method): "
+            f"{', '.join(have) or 'none'}")
+
+    def _fix(self, edge: str, algorithm: str, method: str) -> str:
+        """What to do instead: the algorithm that has the rule, or the methods that have one."""
+        algs = [a for a in ALGORITHMS if a != algorithm and (edge, a, method) in self._rules]
+        if algs:
+            return ": use " + " or ".join(f"fg.{a.upper()}()" for a in algs)
+        usable, alg = [], algorithm
+        while alg:  # the algorithms whose rules this one may use
+            usable.append(alg)
+            alg = FALLBACK.get(alg)
+        methods = sorted({m for e, a, m in self._rules if e == edge and a in usable})
+        if methods:
+            return f": methods with a rule for {edge!r} under {algorithm!r}: {', '.join(methods)}"
+        return ""
 
     def get_evidence(self, method: str = "default") -> tuple[Callable[[Moments, dict], np.ndarray], str]:
         try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from factorgraph.nodes import ModelError
 
 
@@ -33,25 +35,40 @@ class NCVMP:
 
     A non-conjugate factor sends φ = C(θ)⁻¹ ∂S/∂θ, the gradient of S = E_q[log f] with respect to
     the target's mean parameters; a conjugate factor's message is its VMP message (Theorem 2).
-    Fixed points are stationary points of the ELBO, but an update may lower it: ``damping``
-    (η_sent = (1 − α)η_new + αη_previous) leaves the fixed points unchanged and usually restores
-    convergence, and ``backtracking=True`` undoes any sweep that lowers the ELBO and raises the
-    damping of the non-conjugate factors (α ← (1 + α)/2) until it does not, so the ELBO never
-    decreases (the result says how far damping was raised).
+    Fixed points are stationary points of the ELBO, but an undamped update may lower it, and may
+    oscillate for ever (a 2-cycle between two ELBOs).  Damping, η_sent = (1 − α)η_new + αη_previous,
+    leaves the fixed points unchanged; with it an update is a natural-gradient step of length 1 − α on
+    the ELBO, which rises for a short enough step.
+
+    By default (``backtracking="adaptive"``) the engine undoes any sweep that lowers the ELBO (by more
+    than round-off and the Monte Carlo error of handled blocks), raises the damping of the unclaimed
+    non-conjugate factors (α ← (1 + α)/2) and retries, so the ELBO never decreases; after 3 accepted
+    sweeps in a row it lowers the damping again (α ← 2α − 1, never below ``damping``), so a fit that
+    needed heavy damping once does not crawl for the rest of the run.  ``backtracking=True`` raises
+    the damping the same way but never lowers it; ``backtracking=False`` runs plain NCVMP (the ELBO
+    may fall or cycle; a run that ends unconverged still warns).  If the ELBO keeps falling with the
+    damping at 1, the run stops at the last accepted state with a ``fg.ConvergenceWarning``.  The
+    result's notes say how far the damping was raised.
 
     Parameters
     ----------
     damping
-        Global damping α ∈ [0, 1) (per-factor values go to ``fg.infer(damping={...})``).
+        Initial (and minimum) global damping α ∈ [0, 1) (per-factor values go to
+        ``fg.infer(damping={...})``).
     backtracking
-        Enforce a non-decreasing ELBO as described above.
+        ``"adaptive"`` (default), ``True`` or ``False``, as described above.
     """
 
     damping: float = 0.0
-    backtracking: bool = False
+    backtracking: bool | str = "adaptive"
     name = "ncvmp"
     monotone = False
 
     def __post_init__(self) -> None:
         if not (isinstance(self.damping, int | float) and 0.0 <= self.damping < 1.0):
             raise ModelError(f"NCVMP: damping must lie in [0, 1), got {self.damping!r}")
+        if isinstance(self.backtracking, np.bool_):
+            object.__setattr__(self, "backtracking", bool(self.backtracking))
+        if not (isinstance(self.backtracking, bool) or (isinstance(self.backtracking, str)
+                                                       and self.backtracking == "adaptive")):
+            raise ModelError(f"NCVMP: backtracking must be 'adaptive', True or False, got {self.backtracking!r}")

@@ -22,6 +22,10 @@ from factors.mv_gaussian import MV_GAUSSIAN_FIXED
 from factors.normal_gamma import NORMAL_GAMMA
 
 
+class MissingRule(ModelError):
+    """A factor has no message rule under the chosen algorithm (the message names the fix)."""
+
+
 @dataclass(eq=False)
 class CFactor:
     """A factor instance ready to run: plates as global indices, rules resolved per edge."""
@@ -303,7 +307,7 @@ def _compile_factor(f: FactorNode, algorithm, model, handled: set[str] = frozens
             try:
                 rules[edge] = f.ftype.get_rule(edge, algorithm.name, f.method)
             except RuleNotFound as e:
-                raise ModelError(f"{f.name}: {e}") from None
+                raise MissingRule(f"{f.name}: {e}") from None
             if algorithm.name == "ncvmp" and (edge, f.method) in f.ftype.initial_rules:
                 initial[edge] = f.ftype.initial_rules[(edge, f.method)]
     try:

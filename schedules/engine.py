@@ -67,6 +67,8 @@ class Engine:
         # backtracking damps a retried sweep toward the messages of the last accepted one
         self._keep_last = bool(getattr(c.algorithm, "backtracking", False))
         self.max_change = 0.0
+        self.changes: dict[str, float] = {}  # variable -> its max relative change of η in the current sweep
+        self.raised: dict[str, float] = {}  # factor -> the highest damping backtracking raised it to
         self.trace: list[float] = []
         self.block: dict[str, Any] = {}  # handled variable -> its handler's last BlockFit
         self.joint: dict[str, Any] = {}  # class-plated handled variable -> joint q over all its weights
@@ -269,6 +271,7 @@ class Engine:
             change = max(float(np.max(np.abs(a - b) / (1.0 + np.abs(b)), initial=0.0))
                          for a, b in zip(new_p, old_p, strict=True))
             self.max_change = max(self.max_change, change)
+            self.changes[v.name] = max(self.changes.get(v.name, 0.0), change)
         self.q[v.name] = q
         self.stats[v.name] = s
         self.version[v.name] = self.version.get(v.name, 0) + 1
@@ -367,8 +370,15 @@ class Engine:
         for f in self.c.factors:
             if not f.node.ftype.conjugate and f.damping < 1.0 - 1e-10:
                 f.damping = 0.5 * (1.0 + f.damping)
+                self.raised[f.name] = max(self.raised.get(f.name, 0.0), f.damping)
                 raised = True
         return raised
+
+    def relax_damping(self) -> None:
+        """Undo one ``raise_damping`` step (α ← 2α − 1), never below each factor's initial damping."""
+        for f in self.c.factors:
+            if f.damping > f.initial_damping:
+                f.damping = max(f.initial_damping, 2.0 * f.damping - 1.0)
 
     # ------------------------------------------------------------------------------ evidence
     def elbo_terms(self) -> tuple[float, float]:
@@ -421,6 +431,7 @@ class Engine:
                     q = _default_init(v)
                 self.set_posterior(v, q)
         self.max_change = 0.0
+        self.changes = {}
 
     def _prior_natural(self, v: Variable, prior: CFactor) -> tuple:
         zero = v.family._zero_natural(v.shape, v.event_shape)
@@ -506,16 +517,27 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
     # (factors.data_products.row_threads), which sleep between passes.
     kernels = any(not f.node.ftype.conjugate and f.claimed_by is None for f in c.factors)
     with _one_thread_blas() if kernels else nullcontext(), row_threads() if kernels else nullcontext():
-        it, converged = _iterate(c, eng, trace, max_iter, tol, param_tol, callbacks, progress, single_block,
-                                          warnings)
+        it, converged, reason = _iterate(c, eng, trace, max_iter, tol, param_tol, callbacks, progress,
+                                         single_block, warnings)
     if progress:
         print(file=sys.stderr)
-    raised = {f.name: f.damping for f in c.factors if f.damping > f.initial_damping}
-    if raised:
-        notes.append(f"backtracking raised damping to {raised}")
+    if eng.raised:
+        final = {f.name: f.damping for f in c.factors if f.name in eng.raised}
+        notes.append(f"backtracking raised damping to {eng.raised}" + (
+            f" (at the end: {final})" if final != eng.raised else ""))
+    unconverged = []
+    if not converged:
+        unconverged.append(_unconverged_text(c, eng, trace, it, reason, tol, param_tol))
+    for name, fit in eng.block.items():
+        if fit.info.get("converged") is False:
+            converged = False
+            unconverged.append(f"{c.model.name}: the last fit of {name!r} by {c.handlers[name]!r} did not converge "
+                               f"(its optimiser stopped after {fit.info.get('iterations', '?')} iterations); "
+                               f"{name!r} has not settled")
+    warnings += unconverged
     elapsed = time.perf_counter() - t0
     return {"engine": eng, "elbo_trace": np.array(trace), "n_iter": it, "converged": converged,
-            "time": elapsed, "warnings": warnings, "notes": notes}
+            "time": elapsed, "warnings": warnings, "notes": notes, "unconverged": unconverged}
 
 
 @cache
@@ -528,22 +550,50 @@ def _one_thread_blas():
     return _blas_pools().limit(limits=1, user_api="blas")
 
 
+# adaptive backtracking: after this many accepted sweeps in a row, undo one step of raised damping
+_RELAX_AFTER = 3
+
+
 def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | None, param_tol: float | None,
-             callbacks: list, progress: bool, single_block: bool, warnings: list[str]) -> tuple[int, bool]:
-    """The sweeps of ``run``: (iterations, converged)."""
+             callbacks: list, progress: bool, single_block: bool, warnings: list[str]) -> tuple[int, bool, str]:
+    """The sweeps of ``run``: (iterations, converged, why it stopped if not converged).
+
+    Under NCVMP's backtracking (``True``, or ``"adaptive"``, the default) a sweep that lowers the ELBO by
+    more than round-off (and the Monte Carlo noise of handled blocks) is undone and retried with the damping
+    of the unclaimed non-conjugate factors raised (α ← (1 + α)/2).  ``"adaptive"`` lowers it again
+    (α ← 2α − 1, never below the initial damping) after ``_RELAX_AFTER`` accepted sweeps in a row; if the
+    lower damping fails (the ELBO falls, or, near a fixed point where the ELBO is flat, the parameter changes
+    grow in two sweeps running: an unstable update) the damping goes back up and the next attempt waits
+    twice as long.
+    """
     converged = gave_up = False
-    backtrack = getattr(c.algorithm, "backtracking", False)
+    reason = ""
+    mode = getattr(c.algorithm, "backtracking", False)
+    damped = any(not f.node.ftype.conjugate and f.claimed_by is None for f in c.factors)
+    # adaptive backtracking acts only through the damping of unclaimed non-conjugate factors
+    guard = mode is True or (mode == "adaptive" and damped)
+    streak, need, probe = 0, _RELAX_AFTER, 0  # probe: sweeps left to watch a lowered damping
+    changes: list[float] = []
     it = 0
     for it in range(1, max_iter + 1):
-        snapshot = eng.snapshot() if backtrack and trace else None
+        snapshot = eng.snapshot() if guard and trace else None
+        retried = False
         while True:
             eng.max_change = 0.0
+            eng.changes = {}
             for v in c.order:
                 eng.update(v)
             L = eng.elbo()
-            if snapshot is None or L >= trace[-1] - 1e-12 * max(1.0, abs(L)):
+            if snapshot is None:
                 break
+            noise = float(np.sqrt(sum(fit.site_se**2 for fit in eng.block.values())))
+            if L >= trace[-1] - 1e-12 * max(1.0, abs(L)) - 3.0 * noise:
+                break
+            retried = True
             if not eng.raise_damping():
+                reason = (f"backtracking could not stop the ELBO from decreasing at iteration {it} (it fell to "
+                          f"{L:.10g} from {trace[-1]:.10g} with the damping of every non-conjugate factor at 1); "
+                          "stopped at the last accepted state")
                 warnings.append(f"iteration {it}: backtracking could not stop the ELBO from decreasing; "
                                 "stopped at the last accepted state")
                 eng.restore(snapshot)
@@ -552,24 +602,71 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
             eng.restore(snapshot)
         if gave_up:
             break
+        if mode == "adaptive" and snapshot is not None:
+            changes.append(eng.max_change)
+            if probe and (retried or changes[-1] > changes[-2] > changes[-3]):
+                if not retried:
+                    eng.raise_damping()  # the lowered damping is unstable: back up, without undoing the sweep
+                need, probe = 2 * need, 0
+            elif probe:
+                probe = probe - 1
+            streak = 0 if retried else streak + 1
+            if streak >= need and eng.raised and any(f.damping > f.initial_damping for f in c.factors):
+                eng.relax_damping()
+                streak, probe = 0, need
+                changes = [np.inf, np.inf, eng.max_change]
         if trace and c.algorithm.monotone and L < trace[-1] - 1e-9 * max(1.0, abs(L)):
             warnings.append(f"iteration {it}: the ELBO decreased by {trace[-1] - L:.3g}")
         delta = abs(L - trace[-1]) if trace else np.inf
         trace.append(L)
         if progress:
             print(f"\r{c.model.name}: iteration {it:4d}  ELBO {L: .10g}", end="", file=sys.stderr)
-        stop = False
+        stop = said_converged = False
         for cb in callbacks:
-            stop = bool(cb(it, L, eng)) or stop
+            answer = cb(it, L, eng)
+            if isinstance(answer, str) and answer == "converged":
+                said_converged = True
+            stop = bool(answer) or stop
         if tol is not None and delta <= tol * max(abs(L), 1e-300):
             converged = True
-        if param_tol is not None and it > 1 and eng.max_change <= param_tol:
+        # a damped update moves q only the undamped share (1 − α) of the way: judge the full step
+        share = min((1.0 - f.damping for f in c.factors if f.damping > 0.0 and f.claimed_by is None), default=1.0)
+        if param_tol is not None and it > 1 and eng.max_change <= param_tol * share:
             converged = True
-        if single_block:
+        if single_block or said_converged:
             converged = True
-        if converged or stop:
+        if converged:
             break
-    return it, converged
+        if stop:
+            reason = f"a callback stopped the run at iteration {it}"
+            break
+    else:
+        reason = f"max_iter reached: {max_iter} sweeps"
+    return it, converged, reason
+
+
+def _unconverged_text(c: Compiled, eng: Engine, trace: list, it: int, reason: str, tol: float | None,
+                      param_tol: float | None) -> str:
+    """The ConvergenceWarning of a run that stopped unconverged: why, and which variables had not settled."""
+    from factorgraph.convergence import oscillation, unsettled
+
+    text = f"{c.model.name}: not converged ({reason})"
+    if eng.changes:
+        threshold = param_tol if param_tol is not None else 1e-8
+        text += ("; not settled (max relative change of the natural parameters in the last sweep): "
+                 + unsettled(eng.changes, threshold))
+    if len(trace) > 1:
+        text += f"; last ELBO change {trace[-1] - trace[-2]:.3g}"
+        if tol is not None:
+            text += f" (tol {tol:.3g}·|ELBO|)"
+    cycle = oscillation(trace)
+    if cycle:
+        text += "; " + cycle
+    if c.algorithm.name == "ncvmp" and not getattr(c.algorithm, "backtracking", False):
+        text += "; try fg.NCVMP() (adaptive backtracking), damping= or a larger max_iter"
+    else:
+        text += "; try a larger max_iter" + (" or damping=" if c.algorithm.name == "ncvmp" else "")
+    return text
 
 
 __all__ = ["Engine", "InferenceError", "run", "GaussianGamma"]

@@ -8,12 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from factorgraph import convergence
 from factorgraph.model import Model
 from factorgraph.nodes import ModelError
 from factorgraph.results import Result, combine_kinds
 
-from .algorithms import VMP
-from .compiled import compile_model
+from .algorithms import NCVMP, VMP
+from .compiled import MissingRule, compile_model
 from .engine import run
 
 _AUTO = object()
@@ -31,7 +32,10 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     model
         An ``fg.Model``.
     algorithm
-        ``fg.VMP()`` (default).
+        ``fg.VMP()`` or ``fg.NCVMP()``.  By default (None) VMP when every factor has a VMP message rule
+        (conjugate factors, and the quadratic bounds of the logistic and softmax factors), NCVMP
+        otherwise (non-conjugate factors that no global handler claims); ``Result.algorithm`` and a
+        note say which ran and why.
     max_iter
         Maximum number of sweeps over the schedule.
     tol
@@ -69,7 +73,10 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     """
     if not isinstance(model, Model):
         raise ModelError(f"infer needs an fg.Model, got {type(model).__name__}")
-    algorithm = algorithm or VMP()
+    c = chosen = None
+    t0 = time.perf_counter()
+    if algorithm is None:
+        algorithm, c, chosen = _choose_algorithm(model, schedule, init, damping, handlers)
     if not hasattr(algorithm, "name") or algorithm.name not in ("vmp", "ncvmp"):
         raise ModelError(f"algorithm must be fg.VMP() or fg.NCVMP(), got {algorithm!r}")
     monotone = getattr(algorithm, "monotone", True)
@@ -84,8 +91,8 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         raise ModelError(f"schedule names a variable twice: {list(schedule)}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
         raise ModelError(f"max_iter must be a positive integer, got {max_iter!r}")
-    t0 = time.perf_counter()
-    c = compile_model(model, algorithm, schedule, init, damping, handlers)
+    if c is None:
+        c = compile_model(model, algorithm, schedule, init, damping, handlers)
     compile_time = time.perf_counter() - t0
     warm = []
     for name in warmup:
@@ -101,7 +108,7 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         fit.kind for name, fit in eng.block.items() if c.claimed[name]}
     kind = combine_kinds(kinds)
     elbo_se = float(np.sqrt(sum(fit.site_se**2 for fit in eng.block.values())))
-    notes = list(out["notes"])
+    notes = ([chosen] if chosen else []) + list(out["notes"])
     if any(f.params.get("logdet", 0) is None for f in c.factors):
         notes.append("an improper flat prior contributes no evidence term: the evidence is defined up to a constant")
     clipped = {f.name: f.params["state"]["clipped"] for f in c.factors if f.params["state"].get("clipped")}
@@ -121,4 +128,18 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     result.joint.update(eng.joint)
     result.hyper.update(hyper)
     result.scales.update(n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.is_latent)
+    for text in out["unconverged"]:
+        convergence.warn(text)
     return result
+
+
+def _choose_algorithm(model: Model, schedule, init, damping, handlers) -> tuple[Any, Any, str]:
+    """VMP if every factor has a VMP rule, else NCVMP: (algorithm, its compiled model, a note saying why)."""
+    try:
+        return VMP(), compile_model(model, VMP(), schedule, init, damping, handlers), ""
+    except MissingRule as e:
+        c = compile_model(model, NCVMP(), schedule, init, damping, handlers)
+        lacking = sorted({f.name for f in c.factors if not f.node.ftype.conjugate and f.claimed_by is None})
+        why = str(e).split(":")[0]
+        return NCVMP(), c, (f"algorithm: fg.NCVMP() (chosen by default: {why} has no VMP rule for its method; "
+                            f"non-conjugate factors: {lacking})")
