@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from collections.abc import Mapping, Sequence
 
@@ -43,9 +45,17 @@ def oscillation(trace: Sequence[float]) -> str:
     return ""
 
 
-def warn(text: str, stacklevel: int = 2) -> None:
-    """Emit ``text`` as a ``ConvergenceWarning`` attributed to the caller's caller."""
-    warnings.warn(text, ConvergenceWarning, stacklevel=stacklevel + 1)
+# the library's packages: a warning is attributed to the first frame outside them (the user's call)
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_LIBRARY = tuple(os.path.join(_ROOT, p) + os.sep for p in ("factorgraph", "schedules", "factors", "distributions"))
+
+
+def warn(text: str) -> None:
+    """Emit ``text`` as a ``ConvergenceWarning`` attributed to the user's line that called the library."""
+    level, frame = 1, sys._getframe(0)
+    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(text, ConvergenceWarning, stacklevel=level)
 
 
 __all__ = ["ConvergenceWarning", "oscillation", "unsettled", "warn"]

@@ -87,9 +87,8 @@ def linear_regression(X: Any, y: Any, ard: bool = False, a0: float = 1e-2, b0: f
     # the constant part of L (eq. 22/33), which the author's stopping rule leaves out
     const = (-0.5 * N * np.log(2 * np.pi) + 0.5 * D - gammaln(a0) + a0 * np.log(b0)
              + n_alpha * (-gammaln(c0) + c0 * np.log(d0)))
-    r = infer(m, schedule=["w", "alpha"], max_iter=max_iter, tol=None, callbacks=[_author_stop(const, False)])
-    r.converged = r.n_iter < max_iter
-    return r
+    return infer(m, schedule=["w", "alpha"], max_iter=max_iter, tol=None, param_tol=None,
+                 callbacks=[_author_stop(const, False)])
 
 
 def linear_predictive(result: Result, X_new: Any) -> StudentT:
@@ -156,17 +155,15 @@ def logistic_regression(X: Any, y: Any, ard: bool = False, a0: float = 1e-2, b0:
     ``method="quadrature"`` or ``"tilted"`` the same model runs under NCVMP to its fixed point.
     Labels may be {−1, +1}, {0, 1} or bool.
     """
-    from schedules import NCVMP, infer
+    from schedules import NCVMP, VMP, infer
 
     m = logistic_regression_model(X, y, ard, a0, b0, method)
     if method != "quadratic":
         return infer(m, algorithm=infer_options.pop("algorithm", NCVMP()), max_iter=max_iter, **infer_options)
     D = np.shape(X)[1]
     const = (D if ard else 1) * (-gammaln(a0) + a0 * np.log(b0))
-    r = infer(m, schedule=["alpha", "w"], warmup=["w", "alpha"], max_iter=max_iter, tol=None, param_tol=None,
-              callbacks=[_author_stop(const, stop_on_decrease=True)])
-    r.converged = r.n_iter < max_iter
-    return r
+    return infer(m, VMP(), schedule=["alpha", "w"], warmup=["w", "alpha"], max_iter=max_iter, tol=None,
+                 param_tol=None, callbacks=[_author_stop(const, stop_on_decrease=True)])
 
 
 def _author_stop(const: float, stop_on_decrease: bool):
@@ -177,7 +174,7 @@ def _author_stop(const: float, stop_on_decrease: bool):
         if len(engine.trace) < 2:
             return False
         prev, L = engine.trace[-2] - const, elbo - const
-        return (stop_on_decrease and prev > L) or abs(prev - L) < abs(1e-5 * L)
+        return "converged" if (stop_on_decrease and prev > L) or abs(prev - L) < abs(1e-5 * L) else None
 
     return stop
 

@@ -641,7 +641,12 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
             reason = f"a callback stopped the run at iteration {it}"
             break
     else:
-        reason = f"max_iter reached: {max_iter} sweeps"
+        # with no stopping rule (tol and param_tol None) the run is a fixed number of sweeps: it converged if
+        # the last one moved no natural parameter by more than 1e-8 relative (the full, undamped step)
+        if tol is None and param_tol is None and it > 1 and eng.max_change <= 1e-8 * share:
+            converged = True
+        else:
+            reason = f"max_iter reached: {max_iter} sweeps"
     return it, converged, reason
 
 

@@ -10,11 +10,12 @@ import numpy as np
 
 from factorgraph import convergence
 from factorgraph.model import Model
-from factorgraph.nodes import ModelError
+from factorgraph.nodes import Deterministic, Gate, ModelError, Variable
 from factorgraph.results import Result, combine_kinds
+from factors.base import RuleNotFound
 
 from .algorithms import NCVMP, VMP
-from .compiled import MissingRule, compile_model
+from .compiled import _feeds_handler, _needs_messages, compile_model
 from .engine import run
 
 _AUTO = object()
@@ -37,7 +38,12 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         otherwise (non-conjugate factors that no global handler claims); ``Result.algorithm`` and a
         note say which ran and why.
     max_iter
-        Maximum number of sweeps over the schedule.
+        Maximum number of sweeps over the schedule.  A run that stops before its stopping rule is met
+        (``max_iter`` reached, backtracking given up, a handler's optimiser not converged, a callback)
+        has ``converged=False`` and emits a ``fg.ConvergenceWarning`` naming the variables that had not
+        settled; the same text is in ``Result.warnings``.  With ``tol`` and ``param_tol`` both None the
+        run is ``max_iter`` sweeps, and converged if the last one changed no natural parameter by more
+        than 1e-8 (relative).
     tol
         Stop when the ELBO changes by at most ``tol·|ELBO|`` between sweeps (None: never).
         Default: 1e-9 under VMP (1e-6 with handlers), None under NCVMP (whose ELBO need not be
@@ -63,7 +69,9 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         messages around it (its messages form the block's prior; q(w)'s moments flow back).  A handler
         built with ``learn=`` also learns the block's hyperparameters: ``Result.hyperparameters(name)``.
     callbacks
-        Functions ``cb(iteration, elbo, engine)`` called after each sweep; a true return stops.
+        Functions ``cb(iteration, elbo, engine)`` called after each sweep; a true return stops the run
+        (unconverged, with a ``ConvergenceWarning``), except the string ``"converged"``, which stops it
+        as converged (your own stopping rule).
         ``engine.trace`` holds the ELBO history, ending with the current value.
     progress
         Print the iteration and the ELBO to stderr.
@@ -73,10 +81,9 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     """
     if not isinstance(model, Model):
         raise ModelError(f"infer needs an fg.Model, got {type(model).__name__}")
-    c = chosen = None
-    t0 = time.perf_counter()
+    chosen = ""
     if algorithm is None:
-        algorithm, c, chosen = _choose_algorithm(model, schedule, init, damping, handlers)
+        algorithm, chosen = _default_algorithm(model, handlers)
     if not hasattr(algorithm, "name") or algorithm.name not in ("vmp", "ncvmp"):
         raise ModelError(f"algorithm must be fg.VMP() or fg.NCVMP(), got {algorithm!r}")
     monotone = getattr(algorithm, "monotone", True)
@@ -91,8 +98,8 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         raise ModelError(f"schedule names a variable twice: {list(schedule)}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
         raise ModelError(f"max_iter must be a positive integer, got {max_iter!r}")
-    if c is None:
-        c = compile_model(model, algorithm, schedule, init, damping, handlers)
+    t0 = time.perf_counter()
+    c = compile_model(model, algorithm, schedule, init, damping, handlers)
     compile_time = time.perf_counter() - t0
     warm = []
     for name in warmup:
@@ -133,13 +140,21 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     return result
 
 
-def _choose_algorithm(model: Model, schedule, init, damping, handlers) -> tuple[Any, Any, str]:
-    """VMP if every factor has a VMP rule, else NCVMP: (algorithm, its compiled model, a note saying why)."""
-    try:
-        return VMP(), compile_model(model, VMP(), schedule, init, damping, handlers), ""
-    except MissingRule as e:
-        c = compile_model(model, NCVMP(), schedule, init, damping, handlers)
-        lacking = sorted({f.name for f in c.factors if not f.node.ftype.conjugate and f.claimed_by is None})
-        why = str(e).split(":")[0]
-        return NCVMP(), c, (f"algorithm: fg.NCVMP() (chosen by default: {why} has no VMP rule for its method; "
-                            f"non-conjugate factors: {lacking})")
+def _default_algorithm(model: Model, handlers: Any) -> tuple[Any, str]:
+    """VMP if every factor that sends messages has a VMP rule for its method, else NCVMP with a note why."""
+    handled = set(handlers) if isinstance(handlers, dict) else set()
+    lacking = []
+    for f in model.factors:
+        for edge, arg in f.edges.items():
+            target = arg.source if isinstance(arg, Gate) else arg
+            if (isinstance(target, Variable | Deterministic) and _needs_messages(target)
+                    and not _feeds_handler(target, handled, edge, f)):
+                try:
+                    f.ftype.get_rule(edge, "vmp", f.method)
+                except RuleNotFound:
+                    lacking.append(f"{f.name} (method {f.method!r})")
+                    break
+    if not lacking:
+        return VMP(), ""
+    return NCVMP(), (f"algorithm: fg.NCVMP(), chosen by default because these factors have no VMP rule: "
+                     f"{', '.join(lacking)}")

@@ -116,7 +116,8 @@ def test_elbo_never_decreases(name):
     assert np.all(np.isfinite(tr))
     drops = np.diff(tr)
     assert np.all(drops >= -1e-9 * np.maximum(1.0, np.abs(tr[1:]))), f"{name}: ELBO fell by {-drops.min():.3g}"
-    assert not r.warnings
+    assert not any("decreased" in w for w in r.warnings)
+    assert r.converged or "not converged" in r.warnings[-1]
 
 
 def test_batched_plates_equal_a_loop():
@@ -190,8 +191,11 @@ def test_init_and_schedule_are_respected():
     r = fg.infer(m, schedule=["tau", "mu"], max_iter=3, tol=None,
                  callbacks=[lambda it, L, eng: order.append(it)])
     assert r.n_iter == 3 and order == [1, 2, 3]
-    stop = fg.infer(m, callbacks=[lambda it, L, eng: it >= 2])
+    with pytest.warns(fg.ConvergenceWarning, match="a callback stopped the run at iteration 2"):
+        stop = fg.infer(m, callbacks=[lambda it, L, eng: it >= 2])
     assert stop.n_iter == 2 and not stop.converged
+    own = fg.infer(m, callbacks=[lambda it, L, eng: "converged" if it >= 2 else None])
+    assert own.n_iter == 2 and own.converged and not own.warnings
 
 
 def test_compare_table():
