@@ -62,33 +62,51 @@ def linear_regression_model(X: Any, y: Any, ard: bool = False, a0: float = 1e-2,
 
 def linear_regression(X: Any, y: Any, ard: bool = False, a0: float = 1e-2, b0: float = 1e-4,
                       c0: float = 1e-2, d0: float = 1e-4, *, tol: float | None = None,
-                      max_iter: int = 500) -> Result:
-    """Variational Bayesian linear regression, exactly as Drugowitsch (2014) §2.
+                      max_iter: int = 500, init: str = "auto") -> Result:
+    """Variational Bayesian linear regression, as Drugowitsch (2014) §2.
 
-    α starts at its prior mean c₀/d₀; each pass updates q(w, τ) and then q(α); by default the
-    passes stop when the bound changes by less than 0.001 % (measured, as in the author's code, on
-    the bound without its constant terms) or after 500 passes.  Give ``tol`` to iterate instead
-    until the relative change of the full bound is below ``tol`` (a converged fixed point).
+    Each pass updates q(w, τ) and then q(α); by default the passes stop when the bound changes by less
+    than 0.001 % (measured, as in the author's code, on the bound without its constant terms) or after
+    500 passes.  Give ``tol`` to iterate instead until the relative change of the full bound is below
+    ``tol`` (a converged fixed point).
+
+    Where q(α) starts (``init``):
+
+    * ``"reference"``: at its prior mean c₀/d₀, exactly the author's algorithm (VBLinLogit).  On inputs
+      far from unit scale (X·10⁻³) this start is a trap: α ≈ c₀/d₀ shrinks w to 0, the noise precision
+      explains the data, and the fit stops at w ≈ 0 with a poor bound;
+    * ``"data"``: at the data's scale, E[α] = (c₀/d₀)·s with s the mean square of the entries of X (of
+      each column, with ARD), the start the reference would have on inputs rescaled to unit mean square;
+    * ``"auto"`` (default): the reference start and, when s ≠ 1, the data start too; the fit with the
+      higher bound is returned (the reference one unless the other is higher by more than 10⁻⁴·|L| + 10⁻³,
+      more than the stopping rule leaves between two fits of one fixed point), and a note says which.
+      On inputs with unit mean square (standardised) this is the reference fit.
 
     Returns
     -------
     Result
         ``posterior("w")`` is the ``GaussianGamma`` q(w, τ): ``mean()`` is w_N,
         ``scale_matrix`` is V_N, ``shape`` a_N and ``rate`` b_N; ``posterior("alpha")`` is q(α);
-        ``elbo`` is the variational bound L (seed 004 eq. 22, or 33 with ARD).
+        ``elbo`` is the variational bound L (Drugowitsch 2014, eq. 22, or 33 with ARD).
     """
     m = linear_regression_model(X, y, ard, a0, b0, c0, d0)
     from schedules import infer  # the engine sits to the right of this package
 
-    if tol is not None:
-        return infer(m, schedule=["w", "alpha"], max_iter=max_iter, tol=tol)
+    scale = _input_scale(checks.constant(X, "X"), ard, init)
     N, D = np.shape(X)
     n_alpha = D if ard else 1
     # the constant part of L (eq. 22/33), which the author's stopping rule leaves out
     const = (-0.5 * N * np.log(2 * np.pi) + 0.5 * D - gammaln(a0) + a0 * np.log(b0)
              + n_alpha * (-gammaln(c0) + c0 * np.log(d0)))
-    return infer(m, schedule=["w", "alpha"], max_iter=max_iter, tol=None, param_tol=None,
-                 callbacks=[_author_stop(const, False)])
+
+    def fit(alpha0: Any) -> Result:
+        start = {} if alpha0 is None else {"alpha": alpha0}
+        if tol is not None:
+            return infer(m, schedule=["w", "alpha"], max_iter=max_iter, tol=tol, init=start)
+        return infer(m, schedule=["w", "alpha"], max_iter=max_iter, tol=None, param_tol=None, init=start,
+                     callbacks=[_author_stop(const, False)])
+
+    return _best_start(fit, init, scale, c0, d0, ard, D)
 
 
 def linear_predictive(result: Result, X_new: Any) -> StudentT:
@@ -144,26 +162,96 @@ def logistic_regression_model(X: Any, y: Any, ard: bool = False, a0: float = 1e-
 
 
 def logistic_regression(X: Any, y: Any, ard: bool = False, a0: float = 1e-2, b0: float = 1e-4,
-                        method: str = "quadratic", *, max_iter: int = 500, **infer_options: Any) -> Result:
+                        method: str = "quadratic", *, max_iter: int = 500, init: str = "auto",
+                        **infer_options: Any) -> Result:
     """Variational Bayesian logistic regression (Drugowitsch 2014 §3).
 
-    With ``method="quadratic"`` (the Jaakkola–Jordan bound) it follows the author's algorithm exactly:
-    q(w)q(α); ξ starts at 0 (λ = 1/8) and α at a₀/b₀; an initial pass fits q(w) then q(α) and gives the
-    initial bound; each pass then updates ξ (from the current q(w), inside the w update), α and w; it
-    stops when the bound, without its constant terms, changes by less than 0.001 % or decreases (the
-    decreased state is returned, as in the author's code), or after 500 passes.  With
-    ``method="quadrature"`` or ``"tilted"`` the same model runs under NCVMP to its fixed point.
-    Labels may be {−1, +1}, {0, 1} or bool.
+    With ``method="quadratic"`` (the Jaakkola–Jordan bound) and ``init="reference"`` it follows the
+    author's algorithm exactly: q(w)q(α); ξ starts at 0 (λ = 1/8) and α at a₀/b₀; an initial pass fits
+    q(w) then q(α) and gives the initial bound; each pass then updates ξ (from the current q(w), inside
+    the w update), α and w; it stops when the bound, without its constant terms, changes by less than
+    0.001 % or decreases (the decreased state is returned, as in the author's code), or after 500
+    passes.  With ``method="quadrature"`` or ``"tilted"`` the same model runs under NCVMP to its fixed
+    point (other options go to ``fg.infer``).  Labels may be {−1, +1}, {0, 1} or bool.
+
+    ``init`` says where q(α) starts, as in ``linear_regression``: ``"reference"`` at its prior mean
+    a₀/b₀ (on inputs scaled by 10⁻³ that start shrinks w to 0 and every prediction is ½), ``"data"`` at
+    (a₀/b₀)·s with s the mean square of the entries of X (of each column with ARD), ``"auto"`` (default)
+    both when s ≠ 1, keeping the fit with the higher bound (the reference one unless the other is
+    higher by more than 10⁻⁴·|L| + 10⁻³); a note says which.
     """
     from schedules import NCVMP, VMP, infer
 
     m = logistic_regression_model(X, y, ard, a0, b0, method)
-    if method != "quadratic":
-        return infer(m, algorithm=infer_options.pop("algorithm", NCVMP()), max_iter=max_iter, **infer_options)
     D = np.shape(X)[1]
+    scale = _input_scale(checks.constant(X, "X"), ard, init)
     const = (D if ard else 1) * (-gammaln(a0) + a0 * np.log(b0))
-    return infer(m, VMP(), schedule=["alpha", "w"], warmup=["w", "alpha"], max_iter=max_iter, tol=None,
-                 param_tol=None, callbacks=[_author_stop(const, stop_on_decrease=True)])
+    algorithm = infer_options.pop("algorithm", NCVMP())
+
+    def fit(alpha0: Any) -> Result:
+        start = {} if alpha0 is None else {"alpha": alpha0}
+        if method != "quadratic":
+            return infer(m, algorithm=algorithm, max_iter=max_iter, init=start, **infer_options)
+        return infer(m, VMP(), schedule=["alpha", "w"], warmup=["w", "alpha"], max_iter=max_iter, tol=None,
+                     param_tol=None, init=start, callbacks=[_author_stop(const, stop_on_decrease=True)])
+
+    return _best_start(fit, init, scale, a0, b0, ard, D)
+
+
+_STARTS = ("auto", "reference", "data")
+
+
+def _input_scale(Xa: np.ndarray, ard: bool, init: Any) -> Any:
+    """s: the mean square of the entries of X (per column with ARD; a zero or non-finite one counts as 1)."""
+    if not isinstance(init, str) or init not in _STARTS:
+        raise ModelError(f"init must be one of {list(_STARTS)}, got {init!r}")
+    with np.errstate(over="ignore"):
+        ms = np.mean(np.square(Xa), axis=0)
+    ms = np.where(np.isfinite(ms) & (ms > 0), ms, 1.0)
+    return ms if ard else float(np.mean(ms))
+
+
+def _best_start(fit: Any, init: str, scale: Any, shape: float, rate: float, ard: bool, D: int) -> Result:
+    """Fit from the start ``init`` asks for (see ``linear_regression``): ``fit(q_alpha0 or None)``."""
+    import warnings
+
+    from distributions import Gamma
+
+    from . import convergence
+
+    same = bool(np.allclose(scale, 1.0, rtol=1e-12, atol=0.0))
+    if init == "reference" or (init == "auto" and same):
+        return fit(None)
+    q0 = Gamma(shape=np.full(D if ard else (), shape), rate=rate / np.asarray(scale, float))
+    data_note = f"q(α) started at the data's scale, E[α] = (prior mean)·s with s = {_brief(scale)}"
+    if init == "data":
+        r = fit(q0)
+        r.notes.append(data_note)
+        return r
+    fits = []
+    for start in (None, q0):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fits.append((fit(start), caught))
+    (ref, ref_w), (alt, alt_w) = fits
+    better = alt.elbo > ref.elbo + 1e-4 * abs(ref.elbo) + 1e-3  # beyond the stopping rule's noise
+    r, caught = (alt, alt_w) if better else (ref, ref_w)
+    r.time = ref.time + alt.time
+    r.notes.append((data_note + f": bound {alt.elbo:.8g}, above {ref.elbo:.8g} from the prior mean (the "
+                    "reference start, init='reference'), which stopped at a worse fixed point") if better else
+                   (f"q(α) started at its prior mean (the reference start); a start at the data's scale "
+                    f"(s = {_brief(scale)}) reached {alt.elbo:.8g}, not higher than {ref.elbo:.8g}"))
+    for w in caught:
+        if issubclass(w.category, convergence.ConvergenceWarning):
+            convergence.warn(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return r
+
+
+def _brief(scale: Any) -> str:
+    a = np.asarray(scale, float)
+    return f"{float(a):.3g}" if a.ndim == 0 else f"[{a.min():.3g} … {a.max():.3g}] per column"
 
 
 def _author_stop(const: float, stop_on_decrease: bool):
