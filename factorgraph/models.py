@@ -7,12 +7,13 @@ y_n ~ N(wᵀx_n, τ⁻¹), w | τ ~ N(0, (τA)⁻¹), τ ~ Gam(a₀, b₀), A = 
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
 from scipy.special import gammaln
 
-from . import checks
+from . import checks, convergence
 from .builders import gamma, gaussian, gaussian_gamma, plate
 from .expressions import inner
 from .model import Model
@@ -213,11 +214,7 @@ def _input_scale(Xa: np.ndarray, ard: bool, init: Any) -> Any:
 
 def _best_start(fit: Any, init: str, scale: Any, shape: float, rate: float, ard: bool, D: int) -> Result:
     """Fit from the start ``init`` asks for (see ``linear_regression``): ``fit(q_alpha0 or None)``."""
-    import warnings
-
     from distributions import Gamma
-
-    from . import convergence
 
     same = bool(np.allclose(scale, 1.0, rtol=1e-12, atol=0.0))
     if init == "reference" or (init == "auto" and same):
@@ -241,12 +238,19 @@ def _best_start(fit: Any, init: str, scale: Any, shape: float, rate: float, ard:
                     "reference start, init='reference'), which stopped at a worse fixed point") if better else
                    (f"q(α) started at its prior mean (the reference start); a start at the data's scale "
                     f"(s = {_brief(scale)}) reached {alt.elbo:.8g}, not higher than {ref.elbo:.8g}"))
+    _reemit(caught)
+    return r
+
+
+def _reemit(caught: list, hint: str = "") -> None:
+    """Emit again warnings recorded around a fit (a ConvergenceWarning with ``hint`` appended, at the user's
+    line)."""
     for w in caught:
         if issubclass(w.category, convergence.ConvergenceWarning):
-            convergence.warn(str(w.message))
+            text = str(w.message)
+            convergence.warn(text + hint if "not converged" in text else text)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return r
 
 
 def _brief(scale: Any) -> str:
@@ -349,7 +353,18 @@ def softmax_regression(X: Any, y: Any, n_classes: int, method: str = "tilted", p
     m = softmax_regression_model(X, y, n_classes, method, prior_precision)
     infer_options.setdefault("algorithm", NCVMP(damping=0.5 if method == "taylor" else 0.0))
     infer_options.setdefault("max_iter", 500)
-    return infer(m, **infer_options)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = infer(m, **infer_options)
+    hint = ""
+    if not r.converged:
+        s = _input_scale(checks.constant(X, "X"), False, "auto")
+        if not 1e-2 <= s <= 1e2:
+            hint = (f"; the inputs are far from unit scale (mean square {s:.3g}), which makes NCVMP take tiny "
+                    "damped steps: standardise X (zero mean, unit variance) and it usually converges quickly")
+            r.warnings = [w + hint if w.startswith(f"{m.name}: not converged") else w for w in r.warnings]
+    _reemit(caught, hint)
+    return r
 
 
 def softmax_predictive(result: Result, X_new: Any, n_samples: int = 2000, seed: int = 0) -> np.ndarray:

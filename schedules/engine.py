@@ -569,9 +569,11 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
     converged = gave_up = False
     reason = ""
     mode = getattr(c.algorithm, "backtracking", False)
-    damped = any(not f.node.ftype.conjugate and f.claimed_by is None for f in c.factors)
-    # adaptive backtracking acts only through the damping of unclaimed non-conjugate factors
-    guard = mode is True or (mode == "adaptive" and damped)
+    active = [f for f in c.factors if f.claimed_by is None]
+    # adaptive backtracking acts through the damping of unclaimed non-conjugate factors, and only where the
+    # ELBO is an objective (every term exact or a bound: an approximation's fixed point need not maximise it)
+    guard = mode is True or (mode == "adaptive" and any(not f.node.ftype.conjugate for f in active)
+                             and all(f.evidence_kind in ("exact", "bound") for f in active))
     streak, need, probe = 0, _RELAX_AFTER, 0  # probe: sweeps left to watch a lowered damping
     changes: list[float] = []
     it = 0
@@ -629,8 +631,7 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
             stop = bool(answer) or stop
         if tol is not None and delta <= tol * max(abs(L), 1e-300):
             converged = True
-        # a damped update moves q only the undamped share (1 − α) of the way: judge the full step
-        share = min((1.0 - f.damping for f in c.factors if f.damping > 0.0 and f.claimed_by is None), default=1.0)
+        share = _undamped_share(c)  # a damped update moves q only (1 − α) of the way: judge the full step
         if param_tol is not None and it > 1 and eng.max_change <= param_tol * share:
             converged = True
         if single_block or said_converged:
@@ -650,6 +651,11 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
     return it, converged, reason
 
 
+def _undamped_share(c: Compiled) -> float:
+    """min (1 − α) over the damped factors that send messages (1 when none is damped)."""
+    return min((1.0 - f.damping for f in c.factors if f.damping > 0.0 and f.claimed_by is None), default=1.0)
+
+
 def _unconverged_text(c: Compiled, eng: Engine, trace: list, it: int, reason: str, tol: float | None,
                       param_tol: float | None) -> str:
     """The ConvergenceWarning of a run that stopped unconverged: why, and which variables had not settled."""
@@ -658,8 +664,14 @@ def _unconverged_text(c: Compiled, eng: Engine, trace: list, it: int, reason: st
     text = f"{c.model.name}: not converged ({reason})"
     if eng.changes:
         threshold = param_tol if param_tol is not None else 1e-8
-        text += ("; not settled (max relative change of the natural parameters in the last sweep): "
-                 + unsettled(eng.changes, threshold))
+        share = _undamped_share(c)
+        if share < 1.0:  # a damped sweep moves q only (1 − α) of the way: report the full step
+            text += (f"; not settled (max relative change of the natural parameters in the last sweep, divided by "
+                     f"1 − α for damping α up to {1.0 - share:.8g}): "
+                     + unsettled({k: v / share for k, v in eng.changes.items()}, threshold))
+        else:
+            text += ("; not settled (max relative change of the natural parameters in the last sweep): "
+                     + unsettled(eng.changes, threshold))
     if len(trace) > 1:
         text += f"; last ELBO change {trace[-1] - trace[-2]:.3g}"
         if tol is not None:
