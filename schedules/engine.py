@@ -69,6 +69,7 @@ class Engine:
         self.max_change = 0.0
         self.changes: dict[str, float] = {}  # variable -> its max relative change of η in the current sweep
         self.raised: dict[str, float] = {}  # factor -> the highest damping backtracking raised it to
+        self.abandoned = 0  # the sweep at which adaptive backtracking stood down (0: it did not)
         self.trace: list[float] = []
         self.block: dict[str, Any] = {}  # handled variable -> its handler's last BlockFit
         self.joint: dict[str, Any] = {}  # class-plated handled variable -> joint q over all its weights
@@ -525,6 +526,9 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
         final = {f.name: f.damping for f in c.factors if f.name in eng.raised}
         notes.append(f"backtracking raised damping to {eng.raised}" + (
             f" (at the end: {final})" if final != eng.raised else ""))
+    if eng.abandoned:
+        notes.append(f"adaptive backtracking stood down at iteration {eng.abandoned}: the ELBO fell there whatever "
+                     "the damping, so the run went on as plain NCVMP at the initial damping")
     unconverged = []
     if not converged:
         unconverged.append(_unconverged_text(c, eng, trace, it, reason, tol, param_tol))
@@ -592,7 +596,18 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
             if L >= trace[-1] - 1e-12 * max(1.0, abs(L)) - 3.0 * noise:
                 break
             retried = True
-            if not eng.raise_damping():
+            raised = eng.raise_damping()
+            if not raised or (mode == "adaptive" and min(
+                    (f.damping for f in c.factors if not f.node.ftype.conjugate and f.claimed_by is None),
+                    default=1.0) > 1.0 - 1e-6):
+                if mode == "adaptive":
+                    # the fall is not the damped messages' doing (a bound's own variational parameters, say):
+                    # adaptive backtracking stands down; the run goes on as plain NCVMP at the initial damping
+                    eng.restore(snapshot)
+                    for f in c.factors:
+                        f.damping = f.initial_damping
+                    eng.abandoned, guard, snapshot = it, False, None
+                    continue
                 reason = (f"backtracking could not stop the ELBO from decreasing at iteration {it} (it fell to "
                           f"{L:.10g} from {trace[-1]:.10g} with the damping of every non-conjugate factor at 1); "
                           "stopped at the last accepted state")

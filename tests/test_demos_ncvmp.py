@@ -167,3 +167,10 @@ def test_drugowitsch_model_selection_and_coefficients(drugowitsch):
     a = drugowitsch["coefficients"]
     assert max(a["test"].values()) - min(a["test"].values()) < 0.05
     assert np.all(np.isfinite(c["bound"]))
+
+
+def test_table1_every_fit_converges(table1):
+    """Under NCVMP's default adaptive backtracking every fit of the table reaches its stopping rule."""
+    for name, res in table1["results"].items():
+        for m in ("quadratic", "tilted", "adaptive"):
+            assert res["converged"][m] == table1["n_splits"], (name, m, res["n_iter"][m])
