@@ -50,7 +50,8 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         monotone).
     param_tol
         Stop when no natural parameter η changed by more than this, relative to 1 + |η|, in a sweep
-        (None: never).
+        (None: never); with damped factors the change is divided by 1 − α (the full step, not the damped
+        one), so heavy damping does not pass for convergence.
         Default: None under VMP, 1e-8 under NCVMP.
     init
         Starting posteriors by variable name (a distribution object, or for a Categorical an
