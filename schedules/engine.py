@@ -568,7 +568,9 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
     (α ← 2α − 1, never below the initial damping) after ``_RELAX_AFTER`` accepted sweeps in a row; if the
     lower damping fails (the ELBO falls, or, near a fixed point where the ELBO is flat, the parameter changes
     grow in two sweeps running: an unstable update) the damping goes back up and the next attempt waits
-    twice as long.
+    twice as long.  If the ELBO falls whatever the damping (the fall is then not the messages' doing),
+    ``True`` stops at the last accepted state and ``"adaptive"`` stands down: the run goes on as plain
+    NCVMP at the initial damping.
     """
     converged = gave_up = False
     reason = ""
@@ -644,9 +646,9 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
             if isinstance(answer, str) and answer == "converged":
                 said_converged = True
             stop = bool(answer) or stop
-        if tol is not None and delta <= tol * max(abs(L), 1e-300):
-            converged = True
         share = _undamped_share(c)  # a damped update moves q only (1 − α) of the way: judge the full step
+        if tol is not None and delta <= tol * max(abs(L), 1e-300) * share:
+            converged = True
         if param_tol is not None and it > 1 and eng.max_change <= param_tol * share:
             converged = True
         if single_block or said_converged:

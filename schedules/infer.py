@@ -45,7 +45,8 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         run is ``max_iter`` sweeps, and converged if the last one changed no natural parameter by more
         than 1e-8 (relative).
     tol
-        Stop when the ELBO changes by at most ``tol·|ELBO|`` between sweeps (None: never).
+        Stop when the ELBO changes by at most ``tol·|ELBO|`` between sweeps (None: never); with damped
+        factors, by at most ``tol·|ELBO|·(1 − α)``.
         Default: 1e-9 under VMP (1e-6 with handlers), None under NCVMP (whose ELBO need not be
         monotone).
     param_tol
