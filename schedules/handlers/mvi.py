@@ -214,7 +214,7 @@ class _FixedSampleVI(ABC):
         def fn(x: np.ndarray) -> tuple[float, np.ndarray]:
             theta = x if hyper is None else x[:-hyper.size]
             h = None if hyper is None else x[-hyper.size:]
-            with np.errstate(all="ignore" if hyper is not None else "warn"):
+            with np.errstate(all="ignore"):  # a trial point far out gives non-finite values, rejected below
                 mu, L, logdet = self.unpack(theta)
                 t = target if hyper is None else hyper.at(h)
                 gs = None
