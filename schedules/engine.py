@@ -517,6 +517,9 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
     # with one-thread BLAS).  The large passes over X then run their row ranges on threads of their own
     # (factors.data_products.row_threads), which sleep between passes.
     kernels = any(not f.node.ftype.conjugate and f.claimed_by is None for f in c.factors)
+    # a handler's optimiser makes many small products (draws × D by D × N, gradients, D × D factors) that threaded
+    # BLAS runs slower than one thread (MVI on a 3000-row logistic regression: benchmarks/handler_blas_threads.py)
+    kernels = kernels or bool(c.handlers)
     with _one_thread_blas() if kernels else nullcontext(), row_threads() if kernels else nullcontext():
         it, converged, reason = _iterate(c, eng, trace, max_iter, tol, param_tol, callbacks, progress,
                                          single_block, warnings)

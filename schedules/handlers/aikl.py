@@ -70,6 +70,7 @@ from distributions.affine_independent import (
 )
 from factorgraph.nodes import ModelError
 from factorgraph.results import LATTICE_BOUND
+from factors.sites import laplace_point
 
 from .aikl_lattice import SiteGroup, fft_terms, gauss_terms, tensor_terms
 from .laplace import BlockFit, HandlerError, find_mode, gaussian_from_hessian
@@ -305,6 +306,32 @@ class _LU:
         return np.concatenate(parts)
 
 
+class _Whitened:
+    """A parameterisation (``_Chol`` or ``_LU``) of (A', b') with A = C₀A', b = b₀ + C₀b': whitened by a starting
+    Gaussian N(b₀, C₀C₀ᵀ) (Laplace's), so that a nearly degenerate posterior is as well conditioned for L-BFGS as
+    an isotropic one.  ∂B/∂A' = C₀ᵀ∂B/∂A, ∂B/∂b' = C₀ᵀ∂B/∂b; log|det A| = log|det C₀| + log|det A'|."""
+
+    def __init__(self, par, C0: np.ndarray, b0: np.ndarray) -> None:
+        self.par, self.C0, self.b0 = par, np.asarray(C0, dtype=float), np.asarray(b0, dtype=float)
+
+    def white(self, C: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(C₀⁻¹C, C₀⁻¹(b − b₀)): absolute (A, b) in the whitened coordinates (lower triangular stays so)."""
+        from scipy.linalg import solve_triangular
+
+        return (solve_triangular(self.C0, C, lower=True),
+                solve_triangular(self.C0, np.asarray(b, dtype=float) - self.b0, lower=True))
+
+    def box(self):
+        return self.par.box()
+
+    def unpack(self, x: np.ndarray):
+        A, b, theta = self.par.unpack(x)
+        return self.C0 @ A, self.b0 + self.C0 @ b, theta
+
+    def chain(self, x: np.ndarray, t: dict) -> np.ndarray:
+        return self.par.chain(x, {**t, "dA": self.C0.T @ t["dA"], "db": self.C0.T @ t["db"]})
+
+
 # ============================================================================ optimisation
 def _optimise(bound: AIKLBound, par, x0: np.ndarray, maxiter: int, rounds: int, round_tol: float) -> dict:
     """L-BFGS on frozen lattices, re-freezing at the solution until the bound is stable."""
@@ -441,7 +468,10 @@ class AIKL:
             if np.all(np.isfinite(w)):
                 b = w
             ev = np.linalg.eigvalsh(-H)
-            if ev[0] > 1e-6 * ev[-1]:  # a kinked site has no curvature: -H can be all but singular
+            # a kinked site has no curvature: -H can be all but singular; without one an ill-conditioned -H is
+            # a real feature of the posterior (a nearly collinear design), and Laplace the right start
+            kinked = not hasattr(target, "sites") or any(s.point is laplace_point for s in target.sites)
+            if ev[0] > (1e-6 * ev[-1] if kinked else 0.0):
                 q, _ = gaussian_from_hessian(w, H, self.name)
                 return np.linalg.cholesky(q.cov()), w
         except (HandlerError, np.linalg.LinAlgError, FloatingPointError, ValueError):
@@ -488,22 +518,25 @@ class AIKL:
         return res, ref, bound
 
     def _gaussian_stage(self, gbound: AIKLBound, target: Any, x0: np.ndarray, warm_x: np.ndarray | None = None):
+        """The Gaussian KL stage in coordinates whitened by the starting Gaussian (``_start``); a warm start
+        ``warm_x`` (a previous fit's whitened solution: its correction to its own start) is carried over to
+        this start.  Returns (result, refinement, C, b, whitening)."""
         D = int(target.dim)
-        chol = _Chol(D)
+        C0, b0 = self._start(target, np.asarray(x0, dtype=float))
+        chol = _Whitened(_Chol(D), C0, b0)
         if warm_x is not None and len(warm_x) == D + D * (D + 1) // 2:
             xg0 = np.asarray(warm_x, dtype=float)
         else:
-            C0, b0 = self._start(target, np.asarray(x0, dtype=float))
-            xg0 = chol.pack(C0, b0)
+            xg0 = chol.par.pack(np.eye(D), np.zeros(D))
         gres, gref, _ = self._stage(gbound, chol, xg0, self.gaussian_maxiter)
         C, bg, _ = chol.unpack(gres["x"])
-        return gres, gref, C, bg
+        return gres, gref, C, bg, chol
 
     def gaussian_kl(self, target: Any, x0: np.ndarray) -> tuple[MvGaussian, float, float]:
         """The first stage alone: the full-covariance Gaussian maximising the bound (the Gaussian KL
         optimum, site expectations on the exact Gaussian marginals), its bound and lattice error."""
         gbound = self._bounds(target)[0]
-        _, gref, C, b = self._gaussian_stage(gbound, target, x0)
+        _, gref, C, b, _ = self._gaussian_stage(gbound, target, x0)
         return MvGaussian(mean=b, cov=C @ C.T), float(gref["terms"]["bound"]), float(gref["error"])
 
     def fit(self, target: Any, x0: np.ndarray, warm: dict | None = None) -> BlockFit:
@@ -512,25 +545,26 @@ class AIKL:
         D = int(target.dim)
         t0 = time.perf_counter()
         gbound, abound = self._bounds(target)
-        gres, gref, C, bg = self._gaussian_stage(gbound, target, x0, warm.get("gauss_x"))
+        gres, gref, C, bg, white = self._gaussian_stage(gbound, target, x0, warm.get("gauss_x"))
         t1 = time.perf_counter()
 
         fixed = None
         if not self.learn_theta or self.base.n_params == 0:
             th = self.base.default_theta if self.theta is None else self.theta
             fixed = np.broadcast_to(np.asarray(th, dtype=float), (D,)).copy()
-        lu = _LU(D, self.base, fixed)
-        abound.learn_theta = lu.learn
-        dC = np.diag(C)
+        lu = _Whitened(_LU(D, self.base, fixed), white.C0, white.b0)  # the Gaussian stage's whitening
+        abound.learn_theta = lu.par.learn
+        Cw, bw = white.white(C, bg)
+        dC = np.diag(Cw)
         gauss_theta = self.base.gaussian_theta if self.base.gaussian_theta is not None else self.base.start_theta
-        x_from_g = lu.pack(C / dC, np.diag(dC), bg, fixed if fixed is not None else np.full(D, gauss_theta))
+        x_from_g = lu.par.pack(Cw / dC, np.diag(dC), bw, fixed if fixed is not None else np.full(D, gauss_theta))
         key = (self.base.name, self.learn_theta, D)
         if warm.get("ai_key") == key and warm.get("ai_x") is not None:
             xa0 = np.asarray(warm["ai_x"], dtype=float)
         else:
             theta0 = fixed if fixed is not None else np.broadcast_to(np.asarray(
                 self.base.start_theta if self.theta is None else self.theta, dtype=float), (D,)).copy()
-            xa0 = lu.pack(C / dC, np.diag(dC), bg, theta0)
+            xa0 = lu.par.pack(Cw / dC, np.diag(dC), bw, theta0)
         ares, aref, _ = self._stage(abound, lu, xa0)
         fallback = False
         if aref["terms"]["bound"] < gref["terms"]["bound"] - max(aref["error"], gref["error"]) and not np.array_equal(

@@ -112,6 +112,18 @@ class Hyper:
             cols.insert(0, 0.5 * t.dim - 0.5 * np.exp(h[0]) * quad)
         return v, g, np.stack(cols, -1)
 
+    def expected_grad(self, h: np.ndarray, mean: np.ndarray, cov: np.ndarray, site_scale_grads: np.ndarray | None
+                      ) -> np.ndarray:
+        """E_q[∂log p̃/∂h] for q = N(mean, cov): the prior's column in closed form,
+        ½D − ½c E_q[(w − m₀)ᵀΛ₀(w − m₀)], and the scales' columns from the sites' Monte Carlo means
+        ``site_scale_grads`` (one entry per site, as ``BlockTarget.logp_grad_scales`` gives them)."""
+        cols = [site_scale_grads[j] for j in self.scaled]
+        if self.prior:
+            r = mean - self.m0
+            quad = float(np.sum(self.lam0 * cov) + r @ self.lam0 @ r)
+            cols.insert(0, 0.5 * self.base.dim - 0.5 * np.exp(h[0]) * quad)
+        return np.array(cols, dtype=float)
+
     def prior_shift(self, h: np.ndarray, mean: np.ndarray, cov: np.ndarray) -> float:
         """E_q[log N(w | m₀, (cΛ₀)⁻¹)] − E_q[log N(w | m₀, Λ₀⁻¹)] = ½D log c − ½(c − 1)E_q[(w − m₀)ᵀΛ₀(w − m₀)]
         for q = N(mean, cov): what the learned multiplier adds to the prior factor's term of the ELBO, which

@@ -29,6 +29,7 @@ from .hyper import Hyper, learn_names
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 _GTOL = 1e-9  # mode: largest |∂log p̃/∂w|
+_DECREMENT = 1e-10  # a mode search ending farther than 1e-5 posterior sd from the mode failed
 
 
 @dataclass
@@ -99,7 +100,16 @@ def find_mode(target: Any, x0: np.ndarray, name: str = "Laplace") -> tuple[np.nd
                             method="trust-exact", options={"gtol": _GTOL, "maxiter": 500})
     if not np.all(np.isfinite(res.x)):
         raise HandlerError(f"{name}: the mode search diverged ({res.message})")
-    return res.x, target.hessian(res.x), -float(res.fun)
+    H = target.hessian(res.x)
+    g = fun(res.x)[1]
+    try:  # the Newton decrement gᵀ(−H)⁻¹g: the squared distance to the mode in posterior standard deviations
+        dec = float(g @ linalg.cho_solve(linalg.cho_factor(-H, lower=True), g))
+    except (linalg.LinAlgError, ValueError):
+        dec = 0.0  # no Gaussian approximation here: gaussian_from_hessian says so
+    if not dec <= _DECREMENT:
+        raise HandlerError(f"{name}: the mode search stopped ({res.message}) with a gradient of "
+                           f"{np.max(np.abs(g)):.3g}, {np.sqrt(dec):.3g} posterior standard deviations from the mode")
+    return res.x, H, -float(res.fun)
 
 
 def gaussian_from_hessian(w: np.ndarray, H: np.ndarray, name: str = "Laplace") -> tuple[MvGaussian, float]:

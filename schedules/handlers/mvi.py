@@ -1,24 +1,40 @@
-"""Mixed variational inference (Gianniotis, seed 000) and the diagonal-Gaussian baseline (MATH.md §6).
+"""Mixed variational inference (Gianniotis et al. 2016) and the diagonal-Gaussian baseline.
 
-q(w) = N(μ, LLᵀ), w = μ + Lz.  With S standard-normal vectors z_s drawn once from a seed, maximise the
-fixed-sample objective
+q(w) = N(μ, LLᵀ), w = μ + Lz.  The objective is the ELBO F = E_q[log p̃(w)] + log|det L| (+ const).  On a model
+block, log p̃ = (Gaussian part) + (sites): the block's prior message and any Gaussian (quadratic) sites form
+η₁ᵀw + wᵀη₂w + c, whose expectation η₁ᵀμ + μᵀη₂μ + tr(η₂LLᵀ) + c is taken in closed form; only the other
+sites are sampled, with S standard-normal vectors z_s drawn once from the seed (common random numbers: the
+same draws at every refit of the block), so
 
-    F = (1/S) Σ_s log p̃(μ + Lz_s) + log|det L| (+ const),   ∂F/∂μ = ḡ,  ∂F/∂L = (1/S)Σ_s g_s z_sᵀ + L⁻ᵀ
+    F = η₁ᵀμ + μᵀη₂μ + tr(η₂LLᵀ) + c + (1/S) Σ_s Σ_n log f_n(x_nᵀ(μ + Lz_s)) + log|det L|,
+    ∂F/∂μ = η₁ + 2η₂μ + mean_s g_s,   ∂F/∂L = 2η₂L + (1/S)Σ_s g_s z_sᵀ + L⁻ᵀ.
 
-by L-BFGS from the Laplace solution, in one of four parameterisations:
+A block without sampled sites (an exactly Gaussian posterior) is then fitted exactly.  The parameters are
+whitened by the Laplace solution N(w_LA, C Cᵀ) (the Laplace factor preconditions the problem, so a nearly
+degenerate posterior is as easy as an isotropic one):
 
-* ``MVI("mean")``: L = C_LA (the Cholesky factor of Σ_LA) fixed; only μ moves.
-* ``MVI("eig")``: Σ_LA = Q diag(r²_LA) Qᵀ, L = Q diag(r); μ and r move (∂F/∂r = mean (Qᵀg_s) ⊙ z_s + 1/r).
-* ``MVI("lr")``: L = C_LA + uvᵀ (u, v ~ N(0, 0.01 I) at the start); ∂F/∂u = (∂F/∂L)v, ∂F/∂v = (∂F/∂L)ᵀu,
-  log|det L| = log|det C_LA| + log|1 + vᵀC_LA⁻¹u|.
-* ``VIDiag()``: L = diag(σ) (σ = exp ρ for positivity).
+* ``MVI("mean")``: L = C fixed; μ = w_LA + C a, a moves.
+* ``MVI("eig")``: CCᵀ = Q diag(r²_LA) Qᵀ, L = Q diag(r_LA ⊙ e^ρ), μ = w_LA + Q diag(r_LA) a; a and ρ move.
+* ``MVI("lr")``: L = C(I + uvᵀ) = C + (Cu)vᵀ, the paper's low-rank family;
+  log|det L| = log|det C| + log|1 + vᵀu|; u starts small and random, v at 0, so q starts at Laplace's.
+* ``VIDiag()``: L = diag(σ₀ ⊙ e^ρ) with σ₀² = 1/diag(C⁻ᵀC⁻¹), the mean-field optimum of Laplace's Gaussian;
+  μ = w_LA + C a.
 
-The optimised fixed-sample objective is biased upward, so the reported ELBO is re-estimated on 10·S
-fresh samples (a second seeded stream) with its standard error: a Monte Carlo estimate of a bound.
+A refit of the block in a later sweep starts from the previous fit's correction to its Laplace solution
+(a, and u, v or ρ; for "eig" the previous covariance projected on the new eigenvectors), carried to the
+new Laplace solution, which is recomputed from the block's current messages.  L-BFGS runs to a small
+gradient; a fit that stops with a gradient above ``gtol`` (in the whitened coordinates: posterior
+standard deviations) is retried, continuing from where it stopped and then from Laplace's solution, and
+raises ``HandlerError`` if it still fails: it is never returned as converged.
 
-With ``learn=`` the log-hyperparameters h (``hyper.py``) join the parameter vector, as in the seed's
-objectives (8), (10)–(12): they start at Laplace's optimum h_LA (``laplace_hyper``; seed §III-D), which also
-gives the starting q, and ∂F/∂h = (1/S)Σ_s ∂log p̃(w_s; h)/∂h.  The ELBO and the block's terms are at the optimum.
+The optimised fixed-sample objective is biased upward, so the reported ELBO is re-estimated on
+``fresh_factor``·S fresh draws (a second seeded stream) of the sampled sites, with its standard error
+(0 when nothing is sampled: the figure is then exact).
+
+With ``learn=`` the log-hyperparameters h (``hyper.py``) join the parameter vector, as in the paper's
+objectives: they start at Laplace's optimum h_LA (``laplace_hyper``), which also gives the starting q, and
+∂F/∂h = E_q[∂log p̃(w; h)/∂h] (the prior precision's part in closed form, the site scales' sampled).  The
+ELBO and the block's terms are at the optimum.
 """
 
 from __future__ import annotations
@@ -27,18 +43,18 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 
 import numpy as np
-from scipy import optimize
+from scipy import linalg, optimize
 
 from distributions import MvGaussian
 from factorgraph.nodes import ModelError
-from factorgraph.results import ESTIMATE
+from factorgraph.results import ESTIMATE, LOWER_BOUND
 
 from .hyper import Hyper, learn_names
 from .laplace import LOG_2PI, BlockFit, HandlerError, find_mode, gaussian_from_hessian, laplace_hyper
 
 
 class _FixedSampleVI(ABC):
-    """Shared machinery: fixed samples, the objective, L-BFGS, and the fresh-sample ELBO.
+    """Shared machinery: fixed samples, the objective, L-BFGS with its convergence check, the fresh-sample ELBO.
 
     Parameters
     ----------
@@ -49,7 +65,10 @@ class _FixedSampleVI(ABC):
     fresh_factor
         The reported ELBO uses ``fresh_factor``·S fresh draws.
     maxiter
-        L-BFGS iterations.
+        L-BFGS iterations per attempt.
+    gtol
+        Largest gradient component (whitened coordinates) of a converged fit; above it the fit is retried and
+        then fails with ``HandlerError``.
     learn
         Hyperparameters to learn jointly with q: ``"prior_precision"`` (a multiplier of the block's constant
         prior precision) and/or ``"scale"`` (the scales of its claimed Laplace, Cauchy and Student-t sites),
@@ -62,16 +81,23 @@ class _FixedSampleVI(ABC):
     kind = ""
 
     def __init__(self, n_samples: int = 1000, seed: int = 0, fresh_factor: int = 10, maxiter: int = 2000,
-                 learn: str | Iterable[str] = ()) -> None:
-        if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
+                 learn: str | Iterable[str] = (), gtol: float = 1e-5) -> None:
+        if isinstance(n_samples, bool) or not isinstance(n_samples, int | np.integer) or n_samples < 2:
             raise ModelError(f"{self.name}: n_samples must be an integer ≥ 2, got {n_samples!r}")
-        self.n_samples, self.seed, self.fresh_factor, self.maxiter = n_samples, seed, fresh_factor, maxiter
+        if isinstance(maxiter, bool) or not isinstance(maxiter, int | np.integer) or maxiter < 1:
+            raise ModelError(f"{self.name}: maxiter must be a positive integer, got {maxiter!r}")
+        if isinstance(fresh_factor, bool) or not isinstance(fresh_factor, int | np.integer) or fresh_factor < 1:
+            raise ModelError(f"{self.name}: fresh_factor must be a positive integer, got {fresh_factor!r}")
+        if isinstance(gtol, bool) or not isinstance(gtol, int | float | np.floating) or not gtol > 0:
+            raise ModelError(f"{self.name}: gtol must be a positive number, got {gtol!r}")
+        self.n_samples, self.seed = int(n_samples), seed
+        self.fresh_factor, self.maxiter, self.gtol = int(fresh_factor), int(maxiter), float(gtol)
         self.learn = learn_names(learn, self.name)
 
-    # parameterisation hooks: theta <-> (mu, L), gradient chain rule, log|det L|
+    # parameterisation hooks: theta <-> (mu, L), gradient chain rule, log|det L|, warm starts
     @abstractmethod
     def init(self, mu: np.ndarray, C: np.ndarray, cov: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Starting parameters from the Laplace solution."""
+        """Starting parameters: Laplace's solution (after ``_setup``)."""
 
     @abstractmethod
     def unpack(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
@@ -80,6 +106,19 @@ class _FixedSampleVI(ABC):
     @abstractmethod
     def chain(self, theta: np.ndarray, g_mu: np.ndarray, G: np.ndarray) -> np.ndarray:
         """Gradient in theta from ∂F/∂μ and ∂F/∂L (G includes the entropy's L⁻ᵀ)."""
+
+    @abstractmethod
+    def transport(self, warm: dict) -> np.ndarray | None:
+        """Parameters that carry a previous fit's correction to its Laplace solution (``warm["offset"]``,
+        μ − w_LA, and ``warm["rel"]``, its L relative to its Laplace factor) to the current one."""
+
+    def _setup(self, w: np.ndarray, C: np.ndarray, cov: np.ndarray) -> None:
+        """Whitening reference: the Laplace mode w and the Cholesky factor C of its covariance."""
+        self._w, self._C = np.asarray(w, dtype=float), np.asarray(C, dtype=float)
+        self._logdet_C = float(np.log(np.abs(np.diag(C))).sum())
+
+    def _white(self, offset: np.ndarray) -> np.ndarray:
+        return linalg.solve_triangular(self._C, offset, lower=True)
 
     def fit(self, target, x0: np.ndarray, warm: dict | None = None) -> BlockFit:
         warm = warm or {}
@@ -95,69 +134,112 @@ class _FixedSampleVI(ABC):
         cov = q_la.cov()
         C = np.linalg.cholesky(cov)
         D = w.shape[0]
-        rng = np.random.default_rng(self.seed)
-        Z = rng.standard_normal((self.n_samples, D))
+        Z = np.random.default_rng(self.seed).standard_normal((self.n_samples, D))  # the same at every refit
         self._setup(w, C, cov)
-        resume = warm.get("theta") is not None and warm.get("kind") == self.kind
-        x_start = warm.get("theta") if resume else self.init(w, C, cov, rng)
+        fresh_start = self.init(w, C, cov, np.random.default_rng([self.seed, 2]))
+        starts = []
+        if warm.get("kind") == self.kind and warm.get("offset") is not None and len(warm["offset"]) == D:
+            moved = self.transport(warm)
+            if moved is not None and np.all(np.isfinite(moved)):
+                starts.append(moved)
+        starts.append(fresh_start)
         if hyper is not None:  # h joins the vector, from this block's last optimum or else from h_LA
-            x_start = np.concatenate([x_start, hyper.start(warm) if resume else h_la])
-
-        res = optimize.minimize(self.objective(target, Z, hyper), x_start, jac=True, method="L-BFGS-B",
-                                options={"maxiter": self.maxiter, "gtol": 1e-8})
-        if not np.all(np.isfinite(res.x)):
-            raise HandlerError(f"{self.name}: the optimisation diverged ({res.message})")
+            starts = [np.concatenate([x, hyper.start(warm) if i == 0 and len(starts) == 2 else h_la])
+                      for i, x in enumerate(starts)]
+        res, attempts = self._minimise(self.objective(target, Z, hyper), starts)
         theta = res.x
         if hyper is not None:
             theta, h = res.x[:-hyper.size], res.x[-hyper.size:]
             target = hyper.at(h)
             info.update(hyper.info(h))
         mu, L, logdet = self.unpack(theta)
+        cov_q = L @ L.T
         entropy = 0.5 * D * (LOG_2PI + 1.0) + logdet
-        fresh = np.random.default_rng([self.seed, 1]).standard_normal((self.fresh_factor * self.n_samples, D))
-        W = mu + fresh @ L.T
-        v, sv = target.log_values(W)
-        n = len(v)
-        elbo = float(v.mean()) + entropy
-        se = float(v.std(ddof=1) / np.sqrt(n))
-        site, site_se = 0.0, 0.0
-        if sv is not None:
-            site, site_se = float(sv.mean()), float(sv.std(ddof=1) / np.sqrt(n))
-        q = MvGaussian(mean=mu, cov=L @ L.T)
+        kind, se, site, site_se = LOWER_BOUND, 0.0, 0.0, 0.0
+        if hasattr(target, "gaussian_expectation"):
+            gauss = target.gaussian_expectation(mu, L)[0]
+            site = target.quadratic_site_term(mu, cov_q)
+            if target.mc_sites:
+                fresh = np.random.default_rng([self.seed, 1]).standard_normal((self.fresh_factor * self.n_samples, D))
+                sv = target.mc_site_terms(mu + fresh @ L.T, grads=False)[0]
+                kind, mc, se = ESTIMATE, float(sv.mean()), float(sv.std(ddof=1) / np.sqrt(len(sv)))
+                site, site_se, gauss = site + mc, se, gauss + mc
+            elbo = gauss + entropy
+        else:
+            fresh = np.random.default_rng([self.seed, 1]).standard_normal((self.fresh_factor * self.n_samples, D))
+            v = target.log_values(mu + fresh @ L.T)[0]
+            kind, elbo, se = ESTIMATE, float(v.mean()) + entropy, float(v.std(ddof=1) / np.sqrt(len(v)))
+        q = MvGaussian(mean=mu, cov=cov_q)
         shift = hyper.prior_shift(h, mu, q.cov()) if hyper is not None else 0.0
-        info.update({"mode": mu, "theta": theta, "kind": self.kind, "objective": -float(res.fun),
-                     "iterations": int(res.nit), "converged": bool(res.success)})
-        return BlockFit(q, elbo, ESTIMATE, se, site, site_se, entropy, info, shift)
+        info.update({"mode": mu, "theta": theta, "kind": self.kind, "offset": mu - w, "rel": self._relative(theta),
+                     "objective": -float(res.fun), "iterations": int(res.nit), "attempts": attempts,
+                     "gradient": float(np.max(np.abs(res.jac), initial=0.0)), "converged": True})
+        return BlockFit(q, elbo, kind, se, site, site_se, entropy, info, shift)
+
+    def _relative(self, theta: np.ndarray) -> np.ndarray:
+        """The covariance part of theta (what ``transport`` reuses); empty for "mean"."""
+        return np.asarray(theta[self._C.shape[0]:], dtype=float).copy()
+
+    def _minimise(self, fn, starts: list[np.ndarray]):
+        """L-BFGS from each start in turn (a warm start, then Laplace's), each attempt continued once from where
+        it stopped, until the largest gradient component is at most ``gtol``; else ``HandlerError``."""
+        attempts, res = 0, None
+        for x in starts:
+            for _ in range(2):
+                attempts += 1
+                with np.errstate(over="ignore", under="ignore"):
+                    res = optimize.minimize(fn, x, jac=True, method="L-BFGS-B",
+                                            options={"maxiter": self.maxiter, "gtol": 1e-3 * self.gtol,
+                                                     "ftol": 1e-15, "maxcor": 20})
+                if not (np.all(np.isfinite(res.x)) and np.isfinite(res.fun)):
+                    break  # diverged: try the next start
+                if np.max(np.abs(res.jac), initial=0.0) <= self.gtol:
+                    return res, attempts
+                x = res.x
+        grad = np.max(np.abs(res.jac), initial=np.inf) if res is not None else np.inf
+        raise HandlerError(f"{self.name}: the optimisation did not converge: L-BFGS stopped ({res.message}) with a "
+                           f"gradient of {grad:.3g} (> gtol = {self.gtol:g}) after {attempts} attempts, from the "
+                           "previous fit and from the Laplace solution; try more samples (n_samples), a larger "
+                           "maxiter or a better-conditioned model")
 
     def objective(self, target, Z: np.ndarray, hyper: Hyper | None = None):
         """x ↦ (−F(x), −∇F(x)) on the fixed samples Z (after ``_setup`` from a Laplace solution).
 
         x holds q's parameters; with ``hyper`` it ends with the log-hyperparameters h, the target is
-        ``hyper.at(h)`` and ∂F/∂h = (1/S)Σ_s ∂log p̃(w_s; h)/∂h is appended to the gradient.
+        ``hyper.at(h)`` and E_q[∂log p̃/∂h] is appended to the gradient.
         """
+        split = hasattr(target, "gaussian_expectation")
+        S = len(Z)
 
         def fn(x: np.ndarray) -> tuple[float, np.ndarray]:
             theta = x if hyper is None else x[:-hyper.size]
-            mu, L, logdet = self.unpack(theta)
-            W = mu + Z @ L.T
-            if hyper is None:
-                v, g = target.logp_grad(W)
-            else:
-                h = x[-hyper.size:]
-                with np.errstate(all="ignore"):  # a trial h far out (a scale of 0 or ∞): rejected below
-                    v, g, gh = hyper.value_grads(hyper.at(h), W, h)
-                if not (np.all(np.isfinite(v)) and np.all(np.isfinite(g)) and np.all(np.isfinite(gh))):
-                    return np.inf, np.zeros_like(x)  # L-BFGS's line search backs off
-            G = g.T @ Z / len(Z) + np.linalg.inv(L).T
-            grad = self.chain(theta, g.mean(0), G)
-            if hyper is not None:
-                grad = np.concatenate([grad, gh.mean(0)])
-            return -(float(v.mean()) + logdet), -grad
+            h = None if hyper is None else x[-hyper.size:]
+            with np.errstate(all="ignore"):  # a trial point far out gives non-finite values, rejected below
+                mu, L, logdet = self.unpack(theta)
+                t = target if hyper is None else hyper.at(h)
+                gs = None
+                if split:
+                    value, g_mu, G = t.gaussian_expectation(mu, L)
+                    if t.mc_sites:
+                        sv, sg, gs = t.mc_site_terms(mu + Z @ L.T, scales=bool(hyper is not None and hyper.scaled))
+                        value, g_mu, G = value + float(sv.mean()), g_mu + sg.mean(0), G + sg.T @ Z / S
+                        gs = None if gs is None else gs.mean(0)
+                else:
+                    v, g = t.logp_grad(mu + Z @ L.T)
+                    value, g_mu, G = float(v.mean()), g.mean(0), g.T @ Z / S
+                try:
+                    G = G + np.linalg.inv(L).T
+                except np.linalg.LinAlgError:
+                    return np.inf, np.zeros_like(x)
+                grad = self.chain(theta, g_mu, G)
+                if hyper is not None:
+                    grad = np.concatenate([grad, hyper.expected_grad(h, mu, L @ L.T, gs)])
+            value += logdet
+            if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+                return np.inf, np.zeros_like(x)  # L-BFGS's line search backs off
+            return -value, -grad
 
         return fn
-
-    def _setup(self, w: np.ndarray, C: np.ndarray, cov: np.ndarray) -> None:
-        self._C = C
 
     def _learn_repr(self) -> str:
         return f", learn={self.learn}" if self.learn else ""
@@ -172,15 +254,14 @@ class MVI(_FixedSampleVI):
     name = "MVI"
 
     def __init__(self, kind: str = "lr", n_samples: int = 1000, seed: int = 0, **options) -> None:
-        """``options``: ``fresh_factor``, ``maxiter`` and ``learn`` (see ``_FixedSampleVI``)."""
+        """``options``: ``fresh_factor``, ``maxiter``, ``gtol`` and ``learn`` (see ``_FixedSampleVI``)."""
         if kind not in ("mean", "eig", "lr"):
             raise ModelError(f"MVI: kind must be 'mean', 'eig' or 'lr', got {kind!r}")
         self.kind = kind
         super().__init__(n_samples, seed, **options)
 
     def _setup(self, w: np.ndarray, C: np.ndarray, cov: np.ndarray) -> None:
-        self._C = C
-        self._logdet_C = float(np.log(np.abs(np.diag(C))).sum())
+        super()._setup(w, C, cov)
         if self.kind == "eig":
             r2, self._Q = np.linalg.eigh(cov)
             self._r0 = np.sqrt(np.maximum(r2, 1e-300))
@@ -188,51 +269,81 @@ class MVI(_FixedSampleVI):
     def init(self, mu, C, cov, rng) -> np.ndarray:
         D = mu.shape[0]
         if self.kind == "mean":
-            return mu.copy()
+            return np.zeros(D)
         if self.kind == "eig":
-            return np.concatenate([mu, self._r0])
-        return np.concatenate([mu, 0.1 * rng.standard_normal(D), 0.1 * rng.standard_normal(D)])
+            return np.zeros(2 * D)
+        # v = 0: q starts at Laplace's solution, and ∂F/∂v = Gᵀ(Cu) moves v as soon as the sites disagree with it
+        return np.concatenate([np.zeros(D), 0.1 * rng.standard_normal(D), np.zeros(D)])
+
+    def transport(self, warm: dict) -> np.ndarray | None:
+        D = self._C.shape[0]
+        offset, rel = np.asarray(warm["offset"], dtype=float), np.asarray(warm["rel"], dtype=float)
+        if self.kind == "eig":
+            # the previous covariance relative to its Laplace factor, C_new R Rᵀ C_newᵀ, on the new eigenvectors
+            R = warm.get("rel_factor")
+            if R is None or R.shape != (D, D):
+                return None
+            P = self._Q.T @ (self._C @ R)
+            rho = 0.5 * np.log(np.maximum(np.einsum("ij,ij->i", P, P), 1e-300) / self._r0**2)
+            return np.concatenate([(self._Q.T @ offset) / self._r0, rho])
+        return np.concatenate([self._white(offset), rel])
+
+    def fit(self, target, x0: np.ndarray, warm: dict | None = None) -> BlockFit:
+        fit = super().fit(target, x0, warm)
+        if self.kind == "eig":  # C⁻¹L: the covariance relative to the Laplace factor, for the next warm start
+            L = self.unpack(fit.info["theta"])[1]
+            fit.info["rel_factor"] = linalg.solve_triangular(self._C, L, lower=True)
+        return fit
 
     def unpack(self, theta):
         D = self._C.shape[0]
-        mu = theta[:D]
         if self.kind == "mean":
-            return mu, self._C, self._logdet_C
+            return self._w + self._C @ theta, self._C, self._logdet_C
         if self.kind == "eig":
-            r = theta[D:]
-            return mu, self._Q * r, float(np.log(np.abs(r)).sum())
-        u, v = theta[D:2 * D], theta[2 * D:]
-        L = self._C + np.outer(u, v)
-        det_factor = 1.0 + v @ np.linalg.solve(self._C, u)
-        return mu, L, self._logdet_C + float(np.log(np.abs(det_factor)))
+            a, rho = theta[:D], theta[D:]
+            r = self._r0 * np.exp(rho)
+            return self._w + self._Q @ (self._r0 * a), self._Q * r, float(np.log(self._r0).sum() + rho.sum())
+        a, u, v = theta[:D], theta[D:2 * D], theta[2 * D:]
+        Cu = self._C @ u
+        L = self._C + np.outer(Cu, v)
+        return self._w + self._C @ a, L, self._logdet_C + float(np.log(np.abs(1.0 + v @ u)))
 
     def chain(self, theta, g_mu, G):
         D = self._C.shape[0]
         if self.kind == "mean":
-            return g_mu
+            return self._C.T @ g_mu
         if self.kind == "eig":
-            return np.concatenate([g_mu, np.einsum("ij,ij->j", self._Q, G)])
+            r = self._r0 * np.exp(theta[D:])
+            return np.concatenate([self._r0 * (self._Q.T @ g_mu), np.einsum("ij,ij->j", self._Q, G) * r])
         u, v = theta[D:2 * D], theta[2 * D:]
-        return np.concatenate([g_mu, G @ v, G.T @ u])
+        return np.concatenate([self._C.T @ g_mu, self._C.T @ (G @ v), G.T @ (self._C @ u)])
 
 
 class VIDiag(_FixedSampleVI):
-    """Mean-field Gaussian VI, L = diag(σ): the baseline of the MVI paper."""
+    """Mean-field Gaussian VI, L = diag(σ): the baseline of the MVI paper (module docstring)."""
 
     name = "VIDiag"
     kind = "diag"
 
+    def _setup(self, w: np.ndarray, C: np.ndarray, cov: np.ndarray) -> None:
+        super()._setup(w, C, cov)
+        Ci = linalg.solve_triangular(C, np.eye(len(w)), lower=True)
+        self._s0 = 1.0 / np.sqrt(np.einsum("ij,ij->j", Ci, Ci))  # 1/√diag(Λ), Λ = C⁻ᵀC⁻¹
+
     def init(self, mu, C, cov, rng) -> np.ndarray:
-        return np.concatenate([mu, 0.5 * np.log(np.diag(cov))])
+        return np.zeros(2 * mu.shape[0])
+
+    def transport(self, warm: dict) -> np.ndarray | None:
+        return np.concatenate([self._white(np.asarray(warm["offset"], dtype=float)), np.asarray(warm["rel"], float)])
 
     def unpack(self, theta):
         D = theta.shape[0] // 2
         rho = theta[D:]
-        return theta[:D], np.diag(np.exp(rho)), float(rho.sum())
+        return self._w + self._C @ theta[:D], np.diag(self._s0 * np.exp(rho)), float(np.log(self._s0).sum() + rho.sum())
 
     def chain(self, theta, g_mu, G):
         D = theta.shape[0] // 2
-        return np.concatenate([g_mu, np.exp(theta[D:]) * np.diag(G)])
+        return np.concatenate([self._C.T @ g_mu, self._s0 * np.exp(theta[D:]) * np.diag(G)])
 
     def __repr__(self) -> str:
         return f"VIDiag(n_samples={self.n_samples}, seed={self.seed}{self._learn_repr()})"

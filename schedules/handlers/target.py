@@ -43,6 +43,23 @@ class Site:
     name: str = ""  # the claimed factor's name (reports of learned scales)
 
     @property
+    def quadratic(self) -> bool:
+        """Whether log f is quadratic in u (a Gaussian likelihood): its expectation under a Gaussian q is
+        closed-form, so handlers fold it into the block's Gaussian part instead of sampling it."""
+        return bool(getattr(self.point, "quadratic", False)) and not self.classes
+
+    def natural(self) -> tuple[np.ndarray, np.ndarray, float]:
+        """A quadratic site as a Gaussian factor on w: log f = a + b u + ½c u² summed over rows gives
+        (Xᵀb, ½Xᵀdiag(c)X, Σa), the (η₁, η₂, constant) it adds to the block's Gaussian part."""
+        cached = self.__dict__.get("_natural")
+        if cached is None:
+            a, b, c = self.point(np.zeros(self.X.shape[0]), self.moments, self.params)
+            c = np.ascontiguousarray(np.broadcast_to(c, a.shape), dtype=float)
+            cached = (b @ self.X, 0.5 * weighted_grams(self.X, c[:, None])[1][0], float(np.sum(a)))
+            self.__dict__["_natural"] = cached
+        return cached
+
+    @property
     def scaled(self) -> bool:
         """Whether the site is a location-scale density with a scale parameter s."""
         return "scale" in self.params and not self.classes
@@ -137,12 +154,43 @@ class BlockTarget:
         else:
             self.prior_const = 0.0
 
+    @property
+    def mc_sites(self) -> bool:
+        """Whether the block has sites whose expectations need sampling (any that is not quadratic)."""
+        return any(not s.quadratic for s in self.sites)
+
+    def gaussian_part(self) -> tuple[np.ndarray, np.ndarray, float]:
+        """(η₁, η₂, c) of the block's Gaussian part, log N(w | prior) + Σ quadratic sites = η₁ᵀw + wᵀη₂w + c:
+        its expectation under q = N(μ, Σ) is η₁ᵀμ + μᵀη₂μ + tr(η₂Σ) + c, with no sampling."""
+        e1, e2, c = self.eta1, self.eta2, float(self.prior_const)
+        for s in self.sites:
+            if s.quadratic:
+                b, q, a = s.natural()
+                e1, e2, c = e1 + b, e2 + q, c + a
+        return e1, e2, c
+
+    def gaussian_expectation(self, mu: np.ndarray, L: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """E_q of the Gaussian part for q = N(μ, LLᵀ), and its gradients in μ and in L (2η₂L)."""
+        e1, e2, c = self.gaussian_part()
+        E2L = e2 @ L
+        value = float(e1 @ mu + mu @ e2 @ mu + np.sum(E2L * L) + c)
+        return value, e1 + 2.0 * e2 @ mu, 2.0 * E2L
+
+    def quadratic_site_term(self, mu: np.ndarray, cov: np.ndarray) -> float:
+        """Σ over the quadratic sites of E_q[log f_n] under N(μ, cov) (exact: their expansion has no remainder)."""
+        return sum(s.expansion(mu, cov) for s in self.sites if s.quadratic)
+
+    def mc_site_terms(self, W: np.ndarray, scales: bool = False, grads: bool = True
+                      ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """``_site_terms`` over the sites that are not quadratic (the part of the objective to sample)."""
+        return self._site_terms(W, scales, grads, skip_quadratic=True)
+
     def sites_value_grad(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Σ_n log f_n at each row of W (S, D) and its gradient (S, D)."""
         val, grad, _ = self._site_terms(W, False)
         return val, grad
 
-    def _site_terms(self, W: np.ndarray, scales: bool, grads: bool = True
+    def _site_terms(self, W: np.ndarray, scales: bool, grads: bool = True, skip_quadratic: bool = False
                     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """Σ_n log f_n, its gradient (unless ``grads`` is false) and (``scales``) Σ_n ∂log f_n/∂log s per site
         (S, n_sites; 0 for a site without a scale), in chunks of rows so that the (rows, N[, K]) temporaries
@@ -151,6 +199,8 @@ class BlockTarget:
         val, grad = np.zeros(S), (np.zeros_like(W) if grads else None)
         gs = np.zeros((S, len(self.sites))) if scales else None
         for j, s in enumerate(self.sites):
+            if skip_quadratic and s.quadratic:
+                continue
             per_row = s.X.shape[0] * max(s.classes, 1)
             step = max(1, _CHUNK // per_row)
             for a in range(0, S, step):
