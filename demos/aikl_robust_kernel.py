@@ -19,7 +19,7 @@ the projections), mean ± standard error over splits.
   plus 1 on the training diagonal.  This is our reading, not the paper's stated formula.
 * Concrete.  The paper's "Concrete Slump Test" has N_tst = 930, i.e. 1030 rows: that is the Concrete
   Compressive Strength set, which is not available here.  We use the 103-row Slump set
-  (/work/shared/data/concrete_slump, target: 28-day compressive strength, 7 inputs): 100 training and only
+  (``data/concrete_slump``, target: 28-day compressive strength, 7 inputs): 100 training and only
   3 test points per split, so its ATLP is very noisy.
 * Boston: 506 rows, 13 inputs, target medv; N_trn = 100, N_tst = 406 as in the paper.
 * Splits: 10 seeded random partitions (the paper's splits are not available); the synthetic set of [17] is
@@ -51,9 +51,9 @@ from schedules.handlers import AIKL, BlockTarget, Site  # noqa: E402
 from schedules.handlers.aikl import projection_log_expectation  # noqa: E402
 
 try:  # imported as demos.<name> (tests) or run as a script
-    from ._shared import DATA  # noqa: E402
+    from ._data import DATA  # noqa: E402
 except ImportError:
-    from _shared import DATA  # noqa: E402
+    from _data import DATA  # noqa: E402
 OUT = Path(__file__).resolve().parent / "out"
 TAU_P = TAU_L = 0.16
 GAMMA = 0.05

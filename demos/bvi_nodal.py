@@ -33,10 +33,10 @@ import factorgraph as fg
 
 OUT = Path(__file__).resolve().parent / "out"
 try:  # imported as demos.<name> (tests) or run as a script
-    from ._shared import DATA as SHARED
+    from ._data import data_dir
 except ImportError:
-    from _shared import DATA as SHARED
-DATA = SHARED / "nodal"
+    from _data import data_dir
+DATA = data_dir("nodal")
 COLUMNS = ["m", "aged", "stage", "grade", "xray", "acid"]
 
 

@@ -49,9 +49,9 @@ import factorgraph as fg
 from factorgraph import models
 
 try:  # imported as demos.<name> (tests) or run as a script
-    from ._shared import DATA
+    from ._data import DATA
 except ImportError:
-    from _shared import DATA
+    from _data import DATA
 METHODS = ("quadratic", "tilted", "adaptive")
 DATASETS = {"Iris": "iris", "Glass": "glass", "Thyroid": "ann_thyroid"}
 

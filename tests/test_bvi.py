@@ -18,7 +18,7 @@ from scipy import integrate, stats
 from scipy.special import log_expit
 
 import factorgraph as fg
-from demos._shared import data_dir
+from demos._data import data_dir
 from distributions import GaussianMixture, MvGaussian
 from factorgraph.results import ESTIMATE
 from schedules.handlers import BVI, DensityTarget
