@@ -94,7 +94,7 @@ def main(small: bool = False, seed: int = 0) -> dict:
     logp = log_joint(X, y)
     D = X.shape[1]
     print(f"Guo et al. (2016) §5.4: Nodal (N = {X.shape[0]}, D = {D}, {int(y.sum())} positives), prior N(0, I)")
-    la = fg.approximate(logp, np.zeros(D), fg.Laplace()).posterior
+    la = fg.approximate(logp, np.zeros(D), fg.Laplace(), vectorized=True).posterior
     ref = reference(logp, la.mean(), la.cov(), 200_000 if small else 1_000_000, seed)
     print(f"reference: importance sampling, ESS {ref['ess']:.0f}, log Z = {ref['log_z']:.4f}")
 

@@ -183,7 +183,7 @@ def main(small: bool = False, seed: int = 0) -> dict:
     n_comp = 12 if small else 60
     h = fg.BVI(n_components=n_comp, seed=seed, n_final_samples=4000)
     t = time.perf_counter()
-    r = fg.approximate(logp, x_start, h, grad=grad)
+    r = fg.approximate(logp, x_start, h, grad=grad, vectorized=True)
     t_bvi = time.perf_counter() - t
     q = r.posterior
     alphas, times = r.info["alpha_trace"], r.info["time_trace"]

@@ -203,7 +203,7 @@ def mode_masses(q: GaussianMixture, target: Target, n: int = 20001) -> tuple[np.
 def run_bvi(target: Target, n_components: int, seed: int, init, **options) -> tuple:
     t = time.perf_counter()
     r = fg.approximate(target.logp, target.x0, fg.BVI(n_components=n_components, init=init, seed=seed, **options),
-                       grad=target.grad)
+                       grad=target.grad, vectorized=True)
     return r, time.perf_counter() - t
 
 

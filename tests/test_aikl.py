@@ -307,7 +307,7 @@ def test_plain_density_tensor_lattice_gradients_match_finite_differences():
         return stats.multivariate_t([0.2, -0.1], cov, df=4).logpdf(W) + 0.3 * np.tanh(W[..., 0])
 
     lu = _LU(D, get_base("skew_normal"), None)
-    bound = AIKLBound(DensityTarget(logp, D), "skew_normal", 16)
+    bound = AIKLBound(DensityTarget(logp, D, vectorized=True), "skew_normal", 16)
     A, bb = _random_affine(rng, D, 0.2)
     x = lu.pack(np.array([[1.0, 0], [0.3, 1]]), np.array([[0.8, 0.1], [0, 0.6]]), bb, np.array([0.7, -0.4]))
     bound.freeze(*lu.unpack(x))
@@ -428,12 +428,12 @@ def test_plain_density_fallback_is_a_bound_and_needs_low_dimension():
         return -0.5 * W[:, 0] ** 2 - np.logaddexp(0, -4 * W[:, 1] - 2 * W[:, 0]) - 0.5 * W[:, 1] ** 2 / 4
 
     log_z = _logz_2d(logp, 14.0, 1401)
-    r = fg.approximate(logp, np.zeros(2), fg.AIKL(base="skew_normal"))
+    r = fg.approximate(logp, np.zeros(2), fg.AIKL(base="skew_normal"), vectorized=True)
     assert r.kind == "lower bound up to lattice error"
     assert r.info["gaussian_bound"] - 1e-3 <= r.elbo <= log_z + 1e-3
     assert r.elbo > r.info["gaussian_bound"] + 1e-3
     with pytest.raises(HandlerError, match="site structure"):
-        fg.approximate(lambda W: -0.5 * (np.atleast_2d(W) ** 2).sum(-1), np.zeros(4), fg.AIKL())
+        fg.approximate(lambda W: -0.5 * (np.atleast_2d(W) ** 2).sum(-1), np.zeros(4), fg.AIKL(), vectorized=True)
 
 
 def test_model_with_a_rank_deficient_gaussian_message_and_kinked_sites():

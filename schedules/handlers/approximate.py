@@ -29,24 +29,42 @@ class Approximation:
     info: dict = field(default_factory=dict)
 
 
-def approximate(log_density: Callable, x0: Any, method: Any, grad: Callable | None = None) -> Approximation:
+def approximate(log_density: Callable, x0: Any, method: Any, grad: Callable | None = None, *,
+                vectorized: bool = False) -> Approximation:
     """Approximate the normalised version of an unnormalised density p̃ with a global handler.
 
     Parameters
     ----------
     log_density
-        log p̃(x) for one point x of shape (D,), or for a batch (S, D) returning (S,).
+        log p̃. With ``vectorized=False`` (the default) it is called on one point x of shape (D,) and returns
+        a scalar; with ``vectorized=True`` it is called on a batch W of shape (S, D) and returns (S,).
     x0
         A starting point (D,).
     method
-        A handler: ``fg.Laplace()``, ``fg.MVI(kind)``, ``fg.VIDiag()``.
+        A handler: ``fg.Laplace()``, ``fg.MVI(kind)``, ``fg.VIDiag()``, ``fg.BVI()``, ``fg.AIKL()``.
     grad
-        ∇ log p̃ (same calling convention); central differences when None.
+        ∇ log p̃ in the same convention ((D,) for one point, (S, D) for a batch); central differences when
+        None.
+    vectorized
+        Whether ``log_density`` and ``grad`` take a batch of points. Nothing is guessed from output shapes: a
+        function that returns the wrong shape for the stated convention raises ModelError saying so.
+
+    Raises
+    ------
+    ModelError
+        If x0 is not a finite vector, ``method`` is not a handler, or ``log_density``/``grad`` return a shape
+        that does not match ``vectorized`` at x0.
     """
     x = np.atleast_1d(np.asarray(x0, dtype=float))
     if x.ndim != 1 or not np.all(np.isfinite(x)):
         raise ModelError(f"approximate: x0 must be a finite vector, got {x0!r}")
     if not hasattr(method, "fit"):
         raise ModelError(f"approximate: method must be a handler such as fg.Laplace(), got {method!r}")
-    fit = method.fit(DensityTarget(log_density, x.shape[0], grad), x)
+    if not isinstance(vectorized, bool | np.bool_):
+        raise ModelError(f"approximate: vectorized must be True or False, got {vectorized!r}")
+    target = DensityTarget(log_density, x.shape[0], grad, vectorized=bool(vectorized))
+    target._values(x[None])  # the calling convention checked once at x0, before any handler runs
+    if grad is not None:
+        target._grads(x[None])
+    fit = method.fit(target, x)
     return Approximation(fit.q, fit.log_evidence, fit.se, fit.kind, repr(method), fit.info)
