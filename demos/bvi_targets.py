@@ -33,7 +33,7 @@ import numpy as np
 from scipy import optimize
 
 import factorgraph as fg
-from distributions import GaussianMixture, MvGaussian
+from factorgraph import GaussianMixture, MvGaussian
 
 OUT = Path(__file__).resolve().parent / "out"
 B = 0.1  # banana curvature
