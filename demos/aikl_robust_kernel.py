@@ -55,7 +55,7 @@ except ImportError:
 OUT = Path(__file__).resolve().parent / "out"
 TAU_P = TAU_L = 0.16
 GAMMA = 0.05
-PAPER = {  # seed 002 §4.3 table: B̄_G, B̄_AI, ΔB̄, ATLP_G, ATLP_AI, ΔATLP (mean ± s.e. over 10 splits)
+PAPER = {  # Challis & Barber 2012, §4.3 table: B̄_G, B̄_AI, ΔB̄, ATLP_G, ATLP_AI, ΔATLP (mean ± s.e. over 10 splits)
     "concrete": ((-2.08, 0.09), (-2.06, 0.09), (0.022, 0.004), (-1.70, 0.11), (-1.67, 0.11), (0.024, 0.010)),
     "boston": ((-1.28, 0.05), (-1.25, 0.05), (0.028, 0.003), (-1.18, 0.10), (-1.15, 0.09), (0.023, 0.006)),
 }

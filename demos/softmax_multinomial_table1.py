@@ -31,7 +31,7 @@ Where our data and splits differ from the paper's:
   at random, as in the paper; the paper does not say how it scaled the inputs;
 * in small mode there are 2 splits per dataset and Thyroid is a random subsample of 600 points.
 
-The paper's values below are transcribed from the seed's text extraction of Table 1, whose layout was
+The paper's values below are transcribed from a text extraction of the paper's Table 1, whose layout was
 scrambled; the column order Quadratic, Probit, Tilted, Adaptive is the table's.
 
 Run ``python demos/softmax_multinomial_table1.py [--small] [--seed S]``.

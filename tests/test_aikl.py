@@ -194,7 +194,7 @@ def test_fft_site_expectations_agree_with_direct_integration(D, base, theta):
 
 
 def test_laplace_site_under_a_gaussian_base_matches_the_closed_form():
-    """MATH.md §5: E|y − μ| = 2σφ(δ/σ) + δ(2Φ(δ/σ) − 1) for y ~ N(m, σ²), δ = m − μ."""
+    """docs/maths.md §6: E|y − μ| = 2σφ(δ/σ) + δ(2Φ(δ/σ) − 1) for y ~ N(m, σ²), δ = m − μ."""
     rng = np.random.default_rng(3)
     D, tau, mu = 3, 0.16, 0.25
     A, b = _random_affine(rng, D)
@@ -376,7 +376,7 @@ def _logz_2d(logp, lim, n=1601):
 
 
 def _toy_problems():
-    """Small versions of seed Fig. 1–3 (sparse linear, logistic, robust regression)."""
+    """Small versions of the paper's Fig. 1–3 (sparse linear, logistic, robust regression)."""
     tau = 0.16
     x, y = np.array([0.3, 0.2]), 0.3
     t1 = BlockTarget(np.zeros(2), np.zeros((2, 2)),
@@ -437,7 +437,7 @@ def test_plain_density_fallback_is_a_bound_and_needs_low_dimension():
 
 
 def test_model_with_a_rank_deficient_gaussian_message_and_kinked_sites():
-    """Seed Fig. 1 built as a model: Laplace-site prior under a flat MvGaussian, one Gaussian data point, so
+    """The paper's Fig. 1 built as a model: Laplace-site prior under a flat MvGaussian, one Gaussian data point, so
     the conjugate message into w has rank one.  Regression: the Gaussian start came from inverting that
     singular precision and the frozen lattice let the optimiser grow q without bound (B_AI ≈ −1.8e4)."""
     tau, s2, x1, y1 = 0.16, 0.05, np.array([1.0, 0.1]), 0.6

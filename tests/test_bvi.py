@@ -1,9 +1,9 @@
-"""Boosting variational inference (seed 001, MATH.md §7) and the Gaussian-mixture posterior.
+"""Boosting variational inference (Guo et al. 2016; docs/maths.md §8) and the Gaussian-mixture posterior.
 
 The quick tests check the pieces (mixture densities, moments, gradients and entropy against scipy and
 quadrature; the weight step's gradient against finite differences of the Monte Carlo discrepancy with
 common random numbers; the residual's Hessian; determinism; a model block and a plain density).  The
-accuracy claims of the seed's experiments (30 components on the synthetic targets, Nodal) take
+accuracy claims of the paper's experiments (30 components on the synthetic targets, Nodal) take
 minutes on a loaded machine and are marked slow.
 """
 
@@ -158,7 +158,7 @@ def test_elbo_gain_matches_the_quadrature_difference_of_elbos():
 
 
 def test_weight_gradient_matches_finite_differences_of_the_monte_carlo_elbo():
-    """With common random numbers the derivative of the Monte Carlo discrepancy is the seed's gradient
+    """With common random numbers the derivative of the Monte Carlo discrepancy is the paper's gradient
     estimator (eq. 11) plus an importance-sampling estimate of ∫(h − q) = 0 (exactly), which is small."""
     rng = np.random.default_rng(5)
     q = GaussianMixture([0.6, 0.4], [-2.0, 1.0], [1.0, 0.5])
@@ -342,11 +342,11 @@ def test_bvi_on_a_plain_density_and_bad_options():
             fg.BVI(**bad)
 
 
-# ------------------------------------------------------------------------------------------ the seed's claims
+# ------------------------------------------------------------------------------------------ the paper's claims
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["mix1d_a", "mix1d_b"])
 def test_1d_mixtures_every_mode_carries_its_mass(bt, name):
-    """Seed Fig. 2b: from a broad N(0, 100) start, 30 iterations with the default settings."""
+    """The paper's Fig. 2b: from a broad N(0, 100) start, 30 iterations with the default settings."""
     t = bt.TARGETS[name]()
     r = fg.approximate(t.logp, t.x0, fg.BVI(n_components=31, init="broad", seed=0), grad=t.grad, vectorized=True)
     mq, mp = bt.mode_masses(r.posterior, t)
@@ -359,7 +359,7 @@ def test_1d_mixtures_every_mode_carries_its_mass(bt, name):
 
 @pytest.mark.slow
 def test_2d_mixture_kl_five_times_below_the_best_gaussian(bt):
-    """Seed Fig. 2c: the five-component 2-D mixture, broad start, default settings.  (Across seeds 0–3 the
+    """The paper's Fig. 2c: the five-component 2-D mixture, broad start, default settings.  (Across seeds 0–3 the
     final KL is 0.16–0.29, ratio 4.4–7.9; with λ = 1 each mode takes one component and KL ≈ 0.02–0.09.)"""
     t = bt.mix2d()
     r = fg.approximate(t.logp, t.x0, fg.BVI(n_components=31, init="broad", seed=0), grad=t.grad, vectorized=True)
@@ -373,8 +373,8 @@ def test_2d_mixture_kl_five_times_below_the_best_gaussian(bt):
 
 @pytest.mark.slow
 def test_banana_kl_five_times_below_the_best_gaussian(bt):
-    """Seed Fig. 5: the banana (b = 0.1), broad start, ε = 1e−3: KL 0.19–0.23 over seeds 0–2.  (With the
-    seed's standard-normal start and the default ε = 1e−4 the peaks chase the far tails of the arms and 30
+    """The paper's Fig. 5: the banana (b = 0.1), broad start, ε = 1e−3: KL 0.19–0.23 over seeds 0–2.  (With the
+    paper's standard-normal start and the default ε = 1e−4 the peaks chase the far tails of the arms and 30
     components reach KL ≈ 0.29–0.41, ratio 3.1–4.4.)"""
     t = bt.banana()
     r = fg.approximate(t.logp, t.x0, fg.BVI(n_components=31, init="broad", eps=1e-3, seed=0), grad=t.grad,

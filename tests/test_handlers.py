@@ -141,7 +141,7 @@ def test_fixed_seed_is_deterministic():
 
 
 def _mixture_logpdf(W):
-    """Seed 000 eq. (14): ⅔N(0, I) + ⅓N([−1, −2], diag(3.5, 0.3))."""
+    """Gianniotis et al. (Mixed VI), eq. (14): ⅔N(0, I) + ⅓N([−1, −2], diag(3.5, 0.3))."""
     a = stats.multivariate_normal([0.0, 0.0], np.eye(2)).logpdf(W)
     b = stats.multivariate_normal([-1.0, -2.0], np.diag([3.5, 0.3])).logpdf(W)
     return np.logaddexp(np.log(2 / 3) + a, np.log(1 / 3) + b)

@@ -1,4 +1,4 @@
-"""Mixed variational inference (Gianniotis, seed 000) and the diagonal-Gaussian baseline (MATH.md §6).
+"""Mixed variational inference (Gianniotis et al., Mixed VI) and the diagonal-Gaussian baseline (docs/maths.md §7).
 
 q(w) = N(μ, LLᵀ), w = μ + Lz.  With S standard-normal vectors z_s drawn once from a seed, maximise the
 fixed-sample objective
@@ -16,8 +16,8 @@ by L-BFGS from the Laplace solution, in one of four parameterisations:
 The optimised fixed-sample objective is biased upward, so the reported ELBO is re-estimated on 10·S
 fresh samples (a second seeded stream) with its standard error: a Monte Carlo estimate of a bound.
 
-With ``learn=`` the log-hyperparameters h (``hyper.py``) join the parameter vector, as in the seed's
-objectives (8), (10)–(12): they start at Laplace's optimum h_LA (``laplace_hyper``; seed §III-D), which also
+With ``learn=`` the log-hyperparameters h (``hyper.py``) join the parameter vector, as in the paper's
+objectives (8), (10)–(12): they start at Laplace's optimum h_LA (``laplace_hyper``; the paper's §III-D), which also
 gives the starting q, and ∂F/∂h = (1/S)Σ_s ∂log p̃(w_s; h)/∂h.  The ELBO and the block's terms are at the optimum.
 """
 

@@ -4,7 +4,7 @@
 sends it (its prior) times the site factors on projections u_n = x_nᵀw that the handler claimed,
 
     log p̃(w) = log N(w | prior) + Σ_n log f_n(x_nᵀw),
-    ∇ = η₁ + 2η₂w + Xᵀg′,   ∇² = 2η₂ + Xᵀdiag(g″)X            (MATH.md §6)
+    ∇ = η₁ + 2η₂w + Xᵀg′,   ∇² = 2η₂ + Xᵀdiag(g″)X            (docs/maths.md §7)
 
 with the prior in natural parameters (η₁, η₂).  ``DensityTarget`` wraps a user's log density (of one
 point or of a batch of points), with central differences where no gradient is given.
