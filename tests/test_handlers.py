@@ -214,6 +214,8 @@ def test_approximate_wrong_output_shape_names_the_convention():
                        vectorized=True)
     with pytest.raises(fg.ModelError, match="grad"):
         fg.approximate(lambda w: -0.5 * float(w @ w), np.zeros(2), fg.Laplace(), grad=lambda w: np.zeros(3))
+    with pytest.raises(fg.ModelError, match="IndexError.*shape \\(2,\\).*pass vectorized=True"):
+        fg.approximate(lambda W: -0.5 * W[:, 0] ** 2 - 0.5 * W[:, 1] ** 2, np.zeros(2), fg.Laplace())
     with pytest.raises(fg.ModelError, match="vectorized must be True or False"):
         fg.approximate(lambda w: 0.0, np.zeros(2), fg.Laplace(), vectorized="yes")
 

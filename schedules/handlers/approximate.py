@@ -174,8 +174,18 @@ def approximate(log_density: Callable | list, x0: Any, method: Any, grad: Callab
             raise ModelError(f"approximate: log_density must be a function or a list of fg.site(...) terms, got "
                              f"{log_density!r}")
         target = DensityTarget(log_density, x.shape[0], grad, vectorized=bool(vectorized))
-        target._values(x[None])  # the calling convention checked once at x0, before any handler runs
-        if grad is not None:
-            target._grads(x[None])
+        for what, call in (("log_density", target._values), ("grad", target._grads if grad is not None else None)):
+            if call is None:
+                continue
+            try:  # the calling convention checked once at x0, before any handler runs
+                call(x[None])
+            except ModelError:
+                raise
+            except Exception as err:  # noqa: BLE001 — the user's function failed on the convention we state
+                shape = (1, x.shape[0]) if vectorized else x.shape
+                other = "vectorized=False" if vectorized else "vectorized=True"
+                raise ModelError(f"approximate: {what} raised {type(err).__name__}: {err} when called on an array "
+                                 f"of shape {shape} (vectorized={bool(vectorized)}); if it follows the other "
+                                 f"convention, pass {other}") from err
     fit = method.fit(target, x)
     return Approximation(fit.q, fit.log_evidence, fit.se, fit.kind, repr(method), fit.info)
