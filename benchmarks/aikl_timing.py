@@ -2,10 +2,10 @@
 
 1. **Bound and gradient per site.**  For a block of N logistic sites in dimension D with a skew-normal base,
    the time of one evaluation of the site terms and all their gradients (∂/∂A, ∂/∂b, ∂/∂θ), divided by N,
-   against the seed's complexity O(D²K log DK) per site (exact zero padding to D·K) — our default circular
+   against the paper's complexity O(D²K log DK) per site (exact zero padding to D·K) — our default circular
    lattice of length M = 2K costs O(D·K log K) per site instead.  Both paddings are timed; the table also
    shows time/(D²K log₂ DK) and time/(DK log₂ K), whose constancy across D and K checks the scaling.
-2. **Optimisation at D = N = 10** (seed §4.2: about 8 s for AI KL, 0.2 s for Gaussian KL, Matlab 2009b on a
+2. **Optimisation at D = N = 10** (the paper's §4.2: about 8 s for AI KL, 0.2 s for Gaussian KL, Matlab 2009b on a
    2.5 GHz Core 2 Quad): the full ``AIKL(base="skew_normal").fit`` on the Fig. 4 model, with the default
    settings and with the budget of ``demos/aikl_logistic_fig4.py``, as CPU seconds (``time.process_time``,
    which is not inflated by other processes on a shared machine) and wall seconds.

@@ -42,7 +42,7 @@ def banana(n_components: int, seed: int) -> dict:
     out = {"best_gaussian": kl_best, "runs": {}}
     for eps in (1e-4, 1e-3):
         r = fg.approximate(t.logp, t.x0, fg.BVI(n_components=n_components, init="broad", eps=eps, seed=seed),
-                           grad=t.grad)
+                           grad=t.grad, vectorized=True)
         q, info = r.posterior, r.info
         ks = _checkpoints(q.n_components)
         out["runs"][f"ε = {eps:g}"] = {"k": ks, "time": info["time_trace"][np.array(ks) - 1],
@@ -55,7 +55,7 @@ def nodal(n_components: int, seed: int) -> dict:
     nd = _demo("bvi_nodal")
     X, y = nd.load()
     m, logp = nd.model(X, y), nd.log_joint(X, y)
-    la = fg.approximate(logp, np.zeros(X.shape[1]), fg.Laplace()).posterior
+    la = fg.approximate(logp, np.zeros(X.shape[1]), fg.Laplace(), vectorized=True).posterior
     ref = nd.reference(logp, la.mean(), la.cov(), 1_000_000, seed)
     mf = fg.infer(m, handlers={"w": fg.VIDiag(seed=seed)})
     full = fg.infer(m, handlers={"w": fg.MVI("lr", seed=seed)})

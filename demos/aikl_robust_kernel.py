@@ -4,7 +4,7 @@ Model (as in the paper): weights w ∈ R^{N_trn}, one per training point; sparse
 Π_d (2τ_p)⁻¹e^{−|w_d|/τ_p} — Laplace *sites* on x = e_dᵀw (X = I, location 0) under an improper flat Gaussian
 prior — and robust Laplace likelihood (2τ_l)⁻¹e^{−|y_n − wᵀk_n|/τ_l} with k_n the n-th row of the kernel
 matrix; τ_p = τ_l = 0.16.  Inputs and targets are standardised with the training statistics.  Each block
-(a ``BlockTarget`` with the two groups of Laplace sites) is handed to
+(a flat prior with the two groups of Laplace sites, ``fg.site("laplace", ...)``) is handed by ``fg.approximate`` to
 ``AIKL(base="gen_normal", theta=1.5, learn_theta=False)`` — the paper fixes θ = 1.5 and optimises L, U, b —
 which returns the Gaussian KL bound B_G (its first stage) and the AI bound B_AI.  Reported: B/N_trn, and the
 averaged test log-probability ATLP = mean_n log E_q[(2τ_l)⁻¹e^{−|y*_n − wᵀk*_n|/τ_l}] (lattice expectations of
@@ -19,7 +19,7 @@ the projections), mean ± standard error over splits.
   plus 1 on the training diagonal.  This is our reading, not the paper's stated formula.
 * Concrete.  The paper's "Concrete Slump Test" has N_tst = 930, i.e. 1030 rows: that is the Concrete
   Compressive Strength set, which is not available here.  We use the 103-row Slump set
-  (/work/shared/data/concrete_slump, target: 28-day compressive strength, 7 inputs): 100 training and only
+  (``data/concrete_slump``, target: 28-day compressive strength, 7 inputs): 100 training and only
   3 test points per split, so its ATLP is very noisy.
 * Boston: 506 rows, 13 inputs, target medv; N_trn = 100, N_tst = 406 as in the paper.
 * Splits: 10 seeded random partitions (the paper's splits are not available); the synthetic set of [17] is
@@ -46,18 +46,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from factors.sites import laplace_point  # noqa: E402
-from schedules.handlers import AIKL, BlockTarget, Site  # noqa: E402
-from schedules.handlers.aikl import projection_log_expectation  # noqa: E402
+import factorgraph as fg  # noqa: E402
 
 try:  # imported as demos.<name> (tests) or run as a script
-    from ._shared import DATA  # noqa: E402
+    from ._data import DATA  # noqa: E402
 except ImportError:
-    from _shared import DATA  # noqa: E402
+    from _data import DATA  # noqa: E402
 OUT = Path(__file__).resolve().parent / "out"
 TAU_P = TAU_L = 0.16
 GAMMA = 0.05
-PAPER = {  # seed 002 §4.3 table: B̄_G, B̄_AI, ΔB̄, ATLP_G, ATLP_AI, ΔATLP (mean ± s.e. over 10 splits)
+PAPER = {  # Challis & Barber 2012, §4.3 table: B̄_G, B̄_AI, ΔB̄, ATLP_G, ATLP_AI, ΔATLP (mean ± s.e. over 10 splits)
     "concrete": ((-2.08, 0.09), (-2.06, 0.09), (0.022, 0.004), (-1.70, 0.11), (-1.67, 0.11), (0.024, 0.010)),
     "boston": ((-1.28, 0.05), (-1.25, 0.05), (0.028, 0.003), (-1.18, 0.10), (-1.15, 0.09), (0.023, 0.006)),
 }
@@ -76,11 +74,6 @@ def kernel(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return np.exp(-GAMMA * np.maximum(d2, 0.0))
 
 
-def laplace_sites(X: np.ndarray, loc: np.ndarray, tau: float) -> Site:
-    loc = np.asarray(loc, dtype=float)
-    return Site(X, laplace_point, {"out": (loc, loc * loc)}, {"scale": tau})
-
-
 def split_problem(X, y, rng, n_train):
     idx = rng.permutation(len(y))
     tr, te = idx[:n_train], idx[n_train:]
@@ -89,16 +82,17 @@ def split_problem(X, y, rng, n_train):
     Xs = (X - mx) / sx
     ys = (y - y[tr].mean()) / y[tr].std()
     K = kernel(Xs[tr], Xs[tr]) + np.eye(n_train)
-    target = BlockTarget(np.zeros(n_train), np.zeros((n_train, n_train)),
-                         [laplace_sites(np.eye(n_train), np.zeros(n_train), TAU_P), laplace_sites(K, ys[tr], TAU_L)])
-    return target, kernel(Xs[te], Xs[tr]), ys[te]
+    # flat prior; a Laplace site on each weight (the sparse prior) and on each fitted value K w (the likelihood)
+    sites = [fg.site("laplace", np.eye(n_train), location=0.0, scale=TAU_P),
+             fg.site("laplace", K, location=ys[tr], scale=TAU_L)]
+    return sites, kernel(Xs[te], Xs[tr]), ys[te]
 
 
 def atlp(q, K_test: np.ndarray, y_test: np.ndarray) -> float:
     def log_lik(Y):
         return -np.log(2 * TAU_L) - np.abs(y_test[:, None] - Y) / TAU_L
 
-    return float(projection_log_expectation(q, K_test, log_lik, n_lattice=256).mean())
+    return float(fg.projection_log_expectation(q, K_test, log_lik, n_lattice=256).mean())
 
 
 def _last_gain(info: dict, n_train: int) -> float:
@@ -125,15 +119,15 @@ def main(small: bool = False, seed: int = 0, n_splits: int | None = None, n_trai
         X, y = load(name)
         for s in range(n_splits):
             rng = np.random.default_rng([seed, s])
-            target, K_test, y_test = split_problem(X, y, rng, n_train)
+            sites, K_test, y_test = split_problem(X, y, rng, n_train)
             t = time.perf_counter()
-            h = AIKL(base="gen_normal", theta=1.5, learn_theta=False, lattice=64, maxiter=maxiter, rounds=3,
+            h = fg.AIKL(base="gen_normal", theta=1.5, learn_theta=False, lattice=64, maxiter=maxiter, rounds=3,
                      max_adapt=0, max_lattice=1024)
-            fit = h.fit(target, np.zeros(n_train))
+            fit = fg.approximate(sites, np.zeros(n_train), h)
             i = fit.info
             r = {"dataset": name, "split": s, "N_trn": n_train, "N_tst": len(y_test),
-                 "B_G": i["gaussian_bound"], "B_AI": fit.log_evidence, "ATLP_G": atlp(i["gaussian"], K_test, y_test),
-                 "ATLP_AI": atlp(fit.q, K_test, y_test), "lattice_error": i["lattice_error"],
+                 "B_G": i["gaussian_bound"], "B_AI": fit.elbo, "ATLP_G": atlp(i["gaussian"], K_test, y_test),
+                 "ATLP_AI": atlp(fit.posterior, K_test, y_test), "lattice_error": i["lattice_error"],
                  "lattice": i["lattice"], "converged": i["converged"], "iterations": i["iterations"],
                  "why": _why_stopped(i, maxiter, n_train),
                  "last_gain": _last_gain(i, n_train),

@@ -46,7 +46,7 @@ import factorgraph as fg  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 PAPER = {"sparse": (-1.4026, -1.4399, -1.4026), "logistic": (-1.13, -1.42, -1.17),
-         "robust": (-3.5159, -3.6102, -3.5167)}  # (log Z, B_G, B_AI) of seed 002 Fig. 1–3
+         "robust": (-3.5159, -3.6102, -3.5167)}  # (log Z, B_G, B_AI) of Challis & Barber 2012, Fig. 1–3
 
 
 def problems() -> list[dict]:

@@ -1,18 +1,18 @@
 """Bayesian logistic regression on the Nodal data with boosting VI: Guo et al. (2016), §5.4, Fig. 7.
 
 Nodal involvement in prostate cancer (Brown 1980; R ``boot::nodal``): N = 53 patients, six predictors
-including the all-ones column ``m`` (the intercept), binary response ``r``; prior w ~ N(0, I) as in the seed
+including the all-ones column ``m`` (the intercept), binary response ``r``; prior w ~ N(0, I) as in the paper
 (and the first author's code, which uses the same six columns).  The model is built with the public API,
 
     w ~ N(0, I),   r_n ~ Bernoulli(σ(x_nᵀw)),
 
 and the block of w is handed to a global handler: BVI with the default settings (30 components at most,
 started from the Gaussian KL optimum), BVI started from the Laplace approximation (``init="laplace"``, as the
-seed's algorithm), mean-field Gaussian VI (``fg.VIDiag()``, the seed's ADVI stand-in) and full-covariance
+paper's algorithm), mean-field Gaussian VI (``fg.VIDiag()``, the paper's ADVI stand-in) and full-covariance
 Gaussian VI (``fg.MVI("lr")``).  From the Laplace start the boosting steps find no interior residual peak
 (where q ≈ p̃ the residual's curvature is small), so the components they add carry negligible weight and the
 means keep the Laplace approximation's error (0.12 posterior sd for the intercept); the default start has
-none to keep.  The reference posterior (the seed used a Pólya-Gamma sampler) is importance sampling
+none to keep.  The reference posterior (the paper used a Pólya-Gamma sampler) is importance sampling
 with a Student-t (ν = 5) proposal centred on the Laplace solution with 1.5 times its scale, 10⁶ draws
 (effective sample size printed); its log Z gives each method's KL(q‖p) = log Z − ELBO.
 
@@ -33,10 +33,10 @@ import factorgraph as fg
 
 OUT = Path(__file__).resolve().parent / "out"
 try:  # imported as demos.<name> (tests) or run as a script
-    from ._shared import DATA as SHARED
+    from ._data import data_dir
 except ImportError:
-    from _shared import DATA as SHARED
-DATA = SHARED / "nodal"
+    from _data import data_dir
+DATA = data_dir("nodal")
 COLUMNS = ["m", "aged", "stage", "grade", "xray", "acid"]
 
 
@@ -94,7 +94,7 @@ def main(small: bool = False, seed: int = 0) -> dict:
     logp = log_joint(X, y)
     D = X.shape[1]
     print(f"Guo et al. (2016) §5.4: Nodal (N = {X.shape[0]}, D = {D}, {int(y.sum())} positives), prior N(0, I)")
-    la = fg.approximate(logp, np.zeros(D), fg.Laplace()).posterior
+    la = fg.approximate(logp, np.zeros(D), fg.Laplace(), vectorized=True).posterior
     ref = reference(logp, la.mean(), la.cov(), 200_000 if small else 1_000_000, seed)
     print(f"reference: importance sampling, ESS {ref['ess']:.0f}, log Z = {ref['log_z']:.4f}")
 

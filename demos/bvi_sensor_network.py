@@ -3,19 +3,19 @@
 Eleven sensors on the plane; the last three are at known positions and the first eight unknown
 (x ∈ R¹⁶).  Each pair (i, j) is observed with probability exp(−‖x_i − x_j‖²/(2R²)), and an observed pair
 reports its distance with Gaussian noise, Y_ij ~ N(‖x_i − x_j‖, σ²), R = 0.3, σ = 0.02 (the setting of Ahn
-et al. 2013 and Lan et al. 2014 that the seed follows).  The log posterior, over pairs with at least one
+et al. 2013 and Lan et al. 2014 that the paper follows).  The log posterior, over pairs with at least one
 unknown sensor, is
 
     log p(x | Z, Y) = Σ_i log N(x_i | 0, 10² I) + Σ_{Z_ij = 1} [−d_ij²/(2R²) + log N(Y_ij | d_ij, σ²)]
                       + Σ_{Z_ij = 0} log(1 − exp(−d_ij²/(2R²))) + const,   d_ij = ‖x_i − x_j‖.
 
-Assumptions (the seed gives none of these): the prior N(0, 10² I) per sensor (as in Lan et al. 2014), true
+Assumptions (the paper gives none of these): the prior N(0, 10² I) per sensor (as in Lan et al. 2014), true
 positions drawn uniformly on the unit square (seeded) and redrawn until every unknown sensor has at least two
 observed distances (``make_problem``).  The reference posterior is a long parallel-tempering
 random-walk Metropolis run written here in numpy (tempered levels β = 1 … 0.02, adaptive proposal
-covariance per level during burn-in, swaps between neighbouring levels), standing in for the seed's NUTS
+covariance per level during burn-in, swaps between neighbouring levels), standing in for the paper's NUTS
 reference.  BVI starts from the Laplace approximation at the best of a few mode searches and adds
-components; accuracy is the relative error of the posterior mean, REM = ‖x̄_q − x̄_ref‖₁/‖x̄_ref‖₁ (seed eq. 26),
+components; accuracy is the relative error of the posterior mean, REM = ‖x̄_q − x̄_ref‖₁/‖x̄_ref‖₁ (the paper's eq. 26),
 against time, as in Fig. 4; Fig. 6 (posterior draws per sensor) is drawn for BVI, the Laplace start and the
 reference.
 
@@ -43,7 +43,7 @@ def make_problem(seed: int = 0, min_links: int = 2) -> dict:
     Positions and observations are redrawn (from the same seeded stream) until every unknown sensor has at
     least ``min_links`` observed distances: with fewer, a sensor's posterior is its broad prior cut by the
     unobserved pairs, not a localisation problem.  With exactly two, a sensor can be mirrored across the
-    line through its two neighbours: the multimodality the seed describes.
+    line through its two neighbours: the multimodality the paper describes.
     """
     rng = np.random.default_rng(seed)
     i, j = np.triu_indices(N_SENSORS, 1)
@@ -158,7 +158,7 @@ def best_start(logp, grad, rng: np.random.Generator, n: int = 8) -> np.ndarray:
 
 
 def rem(mean: np.ndarray, ref: np.ndarray) -> float:
-    """Relative error of the mean, ‖x̄ − x̄_ref‖₁ / ‖x̄_ref‖₁ (seed eq. 26)."""
+    """Relative error of the mean, ‖x̄ − x̄_ref‖₁ / ‖x̄_ref‖₁ (the paper's eq. 26)."""
     return float(np.abs(mean - ref).sum() / np.abs(ref).sum())
 
 
@@ -183,7 +183,7 @@ def main(small: bool = False, seed: int = 0) -> dict:
     n_comp = 12 if small else 60
     h = fg.BVI(n_components=n_comp, seed=seed, n_final_samples=4000)
     t = time.perf_counter()
-    r = fg.approximate(logp, x_start, h, grad=grad)
+    r = fg.approximate(logp, x_start, h, grad=grad, vectorized=True)
     t_bvi = time.perf_counter() - t
     q = r.posterior
     alphas, times = r.info["alpha_trace"], r.info["time_trace"]

@@ -1,6 +1,6 @@
 """A Gaussian mixture with K = 5 components in 2-D, fitted by variational message passing.
 
-The model (DESIGN.md §6, mixtures): mixing weights pi ~ Dirichlet(1), labels z_n ~ Categorical(pi),
+The model (docs/design.md §2, gates): mixing weights pi ~ Dirichlet(1), labels z_n ~ Categorical(pi),
 per-component, per-axis means mu_kd ~ N(0, 10^2) and precisions tau_kd ~ Gamma(1, 1), and
 x_nd ~ N(mu_{z_n d}, 1 / tau_{z_n d}); indexing ``mus[z]`` is a gate.
 

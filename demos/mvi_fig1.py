@@ -120,7 +120,8 @@ def main(small: bool = False, seed: int = 0) -> dict:
     fits: dict = {}
     for name in METHODS:
         ts = time.perf_counter()
-        a = fg.approximate(log_target, np.zeros(2), _handler(name, seed), grad=grad_log_target)
+        a = fg.approximate(log_target, np.zeros(2), _handler(name, seed), grad=grad_log_target,
+                           vectorized=True)
         mu, cov = a.posterior.mean(), a.posterior.cov()
         kl = kl_to_target(mu, cov, n_grid)
         kl_half = kl_to_target(mu, cov, n_grid // 2)

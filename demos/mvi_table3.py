@@ -62,10 +62,10 @@ import factorgraph as fg  # noqa: E402
 from factorgraph import models  # noqa: E402
 
 try:  # imported as demos.<name> (tests) or run as a script
-    from ._shared import DATA as SHARED  # noqa: E402
+    from ._data import data_dir  # noqa: E402
 except ImportError:
-    from _shared import DATA as SHARED  # noqa: E402
-DATA = SHARED / "raetsch_pooled_nosplits"
+    from _data import data_dir  # noqa: E402
+DATA = data_dir("raetsch_pooled_nosplits")
 OUT = Path(__file__).resolve().parent / "out"
 METHODS = ("laplace", "mean", "eig", "lr", "diag")
 LABELS = {"laplace": "Laplace", "mean": "MVI-μ", "eig": "MVI-eig", "lr": "MVI-lr", "diag": "VI-diag"}

@@ -56,9 +56,9 @@ from scipy.special import log_softmax, logsumexp  # noqa: E402
 import factorgraph as fg  # noqa: E402
 
 try:  # imported as demos.<name> (tests) or run as a script
-    from ._shared import DATA  # noqa: E402
+    from ._data import DATA  # noqa: E402
 except ImportError:
-    from _shared import DATA  # noqa: E402
+    from _data import DATA  # noqa: E402
 OUT = Path(__file__).resolve().parent / "out"
 METHODS = ("laplace", "mean", "eig", "lr", "diag")
 LABELS = {"laplace": "Laplace", "mean": "MVI-μ", "eig": "MVI-eig", "lr": "MVI-lr", "diag": "VI-diag"}

@@ -27,7 +27,6 @@ Run ``python demos/ncvmp_softmax_bounds_fig2.py [--small] [--seed S]``; the figu
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from pathlib import Path
 
@@ -36,84 +35,18 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from numba import njit, prange  # noqa: E402
 
-from factors.kernels import (  # noqa: E402
-    bohning_softmax_bound,
-    bouchard_softmax_bound,
-    log_softmax_bound,
-    taylor_softmax_approx,
-    tilted_softmax_bound,
-)
+import factorgraph as fg  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 BOUNDS = ("tilted", "log", "quadratic", "bohning")
 METHODS = BOUNDS + ("taylor",)
-KERNELS = {"tilted": tilted_softmax_bound, "log": log_softmax_bound, "quadratic": bouchard_softmax_bound,
-           "bohning": bohning_softmax_bound, "taylor": taylor_softmax_approx}
 DEFAULTS = {"K": 10, "v": 1.0, "u": 1.0}
 
 
-@njit(cache=True, parallel=True)
-def _residual_sums(eps, m, sd, s, out):
-    """Accumulate, per q, the sum and sum of squares over the draws ε of the antithetic residual
-
-    r(ε) = ½[lse(m + δ) + lse(m − δ)] − lse(m) − ½ δᵀ(diag(s) − s sᵀ)δ,  δ = sd ⊙ ε,  s = softmax(m),
-
-    whose mean is E[lse(x)] minus the Taylor value lse(m) + ½Σ v_k s_k(1 − s_k).
-    """
-    n, k = eps.shape
-    for q in prange(m.shape[0]):
-        mx = -math.inf
-        for j in range(k):
-            mx = max(mx, m[q, j])
-        tot = 0.0
-        for j in range(k):
-            tot += math.exp(m[q, j] - mx)
-        lse0 = mx + math.log(tot)
-        s1 = 0.0
-        s2 = 0.0
-        for i in range(n):
-            hp = -math.inf
-            hm = -math.inf
-            for j in range(k):
-                d = sd[q, j] * eps[i, j]
-                hp = max(hp, m[q, j] + d)
-                hm = max(hm, m[q, j] - d)
-            sp = 0.0
-            sm = 0.0
-            quad = 0.0
-            lin = 0.0
-            for j in range(k):
-                d = sd[q, j] * eps[i, j]
-                sp += math.exp(m[q, j] + d - hp)
-                sm += math.exp(m[q, j] - d - hm)
-                quad += s[q, j] * d * d
-                lin += s[q, j] * d
-            r = 0.5 * (hp + math.log(sp) + hm + math.log(sm)) - lse0 - 0.5 * (quad - lin * lin)
-            s1 += r
-            s2 += r * r
-        out[q, 0] += s1
-        out[q, 1] += s2
-
-
-def mc_truth(m: np.ndarray, v: np.ndarray, n_samples: int, rng: np.random.Generator,
-             chunk: int = 5000) -> tuple[np.ndarray, np.ndarray]:
+def mc_truth(m: np.ndarray, v: np.ndarray, n_samples: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """E[lse(x)] per row of (m, v) and its Monte Carlo standard error (n_samples evaluations of lse)."""
-    q, k = m.shape
-    sd = np.sqrt(v)
-    s = np.exp(m - m.max(1, keepdims=True))
-    s /= s.sum(1, keepdims=True)
-    sums = np.zeros((q, 2))
-    n_pairs = n_samples // 2
-    done = 0
-    while done < n_pairs:
-        c = min(chunk, n_pairs - done)
-        _residual_sums(rng.standard_normal((c, k)), m, sd, s, sums)
-        done += c
-    mean = sums[:, 0] / n_pairs
-    var = np.maximum(sums[:, 1] / n_pairs - mean**2, 0.0)
-    return taylor_softmax_approx(m, v)[0] + mean, np.sqrt(var / (n_pairs - 1))
+    return fg.expected_log_sum_exp(m, v, n_samples=n_samples, seed=rng)
 
 
 def evaluate(K: int, v: float, u: float, n_q: int, n_samples: int, rng: np.random.Generator) -> dict:
@@ -122,7 +55,7 @@ def evaluate(K: int, v: float, u: float, n_q: int, n_samples: int, rng: np.rando
     truth, se = mc_truth(m, var, n_samples, rng)
     out = {"truth": truth, "se": se, "rel_se": float(np.mean(se / np.abs(truth)))}
     for meth in METHODS:
-        val = KERNELS[meth](m, var)[0]
+        val = fg.softmax_bound(m, var, meth)
         out[meth] = {"value": val, "rel_err": float(np.mean(np.abs(val - truth) / np.abs(truth))),
                      "min_z": float(np.min((val - truth) / se)),  # < 0: below the truth, in s.e.
                      "frac_below": float(np.mean(val < truth - 3 * se))}

@@ -32,7 +32,7 @@ Where our data and splits differ from the paper's:
   at random, as in the paper; the paper does not say how it scaled the inputs;
 * in small mode there are 2 splits per dataset and Thyroid is a random subsample of 600 points.
 
-The paper's values below are transcribed from the seed's text extraction of Table 1, whose layout was
+The paper's values below are transcribed from a text extraction of the paper's Table 1, whose layout was
 scrambled; the column order Quadratic, Probit, Tilted, Adaptive is the table's.
 
 Run ``python demos/softmax_multinomial_table1.py [--small] [--seed S]``.
@@ -50,9 +50,9 @@ import factorgraph as fg
 from factorgraph import models
 
 try:  # imported as demos.<name> (tests) or run as a script
-    from ._shared import DATA
+    from ._data import DATA
 except ImportError:
-    from _shared import DATA
+    from _data import DATA
 METHODS = ("quadratic", "tilted", "adaptive")
 DATASETS = {"Iris": "iris", "Glass": "glass", "Thyroid": "ann_thyroid"}
 

@@ -1,4 +1,4 @@
-r"""Affine independent densities (Challis & Barber 2012, MATH.md §8) and their univariate bases.
+r"""Affine independent densities (Challis & Barber 2012, docs/maths.md §9) and their univariate bases.
 
 A D-vector w = Av + b, with A invertible and the components of v independent, v_d ~ q_v(· | θ_d):
 
@@ -20,7 +20,7 @@ name               density of v (θ the shape parameter)                       G
 ``logistic``       e^{−z}/(c(1 + e^{−z})²), z = v/c, c = √3/π                  (never)
 =================  =========================================================  ===================
 
-Site marginals by the lattice (MATH.md §8).  For a projection y = xᵀw = αᵀv + β (α = Aᵀx,
+Site marginals by the lattice (docs/maths.md §9).  For a projection y = xᵀw = αᵀv + β (α = Aᵀx,
 β = bᵀx) write y = β′ + Σ_d u_d with u_d = α_d(v_d − E v_d) and β′ = β + Σ_d α_d E v_d.  Each u_d is
 discretised on the common lattice l_k = kΔ, k = −h..h, by normalised point values
 
@@ -751,7 +751,7 @@ class AffineIndependent(Distribution):
     # ------------------------------------------------------------------------------ projections
     def projection_lattice(self, X, n_lattice: int = 256, pad: int | None = 2,
                            chunk: int = 4_000_000) -> tuple[np.ndarray, np.ndarray]:
-        r"""Lattice marginals of the projections y_n = x_nᵀw (MATH.md §8).
+        r"""Lattice marginals of the projections y_n = x_nᵀw (docs/maths.md §9).
 
         Parameters
         ----------

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from distributions import GaussianMixture, MvGaussian
+
+from .bounds import expected_log_sum_exp, softmax_bound
 from .builders import (
     bernoulli,
     beta,
@@ -47,6 +50,7 @@ from .scales import exponential, half_cauchy, half_normal, half_student_t
 
 _LAZY = {name: "schedules" for name in
          ("infer", "VMP", "NCVMP", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
+_LAZY.update({"site": "schedules", "projection_log_expectation": "schedules"})  # site terms for fg.approximate
 
 
 def __getattr__(name: str) -> Any:
@@ -69,3 +73,5 @@ __all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "
            "binomial", "binomial_logit", "multinomial", "multinomial_softmax", "poisson", "poisson_log"]
 __all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t"]
 __all__ += ["ConvergenceWarning"]
+__all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bound", "site",
+            "projection_log_expectation"]

@@ -1,6 +1,6 @@
 """Canned models, built only with the public builder API.
 
-``linear_regression`` is Drugowitsch's variational Bayesian linear regression (seed 004 §2):
+``linear_regression`` is Drugowitsch's variational Bayesian linear regression (Drugowitsch 2014, §2):
 y_n ~ N(wᵀx_n, τ⁻¹), w | τ ~ N(0, (τA)⁻¹), τ ~ Gam(a₀, b₀), A = αI (or diag(α) with ARD),
 α ~ Gam(c₀, d₀), with the joint posterior q(w, τ) and a separate q(α).
 """
@@ -111,7 +111,7 @@ def linear_regression(X: Any, y: Any, ard: bool = False, a0: float = 1e-2, b0: f
 
 
 def linear_predictive(result: Result, X_new: Any) -> StudentT:
-    """Posterior predictive of ``linear_regression`` at new inputs (seed 004 eq. 23):
+    """Posterior predictive of ``linear_regression`` at new inputs (Drugowitsch 2014, eq. 23):
     Student-t with mean w_Nᵀx, precision (1 + xᵀV_N x)⁻¹ a_N/b_N and 2a_N degrees of freedom."""
     q = result.posterior("w")
     Xn = checks.constant(X_new, "X_new")
@@ -399,7 +399,7 @@ LIKELIHOODS = {"logistic": _log_lik_logistic, "probit": _log_lik_probit}
 def predictive_log_density(result: Result, X_test: Any, y_test: Any, likelihood: Any = "logistic",
                            variable: str = "w", n_samples: int = 10_000, seed: int = 0,
                            per_point: bool = False) -> float | np.ndarray:
-    """Test log predictive density by sampling q(w) (Gianniotis, seed 000 eq. 13):
+    """Test log predictive density by sampling q(w) (Gianniotis et al., Mixed VI, eq. 13):
 
         log (1/S) Σ_s p(D_test | w_s),   w_s ~ q(w),   p(D_test | w) = Π_n p(y_n | x_nᵀw).
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-# what an evidence figure is (MATH.md §9)
+# what an evidence figure is (docs/maths.md §2)
 LOWER_BOUND = "lower bound"
 LATTICE_BOUND = "lower bound up to lattice error"
 APPROXIMATION = "approximation"
@@ -37,7 +37,7 @@ class Result:
     elbo
         The final evidence figure (for VMP, the ELBO: a lower bound on log p(D)).
     evidence_kind
-        What ``elbo`` is: "lower bound", "approximation", ... (see MATH.md §9).
+        What ``elbo`` is: "lower bound", "approximation", ... (see docs/maths.md §2).
     elbo_trace
         The ELBO after every iteration.
     n_iter, converged, time

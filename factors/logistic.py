@@ -1,7 +1,7 @@
 """Logistic factor f(s, x) = σ(x)^s (1 − σ(x))^(1−s), s ∈ {0, 1}, on a Gaussian logit x.
 
 log f = s·x − log(1 + eˣ).  With q(x) = N(m, v), S = s·m − E[log(1 + eˣ)], and the message to x
-is the gradient of S in x's mean parameters (E[x], E[x²]) (MATH.md §2–3):
+is the gradient of S in x's mean parameters (E[x], E[x²]) (docs/maths.md §3):
 
     η₂ = ∂S/∂v,   η₁ = ∂S/∂m − 2m ∂S/∂v.
 

@@ -1,4 +1,4 @@
-"""Site potentials f(y − μ) on a Gaussian projection y (MATH.md §5): Laplace, Cauchy, Student-t, probit.
+"""Site potentials f(y − μ) on a Gaussian projection y (docs/maths.md §6): Laplace, Cauchy, Student-t, probit.
 
 With q(y) = N(m, v), S = E[log f] and the NCVMP message to y is the gradient of S in y's mean
 parameters: η₂ = ∂S/∂v, η₁ = ∂S/∂m − 2m∂S/∂v.  The edge ``out`` carries the observed location μ

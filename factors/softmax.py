@@ -83,7 +83,7 @@ def _counts(m: Moments, p: dict) -> tuple[np.ndarray, np.ndarray]:
 def _register(method: str) -> None:
     def to_logits(m: Moments, p: dict) -> tuple:
         mean, _, (_, dm, dv, *_) = _bound(m, p, method)
-        if method == "taylor":  # the expansion point is held fixed (MATH.md §4): ∂B/∂m = softmax(m)
+        if method == "taylor":  # the expansion point is held fixed (docs/maths.md §5): ∂B/∂m = softmax(m)
             dm = softmax(mean)
         d1, c = _counts(m, p)
         return gradient_message(mean, d1 - c[..., None] * dm, -c[..., None] * dv)

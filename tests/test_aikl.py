@@ -194,7 +194,7 @@ def test_fft_site_expectations_agree_with_direct_integration(D, base, theta):
 
 
 def test_laplace_site_under_a_gaussian_base_matches_the_closed_form():
-    """MATH.md §5: E|y − μ| = 2σφ(δ/σ) + δ(2Φ(δ/σ) − 1) for y ~ N(m, σ²), δ = m − μ."""
+    """docs/maths.md §6: E|y − μ| = 2σφ(δ/σ) + δ(2Φ(δ/σ) − 1) for y ~ N(m, σ²), δ = m − μ."""
     rng = np.random.default_rng(3)
     D, tau, mu = 3, 0.16, 0.25
     A, b = _random_affine(rng, D)
@@ -307,7 +307,7 @@ def test_plain_density_tensor_lattice_gradients_match_finite_differences():
         return stats.multivariate_t([0.2, -0.1], cov, df=4).logpdf(W) + 0.3 * np.tanh(W[..., 0])
 
     lu = _LU(D, get_base("skew_normal"), None)
-    bound = AIKLBound(DensityTarget(logp, D), "skew_normal", 16)
+    bound = AIKLBound(DensityTarget(logp, D, vectorized=True), "skew_normal", 16)
     A, bb = _random_affine(rng, D, 0.2)
     x = lu.pack(np.array([[1.0, 0], [0.3, 1]]), np.array([[0.8, 0.1], [0, 0.6]]), bb, np.array([0.7, -0.4]))
     bound.freeze(*lu.unpack(x))
@@ -376,7 +376,7 @@ def _logz_2d(logp, lim, n=1601):
 
 
 def _toy_problems():
-    """Small versions of seed Fig. 1–3 (sparse linear, logistic, robust regression)."""
+    """Small versions of the paper's Fig. 1–3 (sparse linear, logistic, robust regression)."""
     tau = 0.16
     x, y = np.array([0.3, 0.2]), 0.3
     t1 = BlockTarget(np.zeros(2), np.zeros((2, 2)),
@@ -428,16 +428,16 @@ def test_plain_density_fallback_is_a_bound_and_needs_low_dimension():
         return -0.5 * W[:, 0] ** 2 - np.logaddexp(0, -4 * W[:, 1] - 2 * W[:, 0]) - 0.5 * W[:, 1] ** 2 / 4
 
     log_z = _logz_2d(logp, 14.0, 1401)
-    r = fg.approximate(logp, np.zeros(2), fg.AIKL(base="skew_normal"))
+    r = fg.approximate(logp, np.zeros(2), fg.AIKL(base="skew_normal"), vectorized=True)
     assert r.kind == "lower bound up to lattice error"
     assert r.info["gaussian_bound"] - 1e-3 <= r.elbo <= log_z + 1e-3
     assert r.elbo > r.info["gaussian_bound"] + 1e-3
     with pytest.raises(HandlerError, match="site structure"):
-        fg.approximate(lambda W: -0.5 * (np.atleast_2d(W) ** 2).sum(-1), np.zeros(4), fg.AIKL())
+        fg.approximate(lambda W: -0.5 * (np.atleast_2d(W) ** 2).sum(-1), np.zeros(4), fg.AIKL(), vectorized=True)
 
 
 def test_model_with_a_rank_deficient_gaussian_message_and_kinked_sites():
-    """Seed Fig. 1 built as a model: Laplace-site prior under a flat MvGaussian, one Gaussian data point, so
+    """The paper's Fig. 1 built as a model: Laplace-site prior under a flat MvGaussian, one Gaussian data point, so
     the conjugate message into w has rank one.  Regression: the Gaussian start came from inverting that
     singular precision and the frozen lattice let the optimiser grow q without bound (B_AI ≈ −1.8e4)."""
     tau, s2, x1, y1 = 0.16, 0.05, np.array([1.0, 0.1]), 0.6

@@ -1,6 +1,6 @@
 """Bad input gets a clear ``fg.ModelError`` naming the variable (or factor/plate) and the offending value.
 
-DESIGN.md §5: errors are raised when the model is built, or when ``fg.infer`` compiles it where only
+docs/design.md §3: errors are raised when the model is built, or when ``fg.infer`` compiles it where only
 then knowable, never deep inside an iteration.  Each case below is one bad input; the expected message
 fragments (the name and the value) must all appear in the error.
 

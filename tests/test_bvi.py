@@ -1,9 +1,9 @@
-"""Boosting variational inference (seed 001, MATH.md §7) and the Gaussian-mixture posterior.
+"""Boosting variational inference (Guo et al. 2016; docs/maths.md §8) and the Gaussian-mixture posterior.
 
 The quick tests check the pieces (mixture densities, moments, gradients and entropy against scipy and
 quadrature; the weight step's gradient against finite differences of the Monte Carlo discrepancy with
 common random numbers; the residual's Hessian; determinism; a model block and a plain density).  The
-accuracy claims of the seed's experiments (30 components on the synthetic targets, Nodal) take
+accuracy claims of the paper's experiments (30 components on the synthetic targets, Nodal) take
 minutes on a loaded machine and are marked slow.
 """
 
@@ -18,7 +18,7 @@ from scipy import integrate, stats
 from scipy.special import log_expit
 
 import factorgraph as fg
-from demos._shared import data_dir
+from demos._data import data_dir
 from distributions import GaussianMixture, MvGaussian
 from factorgraph.results import ESTIMATE
 from schedules.handlers import BVI, DensityTarget
@@ -158,7 +158,7 @@ def test_elbo_gain_matches_the_quadrature_difference_of_elbos():
 
 
 def test_weight_gradient_matches_finite_differences_of_the_monte_carlo_elbo():
-    """With common random numbers the derivative of the Monte Carlo discrepancy is the seed's gradient
+    """With common random numbers the derivative of the Monte Carlo discrepancy is the paper's gradient
     estimator (eq. 11) plus an importance-sampling estimate of ∫(h − q) = 0 (exactly), which is small."""
     rng = np.random.default_rng(5)
     q = GaussianMixture([0.6, 0.4], [-2.0, 1.0], [1.0, 0.5])
@@ -186,7 +186,7 @@ def test_weight_gradient_matches_finite_differences_of_the_monte_carlo_elbo():
     # the weight step reaches the minimiser of the (large-sample) discrepancy
     a_grid = np.linspace(0.0, 1.0, 201)
     best = a_grid[np.argmin([mc_discrepancy(a, at_h, at_q) for a in a_grid])]
-    tgt = DensityTarget(target.logpdf, 1)
+    tgt = DensityTarget(target.logpdf, 1, vectorized=True)
     alpha, _ = BVI(seed=1, n_weight_samples=200)._weight(tgt, q, h, np.random.default_rng(6))
     assert abs(alpha - best) < 0.05
 
@@ -230,7 +230,7 @@ def test_lbfgs_minimises_rosenbrock():
 def test_fixed_seed_gives_identical_results(bt):
     t = bt.mix1d_b()
     kw = dict(n_components=4, init="broad", max_weight_steps=200, n_elbo_samples=500, n_final_samples=1000)
-    runs = [fg.approximate(t.logp, t.x0, fg.BVI(seed=s, **kw), grad=t.grad) for s in (7, 7, 8)]
+    runs = [fg.approximate(t.logp, t.x0, fg.BVI(seed=s, **kw), grad=t.grad, vectorized=True) for s in (7, 7, 8)]
     a, b, c = (r.posterior for r in runs)
     for attr in ("weights", "means", "covs"):
         np.testing.assert_array_equal(getattr(a, attr), getattr(b, attr))
@@ -242,7 +242,7 @@ def test_fixed_seed_gives_identical_results(bt):
 def test_kl_falls_with_the_number_of_components(bt):
     """KL(q‖p) by numerical integration on a 1-D mixture, after k = 1, 2, 4, 8, 12 components."""
     t = bt.mix1d_a()
-    r = fg.approximate(t.logp, t.x0, fg.BVI(n_components=12, init="broad", seed=0), grad=t.grad)
+    r = fg.approximate(t.logp, t.x0, fg.BVI(n_components=12, init="broad", seed=0), grad=t.grad, vectorized=True)
     q = r.posterior
     assert q.n_components == 12 and r.kind == ESTIMATE
     ks = [1, 2, 4, 8, 12]
@@ -315,7 +315,7 @@ def test_bvi_on_a_logistic_regression_block():
     assert fit.site_term == pytest.approx(float(np.mean(logp(W) - prior)), abs=5 * fit.info["site_se_alone"] + 0.02)
     assert fit.entropy == pytest.approx(q.entropy_estimate(20_000, np.random.default_rng(2))[0], abs=0.05)
     # against an importance-sampling reference: mean, variance, and the bound below log Z
-    la = fg.approximate(logp, np.zeros(3), fg.Laplace()).posterior
+    la = fg.approximate(logp, np.zeros(3), fg.Laplace(), vectorized=True).posterior
     mean, V, log_z = _importance_reference(logp, la.mean(), la.cov())
     sd = np.sqrt(np.diag(V))
     assert np.all(np.abs(q.mean() - mean) < 0.25 * sd)
@@ -325,14 +325,15 @@ def test_bvi_on_a_logistic_regression_block():
 
 def test_bvi_on_a_plain_density_and_bad_options():
     cauchy = lambda W: -np.log(np.pi) - np.log1p(np.atleast_2d(W)[:, 0] ** 2)  # noqa: E731
-    r = fg.approximate(cauchy, [0.5], fg.BVI(n_components=4, max_weight_steps=200, n_final_samples=4000))
+    r = fg.approximate(cauchy, [0.5], fg.BVI(n_components=4, max_weight_steps=200, n_final_samples=4000),
+                       vectorized=True)
     assert isinstance(r.posterior, GaussianMixture) and r.kind == ESTIMATE and r.elbo_se > 0
     assert r.elbo < 4 * r.elbo_se  # log Z = 0
     assert r.info["init"] == "gaussian" and r.info["elbo_trace"][-1] > r.info["elbo_trace"][0] - 0.05
     # the diagonal-Hessian option: every added component is axis-aligned
     t = GaussianMixture([0.5, 0.5], [[-2.0, 0.0], [2.0, 1.0]], [[[1.0, 0.6], [0.6, 1.0]], np.eye(2) * 0.5])
     rd = fg.approximate(t.logpdf, np.zeros(2), fg.BVI(n_components=4, diagonal=True, init="broad",
-                                                       max_weight_steps=200, n_final_samples=2000))
+                                                       max_weight_steps=200, n_final_samples=2000), vectorized=True)
     covs = rd.posterior.covs[1:]
     assert len(covs) and np.all(covs[:, 0, 1] == 0.0)
     for bad in (dict(n_components=0), dict(lam=-1.0), dict(init="flat"), dict(hessian="exact"),
@@ -341,13 +342,13 @@ def test_bvi_on_a_plain_density_and_bad_options():
             fg.BVI(**bad)
 
 
-# ------------------------------------------------------------------------------------------ the seed's claims
+# ------------------------------------------------------------------------------------------ the paper's claims
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["mix1d_a", "mix1d_b"])
 def test_1d_mixtures_every_mode_carries_its_mass(bt, name):
-    """Seed Fig. 2b: from a broad N(0, 100) start, 30 iterations with the default settings."""
+    """The paper's Fig. 2b: from a broad N(0, 100) start, 30 iterations with the default settings."""
     t = bt.TARGETS[name]()
-    r = fg.approximate(t.logp, t.x0, fg.BVI(n_components=31, init="broad", seed=0), grad=t.grad)
+    r = fg.approximate(t.logp, t.x0, fg.BVI(n_components=31, init="broad", seed=0), grad=t.grad, vectorized=True)
     mq, mp = bt.mode_masses(r.posterior, t)
     assert np.max(np.abs(mq - mp)) < 0.05, (mq, mp)
     assert np.max(np.abs(mp - t.mixture.weights[np.argsort(t.mixture.means[:, 0])])) < 0.01
@@ -358,10 +359,10 @@ def test_1d_mixtures_every_mode_carries_its_mass(bt, name):
 
 @pytest.mark.slow
 def test_2d_mixture_kl_five_times_below_the_best_gaussian(bt):
-    """Seed Fig. 2c: the five-component 2-D mixture, broad start, default settings.  (Across seeds 0–3 the
+    """The paper's Fig. 2c: the five-component 2-D mixture, broad start, default settings.  (Across seeds 0–3 the
     final KL is 0.16–0.29, ratio 4.4–7.9; with λ = 1 each mode takes one component and KL ≈ 0.02–0.09.)"""
     t = bt.mix2d()
-    r = fg.approximate(t.logp, t.x0, fg.BVI(n_components=31, init="broad", seed=0), grad=t.grad)
+    r = fg.approximate(t.logp, t.x0, fg.BVI(n_components=31, init="broad", seed=0), grad=t.grad, vectorized=True)
     q = r.posterior
     _, kl_best = bt.best_gaussian(t, list(t.mixture.means) + [t.mixture.mean()])
     ks = [1, 2, 3, 5, q.n_components]
@@ -372,11 +373,12 @@ def test_2d_mixture_kl_five_times_below_the_best_gaussian(bt):
 
 @pytest.mark.slow
 def test_banana_kl_five_times_below_the_best_gaussian(bt):
-    """Seed Fig. 5: the banana (b = 0.1), broad start, ε = 1e−3: KL 0.19–0.23 over seeds 0–2.  (With the
-    seed's standard-normal start and the default ε = 1e−4 the peaks chase the far tails of the arms and 30
+    """The paper's Fig. 5: the banana (b = 0.1), broad start, ε = 1e−3: KL 0.19–0.23 over seeds 0–2.  (With the
+    paper's standard-normal start and the default ε = 1e−4 the peaks chase the far tails of the arms and 30
     components reach KL ≈ 0.29–0.41, ratio 3.1–4.4.)"""
     t = bt.banana()
-    r = fg.approximate(t.logp, t.x0, fg.BVI(n_components=31, init="broad", eps=1e-3, seed=0), grad=t.grad)
+    r = fg.approximate(t.logp, t.x0, fg.BVI(n_components=31, init="broad", eps=1e-3, seed=0), grad=t.grad,
+                       vectorized=True)
     q = r.posterior
     _, kl_best = bt.best_gaussian(t, [np.array([0.0, 10.0]), np.zeros(2), np.array([8.0, 3.0])])
     kl = bt.kl_trace(q, t, [2, 5, 10, 20, q.n_components], r.info["alpha_trace"])
@@ -404,7 +406,7 @@ def _nodal_model():
 @pytest.fixture(scope="module")
 def nodal():
     m, logp, D = _nodal_model()
-    la = fg.approximate(logp, np.zeros(D), fg.Laplace()).posterior
+    la = fg.approximate(logp, np.zeros(D), fg.Laplace(), vectorized=True).posterior
     mean, V, log_z = _importance_reference(logp, la.mean(), la.cov(), n=400_000)
     h = fg.BVI(n_components=31, seed=0)
     r = fg.infer(m, handlers={"w": h})

@@ -1,4 +1,4 @@
-"""The MVI demos (Gianniotis, seed 000) run as tests: each demo's ``main(small=True)`` and the paper's claims
+"""The MVI demos (Gianniotis et al., Mixed VI) run as tests: each demo's ``main(small=True)`` and the paper's claims
 that hold at that size.
 
 Fig. 1 and Table II run by default (about 30 s together on an idle machine); Tables III and V (minutes

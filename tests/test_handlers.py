@@ -141,7 +141,7 @@ def test_fixed_seed_is_deterministic():
 
 
 def _mixture_logpdf(W):
-    """Seed 000 eq. (14): ⅔N(0, I) + ⅓N([−1, −2], diag(3.5, 0.3))."""
+    """Gianniotis et al. (Mixed VI), eq. (14): ⅔N(0, I) + ⅓N([−1, −2], diag(3.5, 0.3))."""
     a = stats.multivariate_normal([0.0, 0.0], np.eye(2)).logpdf(W)
     b = stats.multivariate_normal([-1.0, -2.0], np.diag([3.5, 0.3])).logpdf(W)
     return np.logaddexp(np.log(2 / 3) + a, np.log(1 / 3) + b)
@@ -162,7 +162,7 @@ def test_mvi_paper_figure_1_ordering():
     """KL(MVI-eig), KL(MVI-lr) ≤ KL(MVI-μ) ≤ KL(Laplace) on the 2-D mixture target."""
     kl = {}
     for name, h in (("laplace", Laplace()), ("mean", MVI("mean")), ("eig", MVI("eig")), ("lr", MVI("lr"))):
-        kl[name] = _kl_to_mixture(fg.approximate(_mixture_logpdf, np.zeros(2), h).posterior)
+        kl[name] = _kl_to_mixture(fg.approximate(_mixture_logpdf, np.zeros(2), h, vectorized=True).posterior)
     assert kl["eig"] <= kl["mean"] + 1e-3 and kl["lr"] <= kl["mean"] + 1e-3
     assert kl["mean"] <= kl["laplace"]
 
@@ -171,12 +171,53 @@ def test_approximate_accepts_pointwise_and_batched_densities():
     cov = np.array([[1.0, 0.4], [0.4, 0.5]])
     batched = stats.multivariate_normal([1.0, 2.0], cov).logpdf
     pointwise = lambda w: float(batched(w))  # noqa: E731
-    for f in (batched, pointwise):
-        r = fg.approximate(f, np.zeros(2), fg.Laplace())
+    for f, vectorized in ((batched, True), (pointwise, False), (batched, False)):
+        r = fg.approximate(f, np.zeros(2), fg.Laplace(), vectorized=vectorized)
         np.testing.assert_allclose(r.posterior.mean(), [1.0, 2.0], atol=1e-6)
         np.testing.assert_allclose(r.posterior.cov(), cov, atol=1e-5)
         assert r.elbo == pytest.approx(0.0, abs=1e-6)  # a normalised density has log Z = 0
-    assert not DensityTarget(pointwise, 2).batched
+
+
+def test_approximate_pointwise_2d_density():
+    """A point-wise density of D = 2 whose code also runs on a (2, 2) array (returning the wrong thing) used
+    to be taken for a batched one and failed with an IndexError; point-wise is now the default, stated in
+    the API, and never guessed from output shapes."""
+    mean, prec = np.array([1.0, -2.0]), np.array([[2.0, 0.5], [0.5, 1.0]])
+
+    def logp(w):  # one point (2,) -> scalar; on a (2, 2) array w[0], w[1] are rows: a (2,) array of nonsense
+        d0, d1 = w[0] - mean[0], w[1] - mean[1]
+        return -(d0**2) - 0.5 * d0 * d1 - 0.5 * d1**2
+
+    def grad(w):
+        return -prec @ (w - mean)
+
+    sd = np.sqrt(np.diag(np.linalg.inv(prec)))
+    for g in (None, grad):
+        for h, tol in ((fg.Laplace(), 1e-4 * sd), (fg.MVI("lr", n_samples=500, seed=0), 0.3 * sd)):
+            r = fg.approximate(logp, np.zeros(2), h, grad=g)
+            assert np.all(np.abs(r.posterior.mean() - mean) < tol)
+    r = fg.approximate(logp, np.zeros(2), fg.Laplace())
+    np.testing.assert_allclose(r.posterior.cov(), np.linalg.inv(prec), atol=1e-6)
+    assert r.elbo == pytest.approx(np.log(2 * np.pi) - 0.5 * np.linalg.slogdet(prec)[1], abs=1e-6)
+
+
+def test_approximate_wrong_output_shape_names_the_convention():
+    """A batched function called point-wise, or a point-wise one declared vectorized, gets a ModelError that
+    names the shape it returned and the other convention, before any handler runs."""
+    def per_coordinate(w):  # returns (D,) for one point: not a log density
+        return -0.5 * np.asarray(w) ** 2
+
+    with pytest.raises(fg.ModelError, match=r"shape \(3,\).*vectorized=True"):
+        fg.approximate(per_coordinate, np.zeros(3), fg.Laplace())
+    with pytest.raises(fg.ModelError, match=r"shape \(1, 1\).*vectorized=False"):
+        fg.approximate(lambda W: -0.5 * np.sum(W**2, axis=1, keepdims=True), np.zeros(2), fg.Laplace(),
+                       vectorized=True)
+    with pytest.raises(fg.ModelError, match="grad"):
+        fg.approximate(lambda w: -0.5 * float(w @ w), np.zeros(2), fg.Laplace(), grad=lambda w: np.zeros(3))
+    with pytest.raises(fg.ModelError, match="IndexError.*shape \\(2,\\).*pass vectorized=True"):
+        fg.approximate(lambda W: -0.5 * W[:, 0] ** 2 - 0.5 * W[:, 1] ** 2, np.zeros(2), fg.Laplace())
+    with pytest.raises(fg.ModelError, match="vectorized must be True or False"):
+        fg.approximate(lambda w: 0.0, np.zeros(2), fg.Laplace(), vectorized="yes")
 
 
 def test_handler_errors_are_clear():
@@ -256,13 +297,14 @@ def test_mode_search_leaves_newton_where_the_hessian_is_indefinite():
     finds the mode at x = 1 (Newton's step alone would go to the density's local minimum at 0)."""
     from schedules.handlers.laplace import HandlerError, find_mode
 
-    target = DensityTarget(lambda w: -(w[:, 0] ** 2 - 1.0) ** 2, 1, grad=lambda w: -4.0 * w * (w**2 - 1.0))
+    target = DensityTarget(lambda w: -(w[:, 0] ** 2 - 1.0) ** 2, 1, grad=lambda w: -4.0 * w * (w**2 - 1.0),
+                           vectorized=True)
     w, H, v = find_mode(target, np.array([0.1]))
     np.testing.assert_allclose(w, [1.0], atol=1e-8)
     assert v == pytest.approx(0.0, abs=1e-14) and H[0, 0] == pytest.approx(-8.0, rel=1e-4)
     # a density that is not finite where the search starts is a HandlerError (a hyperparameter search
     # backs off from such values), not a failure inside the linear algebra
-    bad = DensityTarget(lambda w: -np.sum(w**2, -1), 2, grad=lambda w: np.full_like(w, np.inf))
+    bad = DensityTarget(lambda w: -np.sum(w**2, -1), 2, grad=lambda w: np.full_like(w, np.inf), vectorized=True)
     with pytest.raises(HandlerError, match="not finite"):
         find_mode(bad, np.zeros(2))
 

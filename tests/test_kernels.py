@@ -473,7 +473,7 @@ def test_bouchard_and_adaptive():
     lam = K.jj_lambda(xi)
     np.testing.assert_allclose(xi**2, (m - alpha[:, None]) ** 2 + v, rtol=1e-12)
     np.testing.assert_allclose(dv, lam, rtol=1e-14)
-    # α stationary: closed-form update of MATH.md §4
+    # α stationary: closed-form update of docs/maths.md §5
     alpha_fp = ((m.shape[1] / 2 - 1) / 2 + np.sum(lam * m, axis=-1)) / np.sum(lam, axis=-1)
     np.testing.assert_allclose(alpha, alpha_fp, rtol=1e-10, atol=1e-10)
     for da in (1e-4, -1e-4):
@@ -488,7 +488,7 @@ def test_bouchard_and_adaptive():
 
 
 def test_message_conventions():
-    """NCVMP messages from the returned derivatives match the closed forms of MATH.md §3."""
+    """NCVMP messages from the returned derivatives match the closed forms of docs/maths.md §3."""
     m, v, s = np.array([0.3, -2.0]), np.array([0.5, 4.0]), np.array([1.0, 0.0])
     prec, hmean, elog = K.logistic_quadrature_message(m, v, s)
     val, dm, dv = K.logistic_expectations(m, v)

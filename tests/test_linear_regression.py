@@ -1,4 +1,4 @@
-"""``models.linear_regression`` reproduces Drugowitsch's VBLinLogit exactly (seed 004 §2).
+"""``models.linear_regression`` reproduces Drugowitsch's VBLinLogit exactly (Drugowitsch 2014, §2).
 
 Checked against the author's own MATLAB code run under GNU Octave (golden outputs stored in
 ``tests/reference/drugowitsch_octave_golden.json``) and against the independent numpy oracle in

@@ -197,10 +197,10 @@ def test_ncvmp_equals_vmp_on_a_conjugate_model():
 def test_backtracking_when_one_factor_feeds_two_variables():
     """Softmax logits inner(X, W) + b: W and b each need their own memory of the damped message;
     with a shared one the ELBO fell at the second sweep on this Thyroid subset whatever the damping."""
-    from demos._shared import data_dir
+    from demos._data import data_dir
     from factorgraph import models
 
-    data = data_dir("ann_thyroid")  # fails clearly if the shared datasets are missing
+    data = data_dir("ann_thyroid")  # the repository's data/ folder
     X = np.loadtxt(data / "X.csv", delimiter=",", skiprows=1)
     y = np.loadtxt(data / "y.csv", skiprows=1).astype(int) - 1
     rng = np.random.default_rng([0, 2])

@@ -1,4 +1,4 @@
-"""Sanity tests of the numpy reference of Drugowitsch's VB linear / logistic regression (seed 004).
+"""Sanity tests of the numpy reference of Drugowitsch's VB linear / logistic regression (Drugowitsch 2014).
 
 These check the *reference* (tests/reference/drugowitsch.py) only, so that it can be trusted as an oracle
 for the engine: monotone bound, recovery of known coefficients, valid covariances, the predictive
@@ -26,7 +26,7 @@ TRUE_W = np.array([1.0, 2.0, 3.0, 5.0])
 
 
 def _paper_linear_data(seed, N=100):
-    """Seed §2.6.1: X = [1, randn(N, 3)], y = X [1 2 3 5]' + randn(N, 1)."""
+    """The paper's §2.6.1: X = [1, randn(N, 3)], y = X [1 2 3 5]' + randn(N, 1)."""
     rng = np.random.default_rng(seed)
     X = np.column_stack([np.ones(N), rng.standard_normal((N, 3))])
     y = X @ TRUE_W + rng.standard_normal(N)

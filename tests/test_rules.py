@@ -172,7 +172,7 @@ def test_message_is_gradient_of_evidence(ft, variant, key):
 
 
 def _check_taylor_message(rule, moments, params):
-    """The Taylor softmax message is MATH.md §4's closed form (expansion point held fixed)."""
+    """The Taylor softmax message is docs/maths.md §5's closed form (expansion point held fixed)."""
     from factors.kernels import softmax
 
     ex, ex2 = moments["logits"]

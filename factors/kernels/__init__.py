@@ -17,6 +17,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from .gauss_hermite import gaussian_expectation, normal_rule
 from .likelihoods import bernoulli_logit_value_grad, categorical_logit_value_grad
 from .logistic import logistic_expectations, logistic_quadrature_message
+from .lse_monte_carlo import lse_expectation_mc
 from .quadratic import bouchard_softmax_bound, jj_lambda, jj_logistic_bound
 from .softmax_bounds import (
     adaptive_softmax_bound,
@@ -43,6 +44,7 @@ __all__ = [
     "logistic_expectations",
     "logistic_quadrature_message",
     "logsumexp",
+    "lse_expectation_mc",
     "normal_rule",
     "sigmoid",
     "softmax",

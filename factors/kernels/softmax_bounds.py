@@ -186,7 +186,7 @@ def taylor_softmax_approx(m: np.typing.ArrayLike, v: np.typing.ArrayLike) -> tup
     -------
     value : ndarray, shape (...)
     d_dm, d_dv : ndarray, shape (..., K)
-        Exact derivatives of the approximation. Note that the message in MATH.md §4 (precision·mean
+        Exact derivatives of the approximation. Note that the message in docs/maths.md §5 (precision·mean
         ``(d_k − 1) − c s_k + c s_k(1 − s_k) m_k``) uses ``∂/∂m = s`` (expansion point held fixed), which
         differs from ``d_dm`` by the curvature term.
     """

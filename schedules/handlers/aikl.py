@@ -1,4 +1,4 @@
-r"""Affine independent KL (Challis & Barber 2012, seed 002; MATH.md §8) as a global handler.
+r"""Affine independent KL (Challis & Barber 2012; docs/maths.md §9) as a global handler.
 
 q(w) = |det A|⁻¹ Π_d q_v([A⁻¹(w − b)]_d | θ_d) (``distributions.AffineIndependent``) and the bound
 

@@ -1,4 +1,4 @@
-r"""Lattice site expectations for AI-KL (MATH.md §8): values and exact gradients, vectorised over sites.
+r"""Lattice site expectations for AI-KL (docs/maths.md §9): values and exact gradients, vectorised over sites.
 
 Three kernels, each returning the expectations E_n = E_q[g_n(y_n)] of the site log-potentials g_n on
 the projections y_n = x_nᵀw = α_nᵀv + β_n (α_n = Aᵀx_n, β_n = bᵀx_n) and their derivatives:

@@ -1,10 +1,10 @@
-r"""Boosting variational inference (Guo et al. 2016, seed 001) as a global handler (MATH.md §7).
+r"""Boosting variational inference (Guo et al. 2016) as a global handler (docs/maths.md §8).
 
 The approximation is a Gaussian mixture grown greedily, one component per boosting iteration:
 
     q_t = (1 − α_t) q_{t−1} + α_t h_t,   h_t = N(x*_t, λ H_t⁻¹).
 
-**Component step (Algorithm 2).**  With the tail-stabilised residual log density (seed eq. 23)
+**Component step (Algorithm 2).**  With the tail-stabilised residual log density (the paper's eq. 23)
 
     r(x) = log(p̃(x)/Ẑ + ε) − log(q_{t−1}(x) + ε)        (both terms by log-sum-exp),
 
@@ -16,8 +16,8 @@ and σ_q = q/(q + ε),
 
 with ∇²log p̃ from ``target.hessian`` (analytic on a model block, finite differences of the gradient
 on a plain density) and ∇²log q in closed form; ``hessian="fd"`` uses central differences of ∇r
-instead, and ``diagonal=True`` keeps only diag(H) (the seed's option for high dimension).  The
-covariance λH⁻¹ (λ = ½, the first author's code) solves the regularised problem of seed eqs. (17)–(19):
+instead, and ``diagonal=True`` keeps only diag(H) (the paper's option for high dimension).  The
+covariance λH⁻¹ (λ = ½, the first author's code) solves the regularised problem of the paper's eqs. (17)–(19):
 minimising E_h[−r] − (λ/2) log det Σ_h over h = N(μ, Σ_h) with r replaced by its quadratic expansion at
 x* gives μ = x*, Σ_h = λH⁻¹.
 
@@ -34,7 +34,7 @@ positive definite, than q), and it is not the peak of a component skipped since 
 Among the valid peaks of one search the best by ``select`` wins: ``"objective"`` (default) the value
 of the regularised objective at the peak, −r* − (λ/2) log det(λH⁻¹); ``"peak"`` the highest r*;
 ``"gradient"`` the smallest Monte Carlo ⟨h, log q − log p̃⟩ (the first-order change of the
-discrepancy as α leaves 0, seed eqs. 8 and 14).  When no start gives a valid peak the search is
+discrepancy as α leaves 0, the paper's eqs. 8 and 14).  When no start gives a valid peak the search is
 retried from fresh starts, ``n_retries`` times; the run stops early after ``patience`` consecutive
 iterations that add nothing.
 
@@ -62,7 +62,7 @@ more than three standard errors is undone too.
 **Evidence.** After each added component the ELBO E_q[log p̃ − log q] is estimated on ``n_elbo_samples``
 fresh draws stratified by component (``elbo_estimate``; ``info["elbo_trace"]``,
 ``info["elbo_se_trace"]``); the reported figure is a final estimate on ``n_final_samples`` draws from a
-second seeded stream, labelled ``ESTIMATE`` (a Monte Carlo estimate of a lower bound, MATH.md §9). On a
+second seeded stream, labelled ``ESTIMATE`` (a Monte Carlo estimate of a lower bound, docs/maths.md §2). On a
 model block the claimed sites' part E_q[Σ log f] and the entropy −E_q[log q] come from the same final
 draws; ``site_se`` is the standard error of their sum (the Monte Carlo part of the block's ELBO; the
 engine adds the prior's E_q[log N(w | prior)] exactly from q's moments).
@@ -107,7 +107,7 @@ def _log_density(target: Any, W: np.ndarray) -> np.ndarray:
 
 
 def residual(log_p: np.ndarray, log_q: np.ndarray, eps: float) -> np.ndarray:
-    r"""Tail-stabilised residual r = log(p̃ + ε) − log(q + ε) (seed eq. 23), by log-sum-exp.
+    r"""Tail-stabilised residual r = log(p̃ + ε) − log(q + ε) (the paper's eq. 23), by log-sum-exp.
 
     Parameters
     ----------
@@ -133,7 +133,7 @@ def _mean(values: np.ndarray, weights: np.ndarray | None) -> float:
 
 def weight_gradient(alpha: float, at_h: tuple[np.ndarray, ...], at_q: tuple[np.ndarray, ...],
                     q_weights: np.ndarray | None = None) -> float:
-    r"""Monte Carlo estimate of ∂D/∂α = E_h[γ_α] − E_q[γ_α] (seed eq. 11).
+    r"""Monte Carlo estimate of ∂D/∂α = E_h[γ_α] − E_q[γ_α] (the paper's eq. 11).
 
     Parameters
     ----------
@@ -317,7 +317,7 @@ class BVI:
         the best single Gaussian, computed as the first stage of ``AIKL`` — on a model block with sites,
         or a plain density of dimension ≤ 3; otherwise, or if it fails, ``"laplace"``), ``"laplace"``
         (falls back to ``"broad"`` if the Laplace approximation does not exist), ``"broad"``
-        (N(0, init_scale² I), the seed's broad Gaussian), or an ``MvGaussian`` / ``GaussianMixture``.
+        (N(0, init_scale² I), the paper's broad Gaussian), or an ``MvGaussian`` / ``GaussianMixture``.
         The boosting steps add components where q underestimates p̃; they cannot move a start's
         component, so a biased start (Laplace on a skewed posterior) keeps its bias.
     init_scale
@@ -325,7 +325,7 @@ class BVI:
     lam
         λ of the component covariance λH⁻¹ (½ in the first author's code).
     eps
-        ε of the tail-stabilised residual (1e−4, seed eq. 23), on the scale of a normalised density.
+        ε of the tail-stabilised residual (1e−4, the paper's eq. 23), on the scale of a normalised density.
     n_starts, n_candidates, start_scale, n_retries
         L-BFGS starts per peak search, the pool of draws they are resampled from, a factor on the
         pool's standard deviations, and how many times a search without a valid peak is retried.
@@ -658,11 +658,11 @@ class BVI:
                 cov = self.lam * np.linalg.inv(H)
                 cov = 0.5 * (cov + cov.T)
                 if self.select == "objective":
-                    # the regularised objective of seed eq. (17) at this peak, −r* + (λ/2)(D − log det λH⁻¹)
+                    # the regularised objective of the paper's eq. (17) at this peak, −r* + (λ/2)(D − log det λH⁻¹)
                     # up to constants (smaller is better): prefers high and broad peaks
                     score = fx - 0.5 * self.lam * float(np.log(self.lam / ev).sum())
                 elif self.select == "gradient":
-                    # the functional-gradient inner product ⟨h, log q − log p̃⟩ (seed eqs. 8, 14): the rate at
+                    # the functional-gradient inner product ⟨h, log q − log p̃⟩ (the paper's eqs. 8, 14): the rate at
                     # which D((1 − α)q + αh) falls as α leaves 0, up to a term common to all candidates
                     W = x + z_sel @ np.linalg.cholesky(cov).T
                     score = float(np.mean(q.logpdf(W) - _log_density(target, W)))

@@ -1,4 +1,4 @@
-"""Hyperparameters a handler learns with its block (seed 000 §III-D; MATH.md §6).
+"""Hyperparameters a handler learns with its block (Gianniotis et al., Mixed VI, §III-D; docs/maths.md §7).
 
 A handler built with ``learn=("prior_precision", "scale")`` optimises, together with its block's q, the
 log-hyperparameters h = (log c, log s₁, …, log s_J):

@@ -1,4 +1,4 @@
-"""The Laplace approximation as a global handler (MATH.md §6).
+"""The Laplace approximation as a global handler (docs/maths.md §7).
 
 w* = argmax log p̃ by a trust-region Newton method with the analytic (or finite-difference)
 Hessian; q = N(w*, (−∇²)⁻¹); the evidence approximation

@@ -1,4 +1,4 @@
-"""Mixed variational inference (Gianniotis et al. 2016) and the diagonal-Gaussian baseline.
+"""Mixed variational inference (Gianniotis et al. 2016) and the diagonal-Gaussian baseline (docs/maths.md §7).
 
 q(w) = N(μ, LLᵀ), w = μ + Lz.  The objective is the ELBO F = E_q[log p̃(w)] + log|det L| (+ const).  On a model
 block, log p̃ = (Gaussian part) + (sites): the block's prior message and any Gaussian (quadratic) sites form

@@ -4,7 +4,7 @@
 sends it (its prior) times the site factors on projections u_n = x_nᵀw that the handler claimed,
 
     log p̃(w) = log N(w | prior) + Σ_n log f_n(x_nᵀw),
-    ∇ = η₁ + 2η₂w + Xᵀg′,   ∇² = 2η₂ + Xᵀdiag(g″)X            (MATH.md §6)
+    ∇ = η₁ + 2η₂w + Xᵀg′,   ∇² = 2η₂ + Xᵀdiag(g″)X            (docs/maths.md §7)
 
 with the prior in natural parameters (η₁, η₂).  ``DensityTarget`` wraps a user's log density (of one
 point or of a batch of points), with central differences where no gradient is given.
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from factorgraph.nodes import ModelError
 from factors.base import DiagPlusOuter
 from factors.data_products import weighted_grams
 
@@ -249,32 +250,60 @@ class BlockTarget:
 
 
 class DensityTarget:
-    """A user's log density p̃(x): called on a batch (S, D) if it accepts one, else point by point."""
+    """A user's log density p̃(x), called as the user says (no guessing from output shapes).
 
-    def __init__(self, log_density: Callable, dim: int, grad: Callable | None = None, eps: float = 1e-5) -> None:
+    ``vectorized=False``: ``log_density(x)`` takes one point x of shape (D,) and returns a scalar (a size-1
+    array is accepted), ``grad(x)`` returns (D,).  ``vectorized=True``: ``log_density(W)`` takes a batch W of
+    shape (S, D) and returns (S,) (a scalar is accepted for S = 1), ``grad(W)`` returns (S, D).  Any other
+    output shape raises ModelError naming the shape and the convention.
+    """
+
+    def __init__(self, log_density: Callable, dim: int, grad: Callable | None = None, eps: float = 1e-5,
+                 vectorized: bool = False) -> None:
         self.f, self.g, self.dim, self.eps = log_density, grad, dim, eps
+        self.vectorized = bool(vectorized)
         self.prior_const = 0.0
-        probe = np.zeros((2, dim))
-        try:
-            out = np.asarray(log_density(probe), dtype=float)
-            self.batched = out.shape == (2,)
-        except Exception:  # noqa: BLE001 — a function of one point only
-            self.batched = False
+
+    def _shape_error(self, what: str, got: tuple, want: tuple, arg: tuple) -> ModelError:
+        other = ("vectorized=False (log_density takes one point (D,) and returns a scalar)" if self.vectorized
+                 else "vectorized=True (log_density takes a batch (S, D) and returns (S,))")
+        return ModelError(f"approximate: {what} returned an array of shape {got} for an input of shape {arg}; "
+                          f"expected {want or 'a scalar'} with vectorized={self.vectorized}. If your function "
+                          f"follows the other convention, pass {other}")
 
     def log_values(self, W: np.ndarray) -> tuple[np.ndarray, None]:
         """log p̃ at the rows of W, values only (a density has no site part: None)."""
         return self._values(W), None
 
     def _values(self, W: np.ndarray) -> np.ndarray:
-        if self.batched:  # some densities squeeze a batch of one to a scalar
-            return np.asarray(self.f(W), dtype=float).reshape(len(W))
-        return np.array([float(self.f(w)) for w in W])
+        W = np.atleast_2d(W)
+        if self.vectorized:
+            out = np.asarray(self.f(W), dtype=float)
+            if out.shape != (len(W),) and not (out.ndim == 0 and len(W) == 1):
+                raise self._shape_error("log_density", out.shape, (len(W),), W.shape)
+            return out.reshape(len(W))
+        vals = np.empty(len(W))
+        for i, w in enumerate(W):
+            out = np.asarray(self.f(w), dtype=float)
+            if out.size != 1:
+                raise self._shape_error("log_density", out.shape, (), w.shape)
+            vals[i] = out.reshape(())
+        return vals
 
     def _grads(self, W: np.ndarray) -> np.ndarray:
         if self.g is not None:
-            if self.batched:
-                return np.asarray(self.g(W), dtype=float).reshape(W.shape)
-            return np.array([np.asarray(self.g(w), dtype=float) for w in W])
+            if self.vectorized:
+                out = np.asarray(self.g(W), dtype=float)
+                if out.shape != W.shape and not (len(W) == 1 and out.shape == (self.dim,)):
+                    raise self._shape_error("grad", out.shape, W.shape, W.shape)
+                return out.reshape(W.shape)
+            G = np.empty_like(W)
+            for i, w in enumerate(W):
+                out = np.asarray(self.g(w), dtype=float)
+                if out.size != self.dim or out.ndim > 2:
+                    raise self._shape_error("grad", out.shape, (self.dim,), w.shape)
+                G[i] = out.reshape(self.dim)
+            return G
         h = self.eps * np.maximum(1.0, np.abs(W))
         G = np.empty_like(W)
         for d in range(self.dim):

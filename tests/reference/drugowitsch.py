@@ -1,7 +1,7 @@
 """Independent numpy reference for Drugowitsch's variational Bayesian linear and logistic regression.
 
-Seed: ``shared/seeds/004_8c21efbc5fa5e610.txt`` (J. Drugowitsch, "Variational Bayesian inference for
-linear and logistic regression", arXiv:1310.5438), sections 2 and 3, and ``shared/MATH.md`` §1 and §3.
+Source: J. Drugowitsch (2014), "Variational Bayesian inference for linear and logistic regression",
+arXiv:1310.5438, sections 2 and 3 (see also docs/maths.md §10).
 
 The functions below reproduce, step by step, the *algorithm* of the author's public MATLAB/Octave
 library VBLinLogit (github.com/DrugowitschLab/VBLinLogit, folder ``src/``, files dated 2013-2019):
@@ -124,7 +124,7 @@ def _softplus_neg(xi: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------------------------
-# linear regression (seed §2): q(w, tau) q(alpha), normal-gamma block
+# linear regression (the paper's §2): q(w, tau) q(alpha), normal-gamma block
 # ----------------------------------------------------------------------------------------------------
 
 
@@ -319,7 +319,7 @@ def linear_bound_components(X, y, w, V, an, bn, cn, dn, a0=1e-2, b0=1e-4, c0=1e-
 
 
 # ----------------------------------------------------------------------------------------------------
-# logistic regression (seed §3): Jaakkola-Jordan bound, q(w) q(alpha)
+# logistic regression (the paper's §3): Jaakkola-Jordan bound, q(w) q(alpha)
 # ----------------------------------------------------------------------------------------------------
 
 
