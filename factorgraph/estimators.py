@@ -207,8 +207,9 @@ class BayesianLogisticRegression(ClassifierMixin, _Fitted, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64)
         codes = _encode_labels(self, y)
         if len(self.classes_) > 2:
-            raise ValueError(f"BayesianLogisticRegression is for two classes, but y has {len(self.classes_)} "
-                             f"({self.classes_[:5].tolist()}...); use BayesianSoftmaxRegression for more")
+            raise ValueError(f"Only binary classification is supported. BayesianLogisticRegression is for two "
+                             f"classes, but y has {len(self.classes_)} ({self.classes_[:5].tolist()}...); use "
+                             "BayesianSoftmaxRegression for more")
         Xd = _design(X, self.fit_intercept)
         r = _run(lambda: _models.logistic_regression(Xd, codes == 1, ard=self.ard, a0=self.a0, b0=self.b0,
                                                      method=self.method, max_iter=self.max_iter,
