@@ -107,7 +107,10 @@ def test_pipeline_and_grid_search():
     Xc = rng.normal(size=(60, 2))
     yc = (Xc[:, 0] + 0.5 * rng.normal(size=60) > 0).astype(int)  # not separable
     gs = GridSearchCV(make_pipeline(StandardScaler(), BayesianLogisticRegression()), {
-        "bayesianlogisticregression__ard": [False, True]}, cv=3).fit(Xc, yc)
+        "bayesianlogisticregression__ard": [False, True]}, cv=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", fg.ConvergenceWarning)  # standardised inputs: every fit converges
+        gs.fit(Xc, yc)
     assert gs.best_score_ > 0.85
 
 
