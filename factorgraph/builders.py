@@ -30,6 +30,7 @@ from factors.mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
 from factors.normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
 
 from . import checks
+from .gates import constant_param, is_random, param_gates, select_constant
 from .model import Model, current_model
 from .nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Node, Plate, PrecisionOf, Variable
 
@@ -87,10 +88,10 @@ def _finish(model: Model, var: Variable, ftype: Any, edges: dict[str, Any], para
         var.value, var.mask = value, m
     elif mask is not None:
         raise ModelError(f"{var.name!r}: a mask was given without observed data")
-    gates = [a for a in edges.values() if isinstance(a, Gate)]
+    gates = [a for a in edges.values() if isinstance(a, Gate)] + param_gates(params)
     if len({id(g.selector) for g in gates}) > 1:
         raise ModelError(f"{var.name!r}: all gated arguments of one factor must share one selector")
-    fplates = [*var.plates, *_parent_plates(edges.values())]
+    fplates = [*var.plates, *_parent_plates([*edges.values(), *param_gates(params)])]
     fplates += [g.plate for g in gates]
     consumed = consumed or {}
     fplates = [p for p in fplates if p not in consumed.values()]
@@ -161,11 +162,12 @@ def gamma(name: str, shape: Any = 1.0, rate: Any = 1.0, *, plates: Sequence[Plat
     Gamma variable."""
     model = current_model(f"gamma {name!r}")
     model.check_name(name)
-    a = checks.positive(shape, f"{name!r}: shape")
+    a = constant_param(shape, name, "shape", checks.positive)
     rate = _scalar_arg(model, rate, name, "rate", (Gamma,), positive=True)
-    vplates = _var_plates(model, plates, name, [rate])
+    vplates = _var_plates(model, plates, name, [rate, *param_gates({"a": a})])
     var = Variable(model, name, Gamma, vplates)
-    checks.fits(a.shape, var.shape, f"{name!r}: shape")
+    if not isinstance(a, Gate):
+        checks.fits(a.shape, var.shape, f"{name!r}: shape")
     if observed is not None:
         vals, m = checks.observed_array(observed, mask, var.shape, name)
         if np.any(vals[m] <= 0):
@@ -178,11 +180,12 @@ def beta(name: str, alpha: Any = 1.0, beta: Any = 1.0, *, plates: Sequence[Plate
     """A Beta variable p ~ Beta(alpha, beta) with constant parameters."""
     model = current_model(f"beta {name!r}")
     model.check_name(name)
-    a = checks.positive(alpha, f"{name!r}: alpha")
-    b = checks.positive(beta, f"{name!r}: beta")
-    var = Variable(model, name, Beta, _plates(model, plates, name))
-    checks.fits(a.shape, var.shape, f"{name!r}: alpha")
-    checks.fits(b.shape, var.shape, f"{name!r}: beta")
+    a = constant_param(alpha, name, "alpha", checks.positive)
+    b = constant_param(beta, name, "beta", checks.positive)
+    var = Variable(model, name, Beta, _var_plates(model, plates, name, param_gates({"a": a, "b": b})))
+    for x, what in ((a, "alpha"), (b, "beta")):
+        if not isinstance(x, Gate):
+            checks.fits(x.shape, var.shape, f"{name!r}: {what}")
     return _finish(model, var, BETA, {}, {"alpha": a, "beta": b}, None, None)
 
 
@@ -191,13 +194,17 @@ def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), obse
     """A binary variable x ~ Bernoulli(probs), ``probs`` a constant in (0, 1) or a Beta variable."""
     model = current_model(f"bernoulli {name!r}")
     model.check_name(name)
-    if not isinstance(probs, Variable | Indexed):
-        pr = checks.constant(probs, f"{name!r}: probs")
+    def unit(x: Any, what: str) -> np.ndarray:
+        pr = checks.constant(x, what)
         out = (pr <= 0) | (pr >= 1)
         if np.any(out):
-            raise ModelError(f"{name!r}: probs must lie in (0, 1), got {pr[out].ravel()[0].item()!r}"
-                             f"{checks._where(pr)}")
-        probs = pr
+            raise ModelError(f"{what} must lie in (0, 1), got {pr[out].ravel()[0].item()!r}{checks._where(pr)}")
+        return pr
+
+    if isinstance(probs, Gate) and isinstance(probs.source, np.ndarray):
+        probs = select_constant(probs, name, "probs", unit, 0)
+    elif not is_random(probs):
+        probs = unit(probs, f"{name!r}: probs")
     else:
         _check_parent(model, probs, name, "probs", (Beta,))
     var = Variable(model, name, Bernoulli, _var_plates(model, plates, name, [probs]))
@@ -216,11 +223,14 @@ def dirichlet(name: str, concentration: Any, *, plates: Sequence[Plate] = ()) ->
     """A probability vector p ~ Dirichlet(concentration) (K = len(concentration))."""
     model = current_model(f"dirichlet {name!r}")
     model.check_name(name)
-    a = checks.positive(concentration, f"{name!r}: concentration")
-    if a.ndim < 1 or a.shape[-1] < 2:
+    a = constant_param(concentration, name, "concentration", checks.positive, 1)
+    vals = a.source if isinstance(a, Gate) else a
+    if vals.ndim < 1 or vals.shape[-1] < 2:
         raise ModelError(f"{name!r}: concentration must be a vector of at least 2 entries, got {concentration!r}")
-    var = Variable(model, name, Dirichlet, _plates(model, plates, name), (a.shape[-1],))
-    checks.fits(a.shape[:-1], var.shape, f"{name!r}: concentration (without its category axis)")
+    var = Variable(model, name, Dirichlet, _var_plates(model, plates, name, param_gates({"a": a})),
+                   (vals.shape[-1],))
+    if not isinstance(a, Gate):
+        checks.fits(a.shape[:-1], var.shape, f"{name!r}: concentration (without its category axis)")
     return _finish(model, var, DIRICHLET, {}, {"concentration": a}, None, None)
 
 
@@ -230,17 +240,23 @@ def categorical(name: str, probs: Any, *, plates: Sequence[Plate] = (), observed
     Dirichlet variable.  ``categories`` optionally names the plate its values index (for gates)."""
     model = current_model(f"categorical {name!r}")
     model.check_name(name)
-    if isinstance(probs, Variable | Indexed):
-        _check_parent(model, probs, name, "probs", (Dirichlet,))
-        K = probs.event_shape[0]
-    else:
-        pr = checks.nonnegative(probs, f"{name!r}: probs")
+    def simplex(x: Any, what: str) -> np.ndarray:
+        pr = checks.nonnegative(x, what)
         if pr.ndim < 1 or pr.shape[-1] < 2 or not np.allclose(pr.sum(-1), 1.0, atol=1e-9):
             sums = pr.sum(-1).ravel() if pr.ndim else pr.ravel()
-            raise ModelError(f"{name!r}: probs must be a probability vector (≥ 2 entries summing to 1), got "
+            raise ModelError(f"{what} must be a probability vector (≥ 2 entries summing to 1), got "
                              f"{checks._show(pr)} (sum {sums[np.argmax(np.abs(sums - 1.0))].item():.6g})")
-        K = pr.shape[-1]
-        probs = pr
+        return pr
+
+    if isinstance(probs, Gate) and isinstance(probs.source, np.ndarray):
+        probs = select_constant(probs, name, "probs", simplex, 1)
+        K = probs.source.shape[-1]
+    elif is_random(probs):
+        _check_parent(model, probs, name, "probs", (Dirichlet,))
+        K = (probs.source if isinstance(probs, Gate) else probs).event_shape[0]
+    else:
+        probs = simplex(probs, f"{name!r}: probs")
+        K = probs.shape[-1]
     if categories is not None:
         if not isinstance(categories, Plate) or categories.size != K:
             raise ModelError(f"{name!r}: categories must be a plate of size {K}, got {categories!r}")
@@ -294,9 +310,12 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
     dims = set() if dim is None else {checks.positive_int(dim, f"{name!r}: dim")}
     consumed: dict[str, Plate] = {}
     params: dict[str, Any] = {}
-    if isinstance(mean, Variable | Indexed):
+    if is_random(mean):
         _check_parent(model, mean, name, "mean", (MvGaussian,))
-        dims.add(mean.event_shape[0])
+        dims.add((mean.source if isinstance(mean, Gate) else mean).event_shape[0])
+    elif isinstance(mean, Gate):
+        mean = select_constant(mean, name, "mean", checks.constant, 1)
+        dims.add(mean.source.shape[-1])
     else:
         mean = checks.constant(mean, f"{name!r}: mean")
         if mean.ndim:
@@ -311,9 +330,11 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
             raise ModelError(f"{name!r}: covariance must be a scalar, vector or matrix, got shape {cov.shape}")
         else:
             precision = 1.0 / checks.positive(cov, f"{name!r}: covariance")
-    if isinstance(precision, Variable):
+    if is_random(precision):
         _check_parent(model, precision, name, "precision", (Gamma,))
-        extra = [p for p in precision.plates if p not in vplates]
+        extra = [p for p in precision.plates if p not in vplates] if isinstance(precision, Variable) else [
+            p for p in precision.source.plates if p not in vplates and p is not precision.plate
+            and p not in precision.selector.plates]
         if len(extra) > 1:
             raise ModelError(f"{name!r}: precision {precision.name!r} has plates {[p.name for p in extra]} "
                              "beyond the variable's; at most one (the ARD plate over components) is allowed")
@@ -324,7 +345,10 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
         ftype, edges = MV_GAUSSIAN, {"mean": mean, "precision": precision}
         params = {"ard": ard}
     else:
-        lam = checks.constant(precision, f"{name!r}: precision")
+        lam = constant_param(precision, name, "precision", checks.constant)
+        if isinstance(lam, Gate):
+            raise ModelError(f"{name!r}: a constant precision cannot be selected by {lam.selector.name!r}; gate a "
+                             f"Gamma precision instead (precision=alpha[{lam.selector.name!r}])")
         if lam.ndim < 2:
             lam = checks.nonnegative(lam, f"{name!r}: precision")
         if lam.ndim == 2:
@@ -342,8 +366,8 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
     if len(dims) > 1:
         raise ModelError(f"{name!r}: inconsistent dimensions {sorted(dims)} from dim, mean and precision")
     D = dims.pop() if dims else None
-    var = Variable(model, name, MvGaussian, model.sorted_plates([*vplates, *_parent_plates(
-        [mean] if isinstance(mean, Variable | Indexed) else [])]), (D,))
+    var = Variable(model, name, MvGaussian, model.sorted_plates([*vplates, *(p for p in _parent_plates(
+        [x for x in (mean, precision) if is_random(x)]) if p not in consumed.values())]), (D,))
     params["D"] = lambda: var.event_shape[0]
     return _finish(model, var, ftype, edges, params, observed, None, consumed)
 

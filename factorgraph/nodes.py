@@ -172,6 +172,11 @@ class Deterministic(Node):
                 out.extend(p.stochastic_parents())
         return out
 
+    def __getitem__(self, selector: Variable) -> Gate:
+        from .expressions import gate
+
+        return gate(self, selector)
+
     def __repr__(self) -> str:
         return f"<deterministic {self.name!r} plates={[p.name for p in self.plates]}>"
 

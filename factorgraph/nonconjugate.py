@@ -14,14 +14,17 @@ from factors.softmax import BOUNDS, CATEGORICAL_SOFTMAX
 
 from . import checks
 from .builders import _check_parent, _finish, _plates
+from .gates import is_random, source_plates
 from .model import current_model
-from .nodes import Deterministic, Indexed, ModelError, Plate, Variable
+from .nodes import Deterministic, Gate, ModelError, Plate, Variable
 
 LOGISTIC_METHODS = ("quadrature", "tilted", "quadratic")
 
 
-def _gaussian_node(model, x: Any, name: str, edge: str) -> Variable | Deterministic:
-    if not isinstance(x, Variable | Deterministic | Indexed):
+def _gaussian_node(model, x: Any, name: str, edge: str) -> Variable | Deterministic | Gate:
+    """A Gaussian variable or expression, or a gate over one (``fg.inner(X, W)[z]``: a mixture of experts,
+    whose E[log f] and messages are weighted by q(z = k))."""
+    if not is_random(x):
         raise ModelError(f"{name!r}: {edge} must be a Gaussian variable or expression (e.g. fg.inner), got {x!r}")
     _check_parent(model, x, name, edge, (Gaussian,))
     return x
@@ -48,7 +51,7 @@ def bernoulli_logit(name: str, logit: Any, *, observed: Any = None, mask: Any = 
     if method not in LOGISTIC_METHODS:
         raise ModelError(f"{name!r}: method must be one of {LOGISTIC_METHODS}, got {method!r}")
     logit = _gaussian_node(model, logit, name, "logit")
-    vplates = model.sorted_plates([*_plates(model, plates, name), *logit.plates])
+    vplates = model.sorted_plates([*_plates(model, plates, name), *source_plates(logit)])
     var = Variable(model, name, Bernoulli, vplates)
     if observed is not None:
         observed = _binary_labels(observed, mask, name)
@@ -88,13 +91,13 @@ def categorical_softmax(name: str, logits: Any, over: Plate, *, observed: Any = 
     if method not in BOUNDS:
         raise ModelError(f"{name!r}: method must be one of {tuple(BOUNDS)}, got {method!r}")
     logits = _gaussian_node(model, logits, name, "logits")
-    if not isinstance(over, Plate) or over not in logits.plates:
-        raise ModelError(f"{name!r}: over must be a plate of the logits {[p.name for p in logits.plates]}, "
+    if not isinstance(over, Plate) or over not in source_plates(logits):
+        raise ModelError(f"{name!r}: over must be a plate of the logits {[p.name for p in source_plates(logits)]}, "
                          f"got {over!r}")
     K = over.size
     if K < 2:
         raise ModelError(f"{name!r}: a softmax needs at least 2 classes, plate {over.name!r} has {K}")
-    vplates = tuple(p for p in logits.plates if p is not over)
+    vplates = model.sorted_plates([p for p in source_plates(logits) if p is not over])
     var = Variable(model, name, Categorical, vplates, (K,))
     var.category_plate = over
     obs = None
@@ -124,7 +127,7 @@ def _site(name: str, ftype, x: Any, location: Any, params: dict, what: str) -> V
     model = current_model(f"{what} {name!r}")
     model.check_name(name)
     x = _gaussian_node(model, x, name, "x")
-    var = Variable(model, name, Gaussian, x.plates)
+    var = Variable(model, name, Gaussian, model.sorted_plates(source_plates(x)))
     loc = np.broadcast_to(checks.constant(location, f"{name!r}: location"), var.shape).astype(float)
     var = _finish(model, var, ftype, {"x": x}, params, loc, None)
     var.prior.method = "default"
@@ -157,7 +160,8 @@ def probit(name: str, x: Any, *, observed: Any, mask: Any = None) -> Variable:
     model.check_name(name)
     x = _gaussian_node(model, x, name, "x")
     s01 = _binary_labels(observed, mask, name)
-    if s01.shape != tuple(p.size for p in x.plates):
-        raise ModelError(f"labels of {name!r} have shape {s01.shape}, expected {tuple(p.size for p in x.plates)}")
-    var = Variable(model, name, Gaussian, x.plates)
+    xplates = model.sorted_plates(source_plates(x))
+    if s01.shape != tuple(p.size for p in xplates):
+        raise ModelError(f"labels of {name!r} have shape {s01.shape}, expected {tuple(p.size for p in xplates)}")
+    var = Variable(model, name, Gaussian, xplates)
     return _finish(model, var, PROBIT, {"x": x}, {}, 2.0 * s01 - 1.0, mask)

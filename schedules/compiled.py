@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from distributions import Categorical, Gaussian, GaussianGamma, MvGaussian
+from distributions import Bernoulli, Categorical, Gaussian, GaussianGamma, MvGaussian
 from factorgraph.nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Plate, Variable
 from factors.base import RuleNotFound, one_hot, point_stats
 from factors.data_products import cached_gram
@@ -20,6 +20,7 @@ from factors.grouped_gaussian import GROUPED_GAUSSIAN
 from factors.linear_gaussian import LINEAR_GAUSSIAN
 from factors.mv_gaussian import MV_GAUSSIAN_FIXED
 from factors.normal_gamma import NORMAL_GAMMA
+from factors.plating import expand
 
 
 class MissingRule(ModelError):
@@ -43,6 +44,7 @@ class CFactor:
     damping: float = 0.0
     initial_damping: float = 0.0
     initial: dict[str, Any] = field(default_factory=dict)  # edge -> NCVMP's first message (``FactorType.initial``)
+    weight: np.ndarray | None = None  # 1 = observed, 0 = missing output entry, on the factor's plates (or None)
 
     @property
     def name(self) -> str:
@@ -220,7 +222,8 @@ def _check_learn(c: Compiled, v: Variable, handler: Any) -> None:
 
 def _used_deterministics(c: Compiled, model) -> list[Deterministic]:
     used: list[Deterministic] = []
-    frontier = [a for f in c.factors for a in f.node.edges.values() if isinstance(a, Deterministic)]
+    frontier = [a.source if isinstance(a, Gate) else a for f in c.factors for a in f.node.edges.values()]
+    frontier = [a for a in frontier if isinstance(a, Deterministic)]
     while frontier:
         d = frontier.pop()
         if d in used:
@@ -237,6 +240,7 @@ def _fuse(model) -> list[FactorNode]:
     uses: dict[int, int] = {}
     for f in model.factors:
         for a in f.edges.values():
+            a = a.source if isinstance(a, Gate) else a
             if isinstance(a, Deterministic):
                 uses[id(a)] = uses.get(id(a), 0) + 1
     for d in model.deterministics:
@@ -314,8 +318,11 @@ def _compile_factor(f: FactorNode, algorithm, model, handled: set[str] = frozens
         evidence, kind = f.ftype.get_evidence(f.method)
     except RuleNotFound as e:
         raise ModelError(f"{f.name}: {e}") from None
-    gates = [a for a in f.edges.values() if isinstance(a, Gate)]
+    gates = [a for a in (*f.edges.values(), *f.params.values()) if isinstance(a, Gate)]
     fplates = tuple(p.index for p in f.plates)
+    for k, g in list(params.items()):  # constants selected by fg.select: (K, event...) onto the factor's plates
+        if isinstance(g, Gate):
+            params[k] = expand(g.source, (g.plate.index,), fplates, g.source.ndim - 1)
     const = {}
     for edge, arg in f.edges.items():
         if isinstance(arg, np.ndarray):
@@ -393,7 +400,8 @@ def _schedule(c: Compiled, schedule, init: dict) -> list[Variable]:
         lengths = nx.multi_source_dijkstra_path_length(g, observed)
         dist = {k: v for k, v in lengths.items()}
     decl = {v.name: i for i, v in enumerate(model.variables.values())}
-    late = set(init) | {v.name for v in c.latent if v.family is Categorical and id(v) in c.selector_factors}
+    late = set(init) | {v.name for v in c.latent
+                        if v.family in (Categorical, Bernoulli) and id(v) in c.selector_factors}
 
     def key(v: Variable):
         return (v.name in late, dist.get(v.name, np.inf), decl[v.name])
@@ -409,7 +417,7 @@ def categorical_init(v: Variable, factors: list[CFactor], rng: np.random.Generat
     draw Dirichlet(1) rows.  Random soft responsibilities make every component start at the data
     mean, from where VMP often merges clusters; data-driven seeding avoids most such optima.
     """
-    K = v.event_shape[0]
+    K = v.event_shape[0] if v.event_shape else 2  # a Bernoulli selector has two categories
     data = _gated_data(v, factors)
     if data is None:
         r = rng.dirichlet(np.ones(K), size=v.shape)
@@ -425,7 +433,10 @@ def categorical_init(v: Variable, factors: list[CFactor], rng: np.random.Generat
         r[np.arange(len(data)), d2.argmin(-1)] += 0.9
         r = r.reshape(v.shape + (K,))
     if v.mask is not None:
-        r = np.where(v.mask[..., None], np.nan_to_num(v.value), r)
+        obs = np.nan_to_num(v.value)
+        if not v.event_shape:  # Bernoulli: observed 0/1 as (q(False), q(True))
+            obs = np.stack([1.0 - obs, obs], axis=-1)
+        r = np.where(v.mask[..., None], obs, r)
     return r
 
 

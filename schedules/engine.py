@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from distributions import Categorical, Gamma, Gaussian, GaussianGamma, MvGaussian
+from distributions import Bernoulli, Categorical, Gamma, Gaussian, GaussianGamma, MvGaussian
 from factorgraph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
 from factors.base import point_stats
 from factors.data_products import row_threads
@@ -173,10 +173,20 @@ class Engine:
         """q(z = k) on the factor's plates (the selector's categories on the gate's plate)."""
         g = f.gate
         z = g.selector
-        r = self.stats[z.name][0]
+        r = self.node_stats(z)[0]
+        if z.family is Bernoulli:  # selects like a two-category Categorical: (q(False), q(True))
+            r = np.stack([1.0 - r, r], axis=-1)
         plates = sorted([p.index for p in z.plates] + [g.plate.index])
         r = np.moveaxis(r, -1, plates.index(g.plate.index))
         return expand(r, plates, f.plates, 0)
+
+    def instance_weights(self, f: CFactor) -> np.ndarray | None:
+        """Weight of each factor instance on the factor's plates: q(z = k) for a gated factor, times 0 on
+        the missing entries of a partly observed output (which drop out of the likelihood); None = all 1."""
+        r = self.gate_weights(f) if f.gate is not None else None
+        if f.weight is not None:
+            r = f.weight if r is None else r * f.weight
+        return r
 
     # ------------------------------------------------------------------------------ messages
     def factor_message(self, f: CFactor, edge: str) -> tuple:
@@ -193,8 +203,8 @@ class Engine:
         consumed = f.node.consumed.get(edge)
         if consumed is not None:
             evs = [k + 1 for k in evs]
-        if f.gate is not None:
-            r = self.gate_weights(f)
+        r = self.instance_weights(f)
+        if r is not None:
             msg = tuple(m * r.reshape(r.shape + (1,) * k) for m, k in zip(msg, evs, strict=True))
         dst = [p.index for p in node.plates if p is not consumed]
         out = tuple(reduce(m, f.plates, dst, f.sizes, k) for m, k in zip(msg, evs, strict=True))
@@ -214,12 +224,17 @@ class Engine:
     def selector_message(self, f: CFactor) -> tuple:
         """Message from a gated factor to its selector: E[log f] per category."""
         e = f.evidence(_Moments(self, f), f.params)
+        if f.weight is not None:
+            e = e * f.weight
         g = f.gate
         plates = sorted([p.index for p in g.selector.plates] + [g.plate.index])
         e = reduce(e, f.plates, plates, f.sizes, 0)
         e = np.broadcast_to(e, e.shape[:plates.index(g.plate.index)] + (g.plate.size,)
                             + e.shape[plates.index(g.plate.index) + 1:])
-        return (np.moveaxis(e, plates.index(g.plate.index), -1),)
+        e = np.moveaxis(e, plates.index(g.plate.index), -1)
+        if g.selector.family is Bernoulli:  # natural parameter: the log-odds of True
+            return (e[..., 1] - e[..., 0],)
+        return (e,)
 
     def det_incoming(self, d: Deterministic) -> tuple:
         total = None
@@ -390,8 +405,9 @@ class Engine:
             if f.claimed_by is not None:
                 continue
             e = f.evidence(_Moments(self, f), f.params)
-            if f.gate is not None:
-                e = e * self.gate_weights(f)
+            r = self.instance_weights(f)
+            if r is not None:
+                e = e * r
             ef += float(np.sum(reduce(e, f.plates, (), f.sizes, 0)))
         h = 0.0
         for v in self.c.latent:
@@ -422,6 +438,8 @@ class Engine:
                 self.set_posterior(v, _coerce_init(v, init[v.name]))
             elif v.family is Categorical and id(v) in self.c.selector_factors:
                 self.set_posterior(v, Categorical(probs=categorical_init(v, self.c.selector_factors[id(v)], rng)))
+            elif v.family is Bernoulli and id(v) in self.c.selector_factors:
+                self.set_posterior(v, Bernoulli(probs=categorical_init(v, self.c.selector_factors[id(v)], rng)[..., 1]))
             else:
                 prior = next(f for f in self.c.factors if f.node is v.prior)
                 q = v.family.from_natural(*self._prior_natural(v, prior))

@@ -425,16 +425,46 @@ def gaussian_as_categorical_probs():
         fg.categorical("c", probs=g)
 
 
-@build_error("'coin'", "probs", "constant", "p[z]")
-def gate_where_only_a_constant_or_beta_is_allowed():
+@build_error("'g'", "shape", "cannot be gated", "'a'['z']")
+def gate_on_a_parameter_that_cannot_be_gated():
     with fg.Model():
         k = fg.plate("k", 2)
-        p = fg.beta("p", plates=[k])
+        a = fg.gamma("a", plates=[k])
         z = fg.categorical("z", [0.5, 0.5])
-        fg.bernoulli("coin", probs=p[z])
+        fg.gamma("g", shape=a[z], rate=1.0)
 
 
-@build_error("'g'", "Gaussian", "Categorical")
+@build_error("'y'", "precision", "cannot be selected", "'z'")
+def select_on_a_constant_mv_precision():
+    with fg.Model():
+        z = fg.categorical("z", [0.5, 0.5])
+        fg.mv_gaussian("y", mean=np.zeros(2), precision=fg.select([1.0, 2.0], z))
+
+
+@build_error("'p'", "'s'", "2 categories", "('k', 3)")
+def bernoulli_selector_wrong_number_of_categories():
+    with fg.Model():
+        k = fg.plate("k", 3)
+        p = fg.beta("p", plates=[k])
+        s = fg.bernoulli("s", 0.5)
+        _ = p[s]
+
+
+@build_error("select", "3 rows", "'s'", "2 categories")
+def select_rows_not_bernoulli_categories():
+    with fg.Model():
+        s = fg.bernoulli("s", 0.5)
+        fg.gaussian("x", 0.0, fg.select([1.0, 2.0, 3.0], s), observed=1.0)
+
+
+@build_error("'p'", "alpha", "shape (K)", "'z'", "(2, 3)")
+def select_values_with_plate_axes_for_a_parameter():
+    with fg.Model():
+        z = fg.categorical("z", [0.5, 0.5])
+        fg.beta("p", alpha=fg.select(np.ones((2, 3)), z))
+
+
+@build_error("'g'", "Gaussian", "Categorical or Bernoulli")
 def gate_with_non_categorical_selector():
     with fg.Model():
         k = fg.plate("k", 2)
