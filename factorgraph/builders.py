@@ -290,7 +290,7 @@ def categorical(name: str, probs: Any, *, plates: Sequence[Plate] = (), observed
 
 def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance: Any = None,
                 plates: Sequence[Plate] = (), dim: int | None = None, observed: Any = None,
-                sd: Any = None) -> Variable:
+                sd: Any = None, mask: Any = None) -> Variable:
     """A D-vector w ~ N(mean, Λ⁻¹) with full-covariance posterior.
 
     ``precision``: a positive scalar (Λ = λI), a vector (diagonal), a D×D matrix, 0 (an improper
@@ -298,7 +298,8 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
     D (ARD: Λ = diag(α)).  D comes from ``dim``, ``mean``, ``precision`` or, failing those, from the
     first ``fg.inner`` that uses the variable.  ``sd`` may replace ``precision``: a positive scalar or
     vector (Λ = diag(sd⁻²)), or a scale variable σ (``fg.half_cauchy`` and the like; Λ = σ⁻²I, or ARD when σ
-    is plated over a plate of size D).
+    is plated over a plate of size D).  ``mask`` (True = observed) marks missing observations, by row
+    (plate-shaped) or by coordinate (plates + (D,)); they drop out of the likelihood.
     """
     model = current_model(f"mv_gaussian {name!r}")
     model.check_name(name)
@@ -369,7 +370,15 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
     var = Variable(model, name, MvGaussian, model.sorted_plates([*vplates, *(p for p in _parent_plates(
         [x for x in (mean, precision) if is_random(x)]) if p not in consumed.values())]), (D,))
     params["D"] = lambda: var.event_shape[0]
-    return _finish(model, var, ftype, edges, params, observed, None, consumed)
+    if mask is None or observed is None or np.ndim(mask) != len(var.plates) + 1:
+        return _finish(model, var, ftype, edges, params, observed, mask, consumed)
+    # a per-coordinate mask (plates + (D,)): rows with any coordinate observed, plus var.coord_mask
+    m = checks.mask_array(mask, np.shape(observed), name)
+    obs = np.where(m, np.asarray(observed, float), 0.0)
+    _finish(model, var, ftype, edges, params, obs, m.any(-1), consumed)
+    var.coord_mask = m
+    var.value = np.where(m, var.value, np.nan)
+    return var
 
 
 def gaussian_gamma(name: str, mean: Any = 0.0, precision: Any = 1.0, *, shape: Any = 1e-2,
@@ -422,14 +431,17 @@ def _normal_gamma_regression(model: Model, name: str, mean: Any, w: Variable, pl
     vplates = _var_plates(model, plates, name, [mean])
     var = Variable(model, name, Gaussian, vplates)
     y, m = checks.observed_array(observed, mask, var.shape, name)
-    if not m.all():
-        raise ModelError(f"{name!r}: missing values are not supported in a normal-gamma regression; drop them")
     yv = y.reshape(-1)
     rows = int(np.prod(mean.params["X"].shape[:-1]))
     if rows != yv.shape[0]:
         raise ModelError(f"{name!r}: {yv.shape[0]} observations but X has {rows} rows")
     var.value, var.mask = y, m
-    xtx, xty = cached_gram(mean.params, yv)
+    if m.all():
+        xtx, xty = cached_gram(mean.params, yv)
+    else:  # missing responses drop out of the likelihood: the statistics of the observed rows only
+        Xo = mean.params["X"].reshape(rows, -1)[m.reshape(-1)]
+        yv = yv[m.reshape(-1)]
+        xtx, xty = Xo.T @ Xo, Xo.T @ yv
     params = {"xtx": xtx, "xty": xty, "yty": float(yv @ yv), "n": yv.shape[0]}
     factor = FactorNode(NORMAL_GAMMA_REGRESSION, f"NormalGammaRegression({name})", {"w": w}, (),
                         "default", params)

@@ -22,6 +22,8 @@ from factors.mv_gaussian import MV_GAUSSIAN_FIXED
 from factors.normal_gamma import NORMAL_GAMMA
 from factors.plating import expand
 
+from .missing import drop_missing
+
 
 class MissingRule(ModelError):
     """A factor has no message rule under the chosen algorithm (the message names the fix)."""
@@ -81,6 +83,8 @@ class Compiled:
     # handled variable -> natural parameters (Λ₀m₀, −½Λ₀) of its constant prior, for a handler that learns
     # the prior's precision multiplier (flattened class-major for a class-plated block)
     block_prior: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # partly observed leaves whose missing entries drop out of their likelihood (schedules.missing)
+    dropped: set[str] = field(default_factory=set)
 
 
 def compile_model(model, algorithm, schedule=None, init=None, damping: dict | None = None,
@@ -124,6 +128,7 @@ def compile_model(model, algorithm, schedule=None, init=None, damping: dict | No
                 c.consumers.setdefault(id(parent), []).append(Consumer(det=d, role=role))
     _register_indexed(c, used)
     _claim(c, handlers or {})
+    drop_missing(c)
     c.order = _schedule(c, schedule, init or {})
     return c
 
@@ -436,6 +441,11 @@ def categorical_init(v: Variable, factors: list[CFactor], rng: np.random.Generat
         obs = np.nan_to_num(v.value)
         if not v.event_shape:  # Bernoulli: observed 0/1 as (q(False), q(True))
             obs = np.stack([1.0 - obs, obs], axis=-1)
+        if v.mask.any():  # name the seeded clusters after the observed labels they hold most of
+            from scipy.optimize import linear_sum_assignment
+
+            agree = np.where(v.mask[..., None], r, 0.0).reshape(-1, K).T @ obs.reshape(-1, K)
+            r = r[..., linear_sum_assignment(-agree)[1].argsort()]
         r = np.where(v.mask[..., None], obs, r)
     return r
 

@@ -93,7 +93,7 @@ class Engine:
         try:
             return self.stats[node.name]
         except KeyError:
-            if node.mask is not None and not node.is_latent:
+            if node.mask is not None and (not node.is_latent or node.name in self.c.dropped):
                 self.stats[node.name] = self.observed_stats(node)
                 return self.stats[node.name]
             raise InferenceError(f"{node.name!r} is used before it has a posterior") from None
@@ -269,6 +269,8 @@ class Engine:
         return tuple(total)
 
     def set_posterior(self, v: Variable, q: Any) -> None:
+        if v.mask is not None and v.family in (Categorical, Bernoulli) and v.mask.any():
+            q = _pin_observed(v, q)
         s = q.expected_stats()
         for a in s:
             if not np.all(np.isfinite(a)):
@@ -432,7 +434,7 @@ class Engine:
             if name not in model.variables or not model.variables[name].is_latent:
                 raise ModelError(f"init: {name!r} is not a latent variable of model {model.name!r}")
         for v in model.variables.values():
-            if not v.is_latent:
+            if not v.is_latent or v.name in self.c.dropped:
                 continue
             if v.name in init:
                 self.set_posterior(v, _coerce_init(v, init[v.name]))
@@ -481,6 +483,14 @@ def _observed_stats(v: Variable) -> tuple:
     if v.mask is not None and v.value.ndim > v.mask.ndim:
         val = np.where(v.mask.reshape(v.mask.shape + (1,) * (v.value.ndim - v.mask.ndim)), val, safe)
     return point_stats(v.family, val)
+
+
+def _pin_observed(v: Variable, q: Any) -> Any:
+    """A partly observed label's posterior: a point mass at each observed entry (semi-supervised)."""
+    obs = np.nan_to_num(v.value)
+    if v.family is Bernoulli:
+        return Bernoulli(probs=np.where(v.mask, obs, np.broadcast_to(q.probs, v.mask.shape)))
+    return Categorical(probs=np.where(v.mask[..., None], obs, np.broadcast_to(q.probs, obs.shape)))
 
 
 def _default_init(v: Variable):
