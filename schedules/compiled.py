@@ -22,7 +22,7 @@ from factors.mv_gaussian import MV_GAUSSIAN_FIXED
 from factors.normal_gamma import NORMAL_GAMMA
 from factors.plating import expand
 
-from .missing import drop_missing
+from .missing import drop_missing, prune_selectors
 
 
 class MissingRule(ModelError):
@@ -85,6 +85,8 @@ class Compiled:
     block_prior: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     # partly observed leaves whose missing entries drop out of their likelihood (schedules.missing)
     dropped: set[str] = field(default_factory=set)
+    # latent selectors with entries that have no observed descendant: name -> True where an entry is kept
+    pruned: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def compile_model(model, algorithm, schedule=None, init=None, damping: dict | None = None,
@@ -129,6 +131,7 @@ def compile_model(model, algorithm, schedule=None, init=None, damping: dict | No
     _register_indexed(c, used)
     _claim(c, handlers or {})
     drop_missing(c)
+    prune_selectors(c)
     c.order = _schedule(c, schedule, init or {})
     return c
 

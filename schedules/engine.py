@@ -180,11 +180,12 @@ class Engine:
         r = np.moveaxis(r, -1, plates.index(g.plate.index))
         return expand(r, plates, f.plates, 0)
 
-    def instance_weights(self, f: CFactor) -> np.ndarray | None:
+    def instance_weights(self, f: CFactor, edge: str = "") -> np.ndarray | None:
         """Weight of each factor instance on the factor's plates: q(z = k) for a gated factor, times 0 on
-        the missing entries of a partly observed output (which drop out of the likelihood); None = all 1."""
+        the missing entries of a partly observed output (which drop out of the likelihood); None = all 1.
+        The message to ``out`` is not weighted (a dropped selector entry keeps its prior as posterior)."""
         r = self.gate_weights(f) if f.gate is not None else None
-        if f.weight is not None:
+        if f.weight is not None and edge != "out":
             r = f.weight if r is None else r * f.weight
         return r
 
@@ -203,7 +204,7 @@ class Engine:
         consumed = f.node.consumed.get(edge)
         if consumed is not None:
             evs = [k + 1 for k in evs]
-        r = self.instance_weights(f)
+        r = self.instance_weights(f, edge)
         if r is not None:
             msg = tuple(m * r.reshape(r.shape + (1,) * k) for m, k in zip(msg, evs, strict=True))
         dst = [p.index for p in node.plates if p is not consumed]
@@ -417,6 +418,8 @@ class Engine:
                 h += self.block[v.name].entropy
                 continue
             ent = np.broadcast_to(self.q[v.name].entropy(), v.shape)
+            if v.name in self.c.pruned:
+                ent = ent * self.c.pruned[v.name]
             h += float(ent[~v.mask].sum()) if v.mask is not None else float(ent.sum())
         return ef, h
 

@@ -12,6 +12,11 @@ An ``mv_gaussian`` observed with a coordinate mask (D-vector per row) keeps, per
 density of its observed coordinates: for Λ = αI or diag(α) the observed coordinates' terms, for a
 constant Λ the marginal precision (Σ_oo)⁻¹ with Σ = Λ⁻¹ (the Schur complement), embedded in D × D
 with zeros at the missing coordinates.
+
+A selector entry whose every gated factor instance is missing has no observed descendant: summed
+over its categories it contributes exactly 1, so it too drops out (its prior factor's messages to
+its parents and its E[log f] are weighted by 0 there, and it has no entropy term).  Keeping it under
+mean field would cost log Σ_k exp(E[log π_k]) < 0 per entry.  BayesPy prunes such nodes the same way.
 """
 
 from __future__ import annotations
@@ -49,6 +54,29 @@ def drop_missing(c) -> None:
             _coordinate_mask(prior, expand(coords.astype(float), plates, prior.plates, 1), v.name)
         else:
             prior.weight = expand(v.mask.astype(float), plates, prior.plates, 0)
+
+
+def prune_selectors(c) -> None:
+    """Drop the latent selector entries all of whose gated factor instances are missing (see above)."""
+    from factors.plating import reduce
+
+    for v in c.latent:
+        factors = c.selector_factors.get(id(v), [])
+        others = [x for x in c.consumers.get(id(v), []) if not (x.factor is not None and x.factor.node is v.prior)]
+        if not factors or others or any(f.weight is None for f in factors):
+            continue
+        plates = [p.index for p in v.plates]
+        used = np.zeros(v.shape, bool)
+        for f in factors:
+            w = np.broadcast_to(f.weight, f.sizes) > 0
+            used |= np.broadcast_to(reduce(w.astype(float), f.plates, plates, f.sizes, 0), v.shape) > 0
+        if v.mask is not None:
+            used |= v.mask
+        if used.all():
+            continue
+        prior = next(f for f in c.factors if f.node is v.prior)
+        prior.weight = expand(used.astype(float), plates, prior.plates, 0)
+        c.pruned[v.name] = used
 
 
 def _coordinate_mask(f, m: np.ndarray, name: str) -> None:
