@@ -16,6 +16,7 @@ from scipy.special import gammaln
 from . import checks, convergence
 from .builders import gamma, gaussian, gaussian_gamma, plate
 from .expressions import inner
+from .mixtures import mixture, mixture_model  # noqa: F401  (models.mixture)
 from .model import Model
 from .nodes import ModelError
 from .results import Result
