@@ -136,17 +136,21 @@ def missing_in_mixture(rng):
     return m
 
 
-def mv_missing_coordinates(rng):
-    Y = np.where(np.arange(6)[:, None] < 3, -2.0, 2.0) + rng.normal(size=(6, 2))
-    cm = np.ones((6, 2), bool)
-    cm[1, 0] = cm[4, 1] = False
+def mv_missing_coordinates(rng, precision="shared"):
+    """Missing coordinates under Λ_k = α_k I, Λ_k = diag(α_k) (ARD) or a constant full Λ (Schur complement)."""
+    Y = np.where(np.arange(6)[:, None] < 3, -2.0, 2.0) + rng.normal(size=(6, 3))
+    cm = np.ones((6, 3), bool)
+    cm[1, 0] = cm[4, 1] = cm[2, 1] = cm[2, 2] = False
     cm[5] = False
-    with fg.Model("mv-missing-coordinates") as m:
-        k, n = fg.plate("k", 2), fg.plate("n", 6)
-        z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n])
-        mu = fg.mv_gaussian("mu", np.zeros(2), 0.1, plates=[k])
-        a = fg.gamma("a", 2.0, 2.0, plates=[k])
-        fg.mv_gaussian("y", mu[z], a[z], plates=[n], observed=Y, mask=cm)
+    with fg.Model(f"mv-missing-coordinates-{precision}") as m:
+        k, n, d = fg.plate("k", 2), fg.plate("n", 6), fg.plate("d", 3)
+        z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n], categories=k)
+        mu = fg.mv_gaussian("mu", np.zeros(3), 0.1, plates=[k])
+        if precision == "fixed":
+            lam = np.array([[2.0, 0.5, 0.2], [0.5, 1.5, 0.3], [0.2, 0.3, 1.0]])
+        else:
+            lam = fg.gamma("a", 2.0, 2.0, plates=[k] if precision == "shared" else [k, d])[z]
+        fg.mv_gaussian("y", mu[z], lam, plates=[n], observed=Y, mask=cm)
     return m
 
 
@@ -165,5 +169,7 @@ GATED = {
     "semi-supervised": semi_supervised,
     "missing-in-mixture": missing_in_mixture,
     "mv-missing-coordinates": mv_missing_coordinates,
+    "mv-missing-coordinates-ard": lambda rng: mv_missing_coordinates(rng, "ard"),
+    "mv-missing-coordinates-fixed": lambda rng: mv_missing_coordinates(rng, "fixed"),
 }
 NCVMP = {"logistic-mixture-quadrature"}
