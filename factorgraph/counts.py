@@ -23,6 +23,7 @@ from factors.softmax import BOUNDS
 
 from . import checks
 from .builders import _check_parent, _finish, _plates, _var_plates
+from .gates import is_random, source_plates
 from .model import Model, current_model
 from .nodes import Deterministic, Gate, ModelError, Plate, Variable
 
@@ -83,8 +84,8 @@ def _to_factor(var: Variable, arr: np.ndarray) -> np.ndarray:
     return expand(arr, [p.index for p in var.plates], [p.index for p in var.prior.plates], 0)
 
 
-def _gaussian_node(model: Model, x: Any, name: str, edge: str) -> Variable | Deterministic:
-    if not isinstance(x, Variable | Deterministic):
+def _gaussian_node(model: Model, x: Any, name: str, edge: str) -> Variable | Deterministic | Gate:
+    if not is_random(x):  # a gate over an expression (fg.inner(X, W)[z]) is a mixture of regressions
         raise ModelError(f"{name!r}: {edge} must be a Gaussian variable or expression (e.g. fg.inner(X, w) + b), "
                          f"got {x!r}")
     _check_parent(model, x, name, edge, (Gaussian,))
@@ -138,7 +139,7 @@ def poisson_log(name: str, log_rate: Any, exposure: Any = None, *, plates: Seque
     model = current_model(f"poisson_log {name!r}")
     model.check_name(name)
     log_rate = _gaussian_node(model, log_rate, name, "log_rate")
-    vplates = model.sorted_plates([*_plates(model, plates, name), *log_rate.plates])
+    vplates = model.sorted_plates([*_plates(model, plates, name), *source_plates(log_rate)])
     var = Variable(model, name, Poisson, vplates)
     y = _counts(observed, mask, var.shape, name)
     e = _exposure(exposure, var.shape, name)
@@ -192,7 +193,7 @@ def binomial_logit(name: str, trials: Any, logit: Any, *, plates: Sequence[Plate
     if method not in LOGISTIC_METHODS:
         raise ModelError(f"{name!r}: method must be one of {LOGISTIC_METHODS}, got {method!r}")
     logit = _gaussian_node(model, logit, name, "logit")
-    vplates = model.sorted_plates([*_plates(model, plates, name), *logit.plates])
+    vplates = model.sorted_plates([*_plates(model, plates, name), *source_plates(logit)])
     var = Variable(model, name, Binomial, vplates)
     y = _counts(observed, mask, var.shape, name)
     n = _trials(trials, var.shape, name)

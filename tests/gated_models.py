@@ -154,6 +154,22 @@ def mv_missing_coordinates(rng, precision="shared"):
     return m
 
 
+def poisson_mixtures(rng, link=False):
+    """A Poisson mixture (gated Gamma rate) or a mixture of Poisson regressions (gated log-rate, NCVMP)."""
+    X = np.c_[rng.normal(size=10), np.ones(10)]
+    y = rng.poisson(np.where(np.arange(10) < 5, 1.0, 6.0))
+    with fg.Model(f"poisson-mixture{'-log' if link else ''}") as m:
+        k, n = fg.plate("k", 2), fg.plate("n", 10)
+        z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n])
+        if link:
+            w = fg.mv_gaussian("w", np.zeros(2), 1.0, plates=[k])
+            fg.poisson_log("y", fg.inner(X, w, plates=[n])[z], observed=y)
+        else:
+            lam = fg.gamma("lam", 1.0, 0.2, plates=[k])
+            fg.poisson("y", lam[z], plates=[n], observed=y)
+    return m
+
+
 GATED = {
     "gaussian-mixture": gaussian_mixture,
     "bernoulli-mixture": bernoulli_mixture,
@@ -169,7 +185,9 @@ GATED = {
     "semi-supervised": semi_supervised,
     "missing-in-mixture": missing_in_mixture,
     "mv-missing-coordinates": mv_missing_coordinates,
+    "poisson-mixture": poisson_mixtures,
+    "poisson-log-mixture": lambda rng: poisson_mixtures(rng, link=True),
     "mv-missing-coordinates-ard": lambda rng: mv_missing_coordinates(rng, "ard"),
     "mv-missing-coordinates-fixed": lambda rng: mv_missing_coordinates(rng, "fixed"),
 }
-NCVMP = {"logistic-mixture-quadrature"}
+NCVMP = {"logistic-mixture-quadrature", "poisson-log-mixture"}
