@@ -319,6 +319,8 @@ def _compile_factor(f: FactorNode, algorithm, model, handled: set[str] = frozens
             try:
                 rules[edge] = f.ftype.get_rule(edge, algorithm.name, f.method)
             except RuleNotFound as e:
+                if edge == "out" and getattr(target, "mask", None) is not None:
+                    continue  # partly observed data of an observed-only family: schedules.missing drops them
                 raise MissingRule(f"{f.name}: {e}") from None
             if algorithm.name == "ncvmp" and (edge, f.method) in f.ftype.initial_rules:
                 initial[edge] = f.ftype.initial_rules[(edge, f.method)]

@@ -39,6 +39,10 @@ def drop_missing(c) -> None:
             continue
         prior = next((f for f in c.factors if f.node is v.prior), None)
         uses = [x for x in c.consumers.get(id(v), []) if not (x.factor is prior and x.edge == "out")]
+        if prior is not None and "out" not in prior.rules and prior.node.edges.get("out") is v and (
+                uses or id(v) in c.selector_factors):
+            raise ModelError(f"{v.name!r}: its missing entries would be latent variables (something else uses "
+                             f"{v.name!r}), but {prior.node.ftype.name} sends no message to them")
         if uses or id(v) in c.selector_factors or v.name in c.handlers or prior is None:
             if coords is not None and not coords.all():
                 raise ModelError(f"{v.name!r}: rows with some coordinates missing are supported only when nothing "

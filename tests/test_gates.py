@@ -281,3 +281,28 @@ def test_mixture_families_run_and_agree():
         assert r.converged and np.all(np.diff(r.elbo_trace) >= -1e-9 * np.abs(r.elbo_trace[1:]))
     with pytest.raises(fg.ModelError, match="family must be one of"):
         models.mixture("poisson", 2, X)
+
+
+@pytest.mark.parametrize("family", ["poisson", "binomial", "multinomial"])
+def test_missing_counts_equal_dropping_them(family):
+    """Counts are observed-only families: their missing entries drop out of the likelihood exactly."""
+    rng = np.random.default_rng(10)
+    mask = rng.random(10) < 0.6
+    if family == "multinomial":
+        y = rng.multinomial(6, [0.2, 0.3, 0.5], size=10).astype(float)
+    else:
+        y = (rng.poisson(3.0, 10) if family == "poisson" else rng.binomial(6, 0.3, 10)).astype(float)
+
+    def fit(data, msk):
+        with fg.Model() as m:
+            n = fg.plate("n", len(data))
+            if family == "poisson":
+                fg.poisson("y", fg.gamma("lam", 1.0, 0.2), plates=[n], observed=data, mask=msk)
+            elif family == "binomial":
+                fg.binomial("y", 6, fg.beta("p"), plates=[n], observed=data, mask=msk)
+            else:
+                fg.multinomial("y", 6, fg.dirichlet("p", np.ones(3)), plates=[n], observed=data, mask=msk)
+        return fg.infer(m)
+
+    missing = np.where(mask[:, None] if y.ndim == 2 else mask, y, np.nan)
+    assert abs(fit(missing, mask).elbo - fit(y[mask], None).elbo) < 1e-10
