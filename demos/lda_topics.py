@@ -60,10 +60,10 @@ def build(words: np.ndarray, K: int) -> fg.Model:
 
 def main(small: bool = False, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
-    n_docs, length = (40, 30) if small else (300, 80)
+    n_docs, length = (40, 30) if small else (200, 60)
     words, phi_true = make_corpus(n_docs, length, rng)
     K = len(TOPICS)
-    result = max((fg.infer(build(words, K), seed=seed + r, max_iter=1000, tol=1e-9) for r in range(3)),
+    result = max((fg.infer(build(words, K), seed=seed + r, max_iter=1000, tol=1e-9) for r in range(4)),
                  key=lambda r: r.elbo)
     phi = result.posterior("phi").mean()
     tv = 0.5 * np.abs(phi[:, None, :] - phi_true[None, :, :]).sum(-1)

@@ -439,6 +439,8 @@ def categorical_init(v: Variable, factors: list[CFactor], rng: np.random.Generat
             idx = rng.choice(len(data), p=d2 / total) if total > 0 else rng.integers(len(data))
             centres.append(data[idx])
         d2 = np.stack([((data - c) ** 2).sum(-1) for c in centres], axis=-1)
+        # ties (one-hot data such as word tokens: every non-prototype is equally far) go to a random nearest
+        d2 = d2 + rng.random(d2.shape) * 1e-9 * (1.0 + d2.max())
         r = np.full(d2.shape, 0.1 / K)
         r[np.arange(len(data)), d2.argmin(-1)] += 0.9
         r = r.reshape(v.shape + (K,))
