@@ -47,6 +47,7 @@ from .nonconjugate import (
 )
 from .results import Comparison, Result, compare
 from .scales import exponential, half_cauchy, half_normal, half_student_t
+from .sequences import markov_chain
 
 _LAZY = {name: "schedules" for name in
          ("infer", "VMP", "NCVMP", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
@@ -75,3 +76,4 @@ __all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t"]
 __all__ += ["ConvergenceWarning"]
 __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bound", "site",
             "projection_log_expectation"]
+__all__ += ["markov_chain"]

@@ -11,6 +11,7 @@ from .gaussian import GAUSSIAN
 from .grouped_gaussian import GROUPED_GAUSSIAN
 from .linear_gaussian import LINEAR_GAUSSIAN
 from .logistic import BERNOULLI_LOGIT
+from .markov_chain import MARKOV_CHAIN
 from .multinomial import MULTINOMIAL, MULTINOMIAL_SOFTMAX
 from .mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
 from .normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
@@ -27,5 +28,6 @@ FACTOR_TYPES: tuple[FactorType, ...] = (
     POISSON, POISSON_LOG, BINOMIAL, BINOMIAL_LOGIT, MULTINOMIAL, MULTINOMIAL_SOFTMAX,
 )
 FACTOR_TYPES += (SCALE_PRIOR,)
+FACTOR_TYPES += (MARKOV_CHAIN,)
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

@@ -76,6 +76,8 @@ class Engine:
         for v in c.model.variables.values():
             if v.mask is not None and not v.is_latent:
                 self.version[v.name] = 0  # statistics of data are computed when first read
+        # variables whose prior factor owns their posterior (a Markov chain): variable name -> factor
+        self.structured = {f.node.edges["out"].name: f for f in c.factors if f.node.ftype.structured is not None}
 
     # ------------------------------------------------------------------------------ statistics
     def node_stats(self, node) -> tuple:
@@ -304,6 +306,9 @@ class Engine:
         if plate is not None:
             self._update_sequential(v, plate)
             return
+        if v.name in self.structured:
+            self._update_structured(v, self.structured[v.name])
+            return
         nat = self.natural_sum(v)
         self._accept(v, nat)
 
@@ -344,6 +349,24 @@ class Engine:
             self.set_posterior(v, marginal)
         else:
             self.set_posterior(v, fit.q)
+
+    def _update_structured(self, v: Variable, f: CFactor, start: bool = False) -> None:
+        """A structured prior factor computes q(v) from the sum of every other message into v (its node
+        potentials); with ``start`` it builds its starting q from v's current statistics instead."""
+        pot = None
+        if not start:
+            pot = v.family._zero_natural(v.shape, v.event_shape)[0]
+            for cons in self.c.consumers.get(id(v), []):
+                if cons.factor is not f:
+                    pot = pot + self.consumer_message(cons)[0]
+            for g in self.c.selector_factors.get(id(v), []):
+                pot = pot + self.selector_message(g)[0]
+        try:
+            q = f.node.ftype.structured(_Moments(self, f), f.params, pot)
+        except FloatingPointError as e:
+            raise InferenceError(f"the update of {v.name!r}: {e}") from None
+        f.params["state"]["q"] = q
+        self.set_posterior(v, q)
 
     def _update_sequential(self, v: Variable, plate) -> None:
         """Gauss–Seidel over the elements of a coupled plate: each element's update sees the others'
@@ -441,8 +464,9 @@ class Engine:
                 continue
             if v.name in init:
                 self.set_posterior(v, _coerce_init(v, init[v.name]))
-            elif v.family is Categorical and id(v) in self.c.selector_factors:
-                self.set_posterior(v, Categorical(probs=categorical_init(v, self.c.selector_factors[id(v)], rng)))
+            elif v.family is Categorical and (id(v) in self.c.selector_factors or v.name in self.structured):
+                self.set_posterior(v, Categorical(probs=categorical_init(v, self.c.selector_factors.get(id(v), []),
+                                                                         rng)))
             elif v.family is Bernoulli and id(v) in self.c.selector_factors:
                 self.set_posterior(v, Bernoulli(probs=categorical_init(v, self.c.selector_factors[id(v)], rng)[..., 1]))
             else:
@@ -454,6 +478,8 @@ class Engine:
                 if not np.all(ok):
                     q = _default_init(v)
                 self.set_posterior(v, q)
+        for name, f in self.structured.items():
+            self._update_structured(model.variables[name], f, start=True)
         self.max_change = 0.0
         self.changes = {}
 
