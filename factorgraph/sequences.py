@@ -102,12 +102,13 @@ def markov_chain(name: str, initial: Any, transition: Any, *, plates: Sequence[P
                              f"{lens.shape}")
         if np.any(lens != np.round(lens)) or np.any(lens < 1) or np.any(lens > time.size):
             bad = lens[(lens != np.round(lens)) | (lens < 1) | (lens > time.size)].ravel()[0]
+            bad = bad.astype(np.int64) if bad == np.round(bad) else bad
             raise ModelError(f"{name!r}: lengths must be integers in 1..{time.size} (the size of the time plate "
-                             f"{time.name!r}), got {bad!r}")
+                             f"{time.name!r}), got {bad.item()!r}")
         lens = np.broadcast_to(lens, seq_shape).astype(np.int64)
     var = Variable(model, name, Categorical, vplates, (K,))
-    factor = FactorNode(MARKOV_CHAIN, f"MarkovChain({name})", {"out": var, "initial": initial, "transition": transition},
-                        seq, "default", {"lengths": lens}, consumed)
+    edges = {"out": var, "initial": initial, "transition": transition}
+    factor = FactorNode(MARKOV_CHAIN, f"MarkovChain({name})", edges, seq, "default", {"lengths": lens}, consumed)
     var.prior = factor
     model.add_variable(var)
     model.add_factor(factor)

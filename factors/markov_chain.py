@@ -38,26 +38,31 @@ def _dot(w: np.ndarray, logp: np.ndarray, axes) -> np.ndarray:
         (w > 0) & ~np.isfinite(logp), -np.inf, 0.0).sum(axes)
 
 
-def _chain(p: dict) -> CategoricalChain:
+def _valid(T: int, lengths: np.ndarray) -> np.ndarray:
+    """True at the steps that exist (t < L_n), shape lengths + (T, 1)."""
+    return (np.arange(T) < np.asarray(lengths)[..., None])[..., None]
+
+
+def _chain(m: Moments, p: dict) -> CategoricalChain:
+    """The chain's current q; before it has one, the q with independent steps and the marginals in m["out"]
+    (then the messages are the gradients of E[log f] under that mean-field q)."""
     q = p["state"].get("q")
-    if q is None:
-        raise RuntimeError("the Markov chain's posterior is read before it was initialised")
-    return q
+    return chain_posterior(m, p, None) if q is None else q
 
 
-def _parents(m: Moments, K: int) -> tuple[np.ndarray, np.ndarray]:
-    """E[log π] (K,) and E[log A] (K, K); both are shared by all sequences."""
-    return np.asarray(m["initial"][0]).reshape(-1, K)[0], np.asarray(m["transition"][0]).reshape(-1, K, K)[0]
+def _parents(m: Moments) -> tuple[np.ndarray, np.ndarray]:
+    """E[log π] (..., K) and E[log A] (..., K, K) in the factor's plate space."""
+    return np.asarray(m["initial"][0]), np.asarray(m["transition"][0])
 
 
 @MARKOV_CHAIN.rule("initial", "vmp")
 def chain_to_initial(m: Moments, p: dict) -> tuple:
-    return (_chain(p).marginals[..., 0, :],)
+    return (_chain(m, p).marginals[..., 0, :],)
 
 
 @MARKOV_CHAIN.rule("transition", "vmp")
 def chain_to_transition(m: Moments, p: dict) -> tuple:
-    return (_chain(p).pair_counts,)
+    return (_chain(m, p).pair_counts,)
 
 
 @MARKOV_CHAIN.rule("out", "vmp")
@@ -66,21 +71,20 @@ def chain_to_out(m: Moments, p: dict) -> tuple:
     first step plus E[log A]ᵀγ_{t−1} and E[log A]γ_{t+1} from the neighbours.  The chain's own update
     does not use it (its q is exact); it is the gradient of E[log f] in the marginals when the steps
     are independent."""
-    g = m["out"][0]
-    K = g.shape[-1]
-    lpi, la = _parents(m, K)
+    valid = _valid(m["out"][0].shape[-2], p["lengths"])
+    g = np.where(valid, m["out"][0], 0.0)
+    lpi, la = _parents(m)
     out = np.zeros(g.shape)
     out[..., 0, :] += lpi
     out[..., 1:, :] += g[..., :-1, :] @ la
-    out[..., :-1, :] += g[..., 1:, :] @ la.T
-    return (out,)
+    out[..., :-1, :] += g[..., 1:, :] @ np.swapaxes(la, -1, -2)
+    return (np.where(valid, out, 0.0),)
 
 
 @MARKOV_CHAIN.evidence(kind="exact")
 def chain_evidence(m: Moments, p: dict) -> np.ndarray:
-    q = _chain(p)
-    K = q.marginals.shape[-1]
-    lpi, la = _parents(m, K)
+    q = _chain(m, p)
+    lpi, la = _parents(m)
     return _dot(q.marginals[..., 0, :], lpi, -1) + _dot(q.pair_counts, la, (-2, -1))
 
 
@@ -92,14 +96,14 @@ def chain_posterior(m: Moments, p: dict, potentials: np.ndarray | None) -> Categ
     lengths = p["lengths"]
     if potentials is None:
         g = np.array(m["out"][0], dtype=float)
-        T = g.shape[-2]
-        g = np.where((np.arange(T) < lengths[..., None])[..., None], g, 0.0)
+        g = np.where(_valid(g.shape[-2], lengths), g, 0.0)
         return CategoricalChain.independent(g)
     phi = np.asarray(potentials, dtype=float)
     batch, (T, K) = phi.shape[:-2], phi.shape[-2:]
-    lpi, la = _parents(m, K)
+    lpi, la = _parents(m)  # π and A are shared by the sequences (no plates of their own)
     flat = phi.reshape((-1, T, K))
-    gamma, xi, logz = forward_backward(flat, lpi, la, np.broadcast_to(lengths, batch).reshape(-1))
+    gamma, xi, logz = forward_backward(flat, lpi.reshape(-1, K)[0], la.reshape(-1, K, K)[0],
+                                       np.broadcast_to(lengths, batch).reshape(-1))
     gamma, xi, logz = gamma.reshape(batch + (T, K)), xi.reshape(batch + (K, K)), logz.reshape(batch)
     if not np.all(np.isfinite(logz)):
         bad = int(np.argmin(np.isfinite(logz).reshape(-1)))

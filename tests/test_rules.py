@@ -100,6 +100,7 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "Multinomial": {},
         "MultinomialSoftmax": {},
         "ScalePrior": {**scale_prior_params("half_t", scale=2.0, dof=1.0), "state": {}},
+        "MarkovChain": {"lengths": np.array([4, 3]), "state": {}},
     }[name]
     if name == "MvGaussianFixedPrecision":
         params["logdet"] = float(np.linalg.slogdet(params["precision"])[1])
@@ -113,7 +114,9 @@ CASES = [(ft, variant) for ft in FACTOR_TYPES
 def _moments(ft, variant, rng):
     m = {}
     for edge, family in ft.edges.items():
-        if ft.name in ("CategoricalSoftmax", "MultinomialSoftmax") and edge == "logits":  # class plate = event axis
+        if ft.name == "MarkovChain":  # 2 sequences × 4 steps; π and A (D "from" rows) per sequence
+            m[edge] = _stats(family, rng, {"out": BATCH + (4,), "initial": BATCH, "transition": BATCH + (D,)}[edge])
+        elif ft.name in ("CategoricalSoftmax", "MultinomialSoftmax") and edge == "logits":  # class plate = event axis
             m[edge] = _stats(family, rng, BATCH + (D,))
         elif edge == "precision" and variant.endswith("/ard"):
             m[edge] = _stats(family, rng, BATCH + (D,))
