@@ -510,3 +510,6 @@ def poisson_predictive(result: Result, X_new: Any, exposure: Any = None) -> Coun
     log_mean = Xn @ mu + 0.5 * s2 + (0.0 if e is None else np.log(e))
     mean = np.exp(log_mean)
     return CountPredictive(mean, mean + mean * mean * np.expm1(s2))
+
+
+from .hmm_models import hmm, hmm_model  # noqa: E402  (sequence models live in their own module)
