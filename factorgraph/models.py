@@ -512,4 +512,4 @@ def poisson_predictive(result: Result, X_new: Any, exposure: Any = None) -> Coun
     return CountPredictive(mean, mean + mean * mean * np.expm1(s2))
 
 
-from .hmm_models import hmm, hmm_model  # noqa: E402  (sequence models live in their own module)
+from .hmm_models import hmm, hmm_model  # noqa: E402, F401  (sequence models live in their own module)
