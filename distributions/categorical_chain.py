@@ -62,6 +62,10 @@ class CategoricalChain(Distribution):
         """The smoothed marginals q(z_t = k), shape batch + (T, K)."""
         return self.marginals
 
+    def var(self) -> np.ndarray:
+        """Variance of each step's one-hot vector, γ_t(1 − γ_t)."""
+        return self.marginals * (1.0 - self.marginals)
+
     def expected_stats(self) -> tuple[np.ndarray]:
         """E[one-hot(z_t)] = γ_t, as for a Categorical per step."""
         return (self.marginals,)
