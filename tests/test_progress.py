@@ -96,3 +96,42 @@ def test_fallback_line_without_tqdm(tmp_path):
     out, err = _run("MVI('lr', n_samples=200)", env_extra={"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
     assert "DONE" in out
     assert "tiny-logit: " in err and "ELBO" in err and "%|" not in err
+
+
+def _logit_model():
+    import numpy as np
+
+    import factorgraph as fg
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 2))
+    y = (X @ np.array([1.5, -1.0]) + 0.3 * rng.standard_normal(30) > 0).astype(float)
+    with fg.Model("tiny-logit") as m:
+        n = fg.plate("n", 30)
+        w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
+        fg.bernoulli_logit("y", logit=fg.inner(X, w, plates=[n]), observed=y)
+    return m
+
+
+@pytest.mark.parametrize("handler, stage", [
+    (lambda fg: fg.AIKL(base="skew_normal", lattice=64, maxiter=40, rounds=2), "AIKL lattice rounds"),
+    (lambda fg: fg.Laplace(learn="prior_precision"), "hyperparameter search")])
+def test_every_handler_stage_has_a_bar(handler, stage, capsys):
+    import factorgraph as fg
+
+    fg.infer(_logit_model(), handlers={"w": handler(fg)}, max_iter=2, progress=True)
+    err = capsys.readouterr().err
+    assert stage in err and "tiny-logit" in err
+    fg.infer(_logit_model(), handlers={"w": handler(fg)}, max_iter=2)  # stderr is not a terminal
+    assert capsys.readouterr().err == ""
+
+
+def test_approximate_shows_the_handler_bar(capsys):
+    import numpy as np
+
+    import factorgraph as fg
+
+    fg.approximate(lambda w: -0.5 * np.sum(w**2, -1), np.zeros(2), fg.MVI("lr", n_samples=100), progress=True)
+    assert "MVI iterations" in capsys.readouterr().err
+    fg.approximate(lambda w: -0.5 * np.sum(w**2, -1), np.zeros(2), fg.MVI("lr", n_samples=100))
+    assert capsys.readouterr().err == ""
