@@ -51,6 +51,7 @@ class _Forward:
         self.model, self.S, self.rng = model, draws, rng
         self.out: dict[str, np.ndarray] = {}
         self.views: dict[int, np.ndarray] = {}
+        self.precision: dict[str, np.ndarray] = {}  # scale variables (fg.half_cauchy, ...): σ⁻², as parents use it
 
     # ------------------------------------------------------------------ values of parents
     def value(self, node: Node) -> np.ndarray:
@@ -62,6 +63,8 @@ class _Forward:
                 plates = tuple(node.plate if p is node.along else p for p in node.source.plates)
                 self.views[id(node)] = _expand(gathered, plates, node.plates, node.name)
             return self.views[id(node)]
+        if node.name in self.precision:
+            return self.precision[node.name]
         if node.name not in self.out:
             if not isinstance(node, Deterministic):
                 raise ModelError(f"sampling: {node.name!r} is used before it is drawn")
@@ -298,6 +301,20 @@ def _multinomial_softmax(s: _Forward, v, f, frame, full):
     _multinomial_p(s, v, e / e.sum(-1, keepdims=True), full)
 
 
+def _scale_prior(s: _Forward, v, f, frame, full):
+    """σ from a half-normal, half-t (half-Cauchy) or exponential prior; parents see the precision σ⁻²."""
+    p = f.params
+    if p["prior"] == "half_normal":
+        sigma = np.abs(np.broadcast_to(p["s0"], full) * s.rng.standard_normal(full))
+    elif p["prior"] == "half_t":
+        nu = np.broadcast_to(2.0 * np.asarray(p["p1"], float) - 1.0, full)
+        sigma = np.abs(np.broadcast_to(p["s0"], full) * s.rng.standard_t(nu))
+    else:
+        sigma = s.rng.exponential(np.broadcast_to(1.0 / np.asarray(p["p0"], float), full))
+    s.put(v, sigma, full)
+    s.precision[v.name] = s.out[v.name] ** -2.0
+
+
 def _site(noise):
     def draw(s: _Forward, v, f, frame, full):
         x = np.broadcast_to(s.arg(f.edges["x"], frame, v.name), full)
@@ -321,7 +338,7 @@ _DRAWS = {
     "LaplaceSite": _site(lambda rng, p, shape: rng.laplace(0.0, p["scale"], shape)),
     "CauchySite": _site(lambda rng, p, shape: p["scale"] * rng.standard_cauchy(shape)),
     "StudentTSite": _site(lambda rng, p, shape: p["scale"] * rng.standard_t(p["dof"], shape)),
-    "Probit": _probit,
+    "Probit": _probit, "ScalePrior": _scale_prior,
 }
 
 
@@ -343,9 +360,10 @@ def sample_prior(model: Model, draws: int = 1000, seed: int | None = 0) -> dict[
     dict
         Variable name → array of shape ``(draws, *plates, *event)``, in the model's declaration order,
         with the deterministic nodes (``fg.inner``, sums, products) evaluated on the draws.  A
-        normal–gamma block ``w`` gives ``"w"`` and its precision ``"w.tau"``; Categorical variables are
-        integer labels; labels of ``fg.probit`` are ±1.  Observed variables are drawn afresh (the prior
-        predictive), ignoring their data; a multinomial keeps its observed numbers of trials.
+        normal–gamma block ``w`` gives ``"w"`` and its precision ``"w.tau"``; a scale made by
+        ``fg.half_cauchy`` and the like gives σ; Categorical variables are integer labels; labels of
+        ``fg.probit`` are ±1.  Observed variables are drawn afresh (the prior predictive), ignoring their
+        data; a multinomial keeps its observed numbers of trials.
 
     Notes
     -----
@@ -372,7 +390,8 @@ def sample_posterior(result: Result, draws: int = 1000, seed: int | None = 0) ->
     S = _check_draws(draws)
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
-    for name, q in result.posteriors.items():
+    for name in result.posteriors:
+        q = result.posterior(name)  # scale variables (fg.half_cauchy, ...) on the σ scale
         joint = result.joint.get(name)
         if joint is not None:  # class-plated weights handled as one block: q over the stacked vector
             shape = q.batch_shape + q.event_shape

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy import stats
 
-from distributions import Beta, Categorical, Gamma, Gaussian, GaussianGamma, MvGaussian
+from distributions import Beta, Categorical, Gamma, Gaussian, GaussianGamma, InverseSqrtGamma, MvGaussian
 
 if TYPE_CHECKING:
     from .results import Result
@@ -45,7 +45,17 @@ def _exact(q: Any) -> list[tuple[str, Any, Any, Any]] | None:
         t = stats.t(2.0 * a[..., None], loc=q.mean(), scale=scale)
         tau = q.tau
         return [("", q.mean(), np.sqrt(q.var()), t), (".tau", tau.mean(), tau.std(), stats.gamma(a, scale=1.0 / b))]
+    if isinstance(q, InverseSqrtGamma):  # σ = τ^(−1/2), τ ~ Gam(a, b): σ's p-quantile is τ's (1 − p)-quantile^(−1/2)
+        tau = stats.gamma(q.precision.shape, scale=q.precision.scale)
+        return [("", q.mean(), q.std(), _Transformed(lambda p: tau.ppf(1.0 - p) ** -0.5))]
     return None
+
+
+class _Transformed:
+    """A quantile function in the shape of a frozen scipy distribution (``ppf`` only)."""
+
+    def __init__(self, ppf) -> None:
+        self.ppf = ppf
 
 
 def summary(result: Result, prob: float = 0.94, draws: int = 4000, seed: int | None = 0) -> Any:
@@ -62,7 +72,8 @@ def summary(result: Result, prob: float = 0.94, draws: int = 4000, seed: int | N
     rows: list[list[Any]] = []
     index: list[str] = []
     sampled: dict[str, np.ndarray] | None = None
-    for name, q in result.posteriors.items():
+    for name in result.posteriors:
+        q = result.posterior(name)  # scale variables (fg.half_cauchy, ...) on the σ scale
         parts = _exact(q)
         if parts is not None:
             for suffix, m, s, dist in parts:

@@ -164,3 +164,27 @@ def test_posterior_draws_are_joint_for_a_class_plated_block():
     np.testing.assert_allclose(np.cov(flat.T), C, atol=0.05 * np.abs(C).max())
     # the cross-class blocks are not zero: the draws are joint, not per-class marginals
     assert np.abs(C[:D, D:]).max() > 0.1 * np.abs(C).max()
+
+
+def test_prior_and_posterior_of_scale_priors():
+    y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
+    sigma = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
+    with fg.Model("eight schools") as m:
+        j = fg.plate("school", 8)
+        mu = fg.gaussian("mu", 0.0, sd=5.0)
+        tau = fg.half_normal("tau", scale=5.0)
+        theta = fg.gaussian("theta", mean=mu, sd=tau, plates=[j])
+        fg.gaussian("y", mean=theta, sd=sigma, plates=[j], observed=y)
+    d = fg.sample_prior(m, S, seed=8)
+    # σ ~ half-normal(5): E σ = 5√(2/π), E σ² = 25; theta − mu has variance E σ² = 25
+    _close(d["tau"], 5 * np.sqrt(2 / np.pi), 5 * np.sqrt(1 - 2 / np.pi))
+    np.testing.assert_allclose((d["theta"] - d["mu"][:, None]).var(), 25.0, rtol=0.05)
+    np.testing.assert_allclose(d["y"].var(0), 25.0 + 25.0 + sigma**2, rtol=0.06)
+    r = fg.infer(m, fg.NCVMP())
+    q = r.posterior("tau")
+    post = r.sample(S, seed=9)["tau"]
+    _close(post, float(q.mean()), float(q.std()))
+    t = r.summary()
+    assert t.loc["tau", "exact"]
+    np.testing.assert_allclose(t.loc["tau", ["3%", "97%"]].to_numpy(float), np.quantile(post, [0.03, 0.97]),
+                               rtol=0.03)
