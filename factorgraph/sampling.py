@@ -76,11 +76,9 @@ class _Forward:
         if isinstance(a, Gate):
             z = _expand(self.value(a.selector), a.selector.plates, frame, what)
             full = (self.S, *(p.size for p in frame))
-            z = np.broadcast_to(z, full)
-            if isinstance(a.source, np.ndarray):
-                vals = np.moveaxis(np.asarray(a.source, float), 0, -1)  # (..., K)
-                vals = np.broadcast_to(vals, full + (vals.shape[-1],))
-                return np.take_along_axis(vals, z[..., None], axis=-1)[..., 0]
+            z = np.broadcast_to(z, full).astype(np.intp)  # a Bernoulli selector's 0/1 are categories too
+            if isinstance(a.source, np.ndarray):  # fg.select(values, z): one row (K, *event) per category
+                return np.take(np.asarray(a.source, float), z, axis=0)
             x = _expand(self.value(a.source), a.source.plates, (*frame, a.plate), what)
             ev = x.ndim - 2 - len(frame)
             x = np.broadcast_to(x, full + x.shape[1 + len(frame):])
@@ -142,15 +140,21 @@ def _gaussian(s: _Forward, v, f, frame, full):
     s.put(v, m + s.rng.standard_normal(full) / np.sqrt(t), full)
 
 
+def _param(s: _Forward, v, f, key, frame):
+    """A constant parameter, or constants selected per draw by ``fg.select(values, z)``."""
+    x = f.params[key]
+    return s.arg(x, frame, v.name) if isinstance(x, Gate) else np.asarray(x, float)
+
+
 def _gamma(s: _Forward, v, f, frame, full):
-    a = np.broadcast_to(np.asarray(f.params["shape"], float), full)
+    a = np.broadcast_to(_param(s, v, f, "shape", frame), full)
     b = np.broadcast_to(s.arg(f.edges["rate"], frame, v.name), full)
     s.put(v, s.rng.gamma(a, 1.0 / b), full)
 
 
 def _beta(s: _Forward, v, f, frame, full):
-    a = np.broadcast_to(f.params["alpha"], full)
-    b = np.broadcast_to(f.params["beta"], full)
+    a = np.broadcast_to(_param(s, v, f, "alpha", frame), full)
+    b = np.broadcast_to(_param(s, v, f, "beta", frame), full)
     s.put(v, s.rng.beta(a, b), full)
 
 
@@ -173,7 +177,7 @@ def _dirichlet_draw(rng, alpha):
 
 
 def _dirichlet(s: _Forward, v, f, frame, full):
-    alpha = np.broadcast_to(f.params["concentration"], full + v.event_shape)
+    alpha = np.broadcast_to(_param(s, v, f, "concentration", frame), full + v.event_shape)
     s.put(v, _dirichlet_draw(s.rng, alpha), full)
 
 

@@ -188,3 +188,18 @@ def test_prior_and_posterior_of_scale_priors():
     assert t.loc["tau", "exact"]
     np.testing.assert_allclose(t.loc["tau", ["3%", "97%"]].to_numpy(float), np.quantile(post, [0.03, 0.97]),
                                rtol=0.03)
+
+
+def test_prior_with_a_bernoulli_selector_and_selected_constants():
+    with fg.Model("spike") as m:
+        n, k = fg.plate("n", 3), fg.plate("k", 2)
+        on = fg.bernoulli("on", 0.3, plates=[n])
+        mus = fg.gaussian("mus", mean=np.array([0.0, 10.0]), precision=1e4, plates=[k])
+        fg.gaussian("x", mean=mus[on], precision=fg.select(np.array([100.0, 1.0]), on), plates=[n],
+                    observed=np.zeros(3))
+    d = fg.sample_prior(m, S, seed=10)
+    on_ = d["on"].astype(bool)
+    _close(on_.ravel(), 0.3, np.sqrt(0.21))
+    np.testing.assert_allclose(d["x"][~on_].std(), 0.1, rtol=0.05)  # off: N(0, 1/100)
+    np.testing.assert_allclose(d["x"][on_].mean(), 10.0, atol=0.05)  # on: N(10, 1)
+    np.testing.assert_allclose(d["x"][on_].std(), 1.0, rtol=0.05)
