@@ -46,6 +46,7 @@ from .nonconjugate import (
     student_t_site,
 )
 from .results import Comparison, Result, compare
+from .sampling import sample_prior
 from .scales import exponential, half_cauchy, half_normal, half_student_t
 from .sequences import markov_chain
 
@@ -77,3 +78,4 @@ __all__ += ["ConvergenceWarning"]
 __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bound", "site",
             "projection_log_expectation"]
 __all__ += ["markov_chain"]
+__all__ += ["sample_prior"]

@@ -115,6 +115,16 @@ class Model:
                     g.add_edge(f.name, arg.selector.name, edge=f"{edge}.selector")
         return g
 
+    def draw(self, backend: str | None = None):
+        """Draw the factor graph: a ``graphviz.Digraph`` where the graphviz package and the Graphviz ``dot``
+        program are installed (variables as circles, observed ones shaded, factors as small squares, plates
+        as boxes labelled with their sizes, gates as dashed edges from the selector), else the same graph
+        as a matplotlib ``Figure`` drawn through networkx.  ``backend="matplotlib"`` or ``"graphviz"``
+        chooses."""
+        from .drawing import draw
+
+        return draw(self, backend)
+
     def __repr__(self) -> str:
         return (f"Model({self.name!r}: {len(self.variables)} variables, {len(self.factors)} factors, "
                 f"plates {[(p.name, p.size) for p in self.plates.values()]})")

@@ -104,6 +104,30 @@ class Result:
     def evidence(self) -> float:
         return self.elbo
 
+    def sample(self, draws: int = 1000, seed: int | None = 0) -> dict[str, np.ndarray]:
+        """Draws from the posterior approximation q, by latent variable name.
+
+        Arrays have shape ``(draws, *plates, *event)``.  Draws are joint where q is joint: a full-covariance
+        Gaussian block draws whole vectors, and class-plated weights handled as one block (``joint``) draw
+        all classes together from their joint q; distinct variables are independent under the mean-field
+        q.  A normal–gamma block ``w`` gives ``"w"`` and ``"w.tau"`` drawn jointly.
+        """
+        from .sampling import sample_posterior
+
+        return sample_posterior(self, draws, seed)
+
+    def summary(self, prob: float = 0.94, draws: int = 4000, seed: int | None = 0) -> Any:
+        """A pandas DataFrame of the posterior mean, sd and central ``prob`` credible interval per scalar.
+
+        Rows are named like ``"w[0]"``, ``"tau"``, ``"mu[3]"``.  Intervals are exact (quantiles of q)
+        where q has closed-form quantiles (Gaussian, Gamma, Beta, the marginals of a multivariate
+        Gaussian), else computed from ``draws`` draws of q; the ``exact`` column says which.  Needs
+        pandas (``pip install fgvmp[after]``).
+        """
+        from .summary import summary
+
+        return summary(self, prob, draws, seed)
+
     @property
     def time_per_iter(self) -> float:
         return self.time / max(self.n_iter, 1)

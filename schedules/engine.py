@@ -10,7 +10,6 @@ into deterministic nodes are pulled back to their parents.  The ELBO is
 
 from __future__ import annotations
 
-import sys
 import time
 from contextlib import nullcontext
 from functools import cache
@@ -27,6 +26,7 @@ from factors.deterministic import Inner
 from factors.index import gather, scatter
 from factors.plating import expand, move_event_to_plate, move_plate_to_event, reduce
 
+from . import progress as _progress
 from .compiled import CFactor, Compiled, categorical_init
 
 
@@ -553,7 +553,7 @@ def _summary(nat: tuple) -> str:
 
 
 def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, init: dict,
-        callbacks: list, progress: bool, seed: int | None, warmup: list[Variable]) -> dict[str, Any]:
+        callbacks: list, progress: bool | None, seed: int | None, warmup: list[Variable]) -> dict[str, Any]:
     """Iterate the schedule until convergence; returns the pieces of a Result."""
     eng = Engine(c)
     t0 = time.perf_counter()
@@ -577,11 +577,12 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
     # a handler's optimiser makes many small products (draws × D by D × N, gradients, D × D factors) that threaded
     # BLAS runs slower than one thread (MVI on a 3000-row logistic regression: benchmarks/handler_blas_threads.py)
     kernels = kernels or bool(c.handlers)
-    with _one_thread_blas() if kernels else nullcontext(), row_threads() if kernels else nullcontext():
-        it, converged, reason = _iterate(c, eng, trace, max_iter, tol, param_tol, callbacks, progress,
-                                         single_block, warnings)
-    if progress:
-        print(file=sys.stderr)
+    with _progress.active(_progress.resolve(progress)):
+        progress = _progress.bar(c.model.name, max_iter, unit="sweep", leave=True)
+        with _one_thread_blas() if kernels else nullcontext(), row_threads() if kernels else nullcontext():
+            it, converged, reason = _iterate(c, eng, trace, max_iter, tol, param_tol, callbacks, progress,
+                                             single_block, warnings)
+        progress.close()
     if eng.raised:
         final = {f.name: f.damping for f in c.factors if f.name in eng.raised}
         notes.append(f"backtracking raised damping to {eng.raised}" + (
@@ -619,7 +620,7 @@ _RELAX_AFTER = 3
 
 
 def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | None, param_tol: float | None,
-             callbacks: list, progress: bool, single_block: bool, warnings: list[str]) -> tuple[int, bool, str]:
+             callbacks: list, progress: Any, single_block: bool, warnings: list[str]) -> tuple[int, bool, str]:
     """The sweeps of ``run``: (iterations, converged, why it stopped if not converged).
 
     Under NCVMP's backtracking (``True``, or ``"adaptive"``, the default) a sweep that lowers the ELBO by
@@ -698,8 +699,7 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
             warnings.append(f"iteration {it}: the ELBO decreased by {trace[-1] - L:.3g}")
         delta = abs(L - trace[-1]) if trace else np.inf
         trace.append(L)
-        if progress:
-            print(f"\r{c.model.name}: iteration {it:4d}  ELBO {L: .10g}", end="", file=sys.stderr)
+        progress.update(L)
         stop = said_converged = False
         for cb in callbacks:
             answer = cb(it, L, eng)

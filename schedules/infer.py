@@ -25,7 +25,7 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
           param_tol: Any = _AUTO, init: dict[str, Any] | None = None,
           schedule: Sequence[str] | None = None, warmup: Sequence[str] = (),
           damping: dict[str, float] | None = None, handlers: dict[str, Any] | None = None,
-          callbacks: Sequence[Callable] = (), progress: bool = False, seed: int | None = 0) -> Result:
+          callbacks: Sequence[Callable] = (), progress: bool | None = None, seed: int | None = 0) -> Result:
     """Run inference on a model.
 
     Parameters
@@ -76,7 +76,10 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         as converged (your own stopping rule).
         ``engine.trace`` holds the ELBO history, ending with the current value.
     progress
-        Print the iteration and the ELBO to stderr.
+        Progress bars on standard error (tqdm when installed, else a plain line): the sweeps with the
+        ELBO, and the stages of global handlers (MVI iterations, BVI components, AI-KL lattice rounds,
+        Laplace hyperparameter search).  ``None`` (default): shown when standard error is a terminal;
+        ``True``: always; ``False``: never.
     seed
         Seeds the random responsibilities that break the symmetry of a mixture's selector when no
         ``init`` is given for it (the only randomness in VMP).

@@ -72,6 +72,7 @@ from factorgraph.nodes import ModelError
 from factorgraph.results import LATTICE_BOUND
 from factors.sites import laplace_point
 
+from .. import progress
 from .aikl_lattice import SiteGroup, fft_terms, gauss_terms, tensor_terms
 from .laplace import BlockFit, HandlerError, find_mode, gaussian_from_hessian
 
@@ -353,6 +354,7 @@ def _optimise(bound: AIKLBound, par, x0: np.ndarray, maxiter: int, rounds: int, 
         return -val, -g
 
     converged, nit, history = False, 0, []
+    bar = progress.bar("AIKL lattice rounds", rounds, label="bound", unit="round")
     for r in range(rounds):
         with np.errstate(all="ignore"):
             bound.freeze(*par.unpack(x))
@@ -365,8 +367,10 @@ def _optimise(bound: AIKLBound, par, x0: np.ndarray, maxiter: int, rounds: int, 
         x, converged = res.x, bool(res.success)
         nit += int(res.nit)
         history.append(-float(res.fun))
+        bar.update(history[-1])
         if r > 0 and -float(res.fun) - start < round_tol:
             break  # a fresh lattice no longer lets L-BFGS improve the bound
+    bar.close()
     return {"x": x, "iterations": nit, "evaluations": n_eval[0], "converged": converged, "rounds": history}
 
 

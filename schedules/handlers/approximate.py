@@ -14,6 +14,7 @@ from factorgraph.nodes import ModelError
 from factors.logistic import logit_point
 from factors.sites import cauchy_point, laplace_point, probit_point, student_point
 
+from .. import progress as _progress
 from .target import BlockTarget, DensityTarget, Site
 
 _SITES = {"logistic": logit_point, "probit": probit_point, "laplace": laplace_point, "cauchy": cauchy_point,
@@ -119,7 +120,7 @@ class Approximation:
 
 
 def approximate(log_density: Callable | list, x0: Any, method: Any, grad: Callable | None = None, *,
-                vectorized: bool = False, prior: Any = None) -> Approximation:
+                vectorized: bool = False, prior: Any = None, progress: bool | None = None) -> Approximation:
     """Approximate the normalised version of an unnormalised density p̃ with a global handler.
 
     Parameters
@@ -142,6 +143,9 @@ def approximate(log_density: Callable | list, x0: Any, method: Any, grad: Callab
     prior
         With site terms only: the Gaussian prior as a pair (mean, precision), the mean a scalar or (D,), the
         precision a scalar, (D,) (diagonal) or (D, D); None (the default) is a flat prior.
+    progress
+        Progress bars of the handler's stages: ``None`` (default) when stderr is a terminal, ``True``
+        always, ``False`` never.
 
     Examples
     --------
@@ -187,5 +191,6 @@ def approximate(log_density: Callable | list, x0: Any, method: Any, grad: Callab
                 raise ModelError(f"approximate: {what} raised {type(err).__name__}: {err} when called on an array "
                                  f"of shape {shape} (vectorized={bool(vectorized)}); if it follows the other "
                                  f"convention, pass {other}") from err
-    fit = method.fit(target, x)
+    with _progress.active(_progress.resolve(progress)):
+        fit = method.fit(target, x)
     return Approximation(fit.q, fit.log_evidence, fit.se, fit.kind, repr(method), fit.info)

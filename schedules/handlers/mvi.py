@@ -49,6 +49,7 @@ from distributions import MvGaussian
 from factorgraph.nodes import ModelError
 from factorgraph.results import ESTIMATE, LOWER_BOUND
 
+from .. import progress
 from .hyper import Hyper, learn_names
 from .laplace import LOG_2PI, BlockFit, HandlerError, find_mode, gaussian_from_hessian, laplace_hyper
 
@@ -184,18 +185,21 @@ class _FixedSampleVI(ABC):
         """L-BFGS from each start in turn (a warm start, then Laplace's), each attempt continued once from where
         it stopped, until the largest gradient component is at most ``gtol``; else ``HandlerError``."""
         attempts, res = 0, None
+        bar = progress.bar(f"{self.name} iterations", unit="iter")
         for x in starts:
             for _ in range(2):
                 attempts += 1
                 with np.errstate(over="ignore", under="ignore"):
                     res = optimize.minimize(fn, x, jac=True, method="L-BFGS-B",
                                             options={"maxiter": self.maxiter, "gtol": 1e-3 * self.gtol,
-                                                     "ftol": 1e-15, "maxcor": 20})
+                                                     "ftol": 1e-15, "maxcor": 20}, callback=bar.callback)
                 if not (np.all(np.isfinite(res.x)) and np.isfinite(res.fun)):
                     break  # diverged: try the next start
                 if np.max(np.abs(res.jac), initial=0.0) <= self.gtol:
+                    bar.close()
                     return res, attempts
                 x = res.x
+        bar.close()
         grad = np.max(np.abs(res.jac), initial=np.inf) if res is not None else np.inf
         raise HandlerError(f"{self.name}: the optimisation did not converge: L-BFGS stopped ({res.message}) with a "
                            f"gradient of {grad:.3g} (> gtol = {self.gtol:g}) after {attempts} attempts, from the "
