@@ -46,6 +46,7 @@ from .nonconjugate import (
     student_t_site,
 )
 from .results import Comparison, Result, compare
+from .robust import student_t
 from .scales import exponential, half_cauchy, half_normal, half_student_t
 
 _LAZY = {name: "schedules" for name in
@@ -75,3 +76,4 @@ __all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t"]
 __all__ += ["ConvergenceWarning"]
 __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bound", "site",
             "projection_log_expectation"]
+__all__ += ["student_t"]

@@ -18,6 +18,7 @@ from .poisson import POISSON, POISSON_LOG
 from .scale_priors import SCALE_PRIOR
 from .sites import CAUCHY_SITE, LAPLACE_SITE, PROBIT, STUDENT_T_SITE
 from .softmax import CATEGORICAL_SOFTMAX
+from .student_t import STUDENT_T
 
 FACTOR_TYPES: tuple[FactorType, ...] = (
     GAUSSIAN, GAMMA, BETA, BERNOULLI, DIRICHLET, CATEGORICAL, MV_GAUSSIAN, MV_GAUSSIAN_FIXED,
@@ -27,5 +28,6 @@ FACTOR_TYPES: tuple[FactorType, ...] = (
     POISSON, POISSON_LOG, BINOMIAL, BINOMIAL_LOGIT, MULTINOMIAL, MULTINOMIAL_SOFTMAX,
 )
 FACTOR_TYPES += (SCALE_PRIOR,)
+FACTOR_TYPES += (STUDENT_T,)
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

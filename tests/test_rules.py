@@ -100,6 +100,7 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "Multinomial": {},
         "MultinomialSoftmax": {},
         "ScalePrior": {**scale_prior_params("half_t", scale=2.0, dof=1.0), "state": {}},
+        "StudentT": {"dof": 3.0, "learn_dof": False, "present": np.array([1.0, 0.0]), "state": {}},
     }[name]
     if name == "MvGaussianFixedPrecision":
         params["logdet"] = float(np.linalg.slogdet(params["precision"])[1])
