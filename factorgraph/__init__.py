@@ -47,6 +47,7 @@ from .nonconjugate import (
 )
 from .results import Comparison, Result, compare
 from .sampling import sample_prior
+from .robust import student_t
 from .scales import exponential, half_cauchy, half_normal, half_student_t
 from .sequences import markov_chain
 
@@ -79,3 +80,4 @@ __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bo
             "projection_log_expectation"]
 __all__ += ["markov_chain"]
 __all__ += ["sample_prior"]
+__all__ += ["student_t"]

@@ -19,6 +19,7 @@ from .poisson import POISSON, POISSON_LOG
 from .scale_priors import SCALE_PRIOR
 from .sites import CAUCHY_SITE, LAPLACE_SITE, PROBIT, STUDENT_T_SITE
 from .softmax import CATEGORICAL_SOFTMAX
+from .student_t import STUDENT_T
 
 FACTOR_TYPES: tuple[FactorType, ...] = (
     GAUSSIAN, GAMMA, BETA, BERNOULLI, DIRICHLET, CATEGORICAL, MV_GAUSSIAN, MV_GAUSSIAN_FIXED,
@@ -29,5 +30,6 @@ FACTOR_TYPES: tuple[FactorType, ...] = (
 )
 FACTOR_TYPES += (SCALE_PRIOR,)
 FACTOR_TYPES += (MARKOV_CHAIN,)
+FACTOR_TYPES += (STUDENT_T,)
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

@@ -135,6 +135,11 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     hyper = {k: fit.info["hyperparameters"] for k, fit in eng.block.items() if "hyperparameters" in fit.info}
     if hyper:
         notes.append(f"learned hyperparameters (the evidence is at these values): {hyper}")
+    dofs = {f.node.edges["out"].name: {"dof": float(f.params["state"].get("dof", f.params["dof"]))}
+            for f in c.factors if f.params.get("learn_dof")}  # fg.student_t(..., dof="learn")
+    if dofs:
+        notes.append(f"learned Student-t degrees of freedom (the evidence is at these values): {dofs}")
+        hyper.update(dofs)
     result = Result(model.name, algorithm.name, dict(eng.q), float(trace[-1]), kind, trace, out["n_iter"],
                     out["converged"], out["time"], compile_time, out["warnings"], elbo_se, notes)
     result.joint.update(eng.joint)

@@ -101,6 +101,7 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "MultinomialSoftmax": {},
         "ScalePrior": {**scale_prior_params("half_t", scale=2.0, dof=1.0), "state": {}},
         "MarkovChain": {"lengths": np.array([4, 3]), "state": {}},
+        "StudentT": {"dof": 3.0, "learn_dof": False, "present": np.array([1.0, 0.0]), "state": {}},
     }[name]
     if name == "MvGaussianFixedPrecision":
         params["logdet"] = float(np.linalg.slogdet(params["precision"])[1])
