@@ -53,7 +53,7 @@ _LAZY = {name: "schedules" for name in
 _LAZY.update({"site": "schedules", "projection_log_expectation": "schedules"})  # site terms for fg.approximate
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
@@ -75,3 +75,31 @@ __all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t"]
 __all__ += ["ConvergenceWarning"]
 __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bound", "site",
             "projection_log_expectation"]
+
+
+def __dir__() -> list[str]:
+    """The public API (the lazily imported names included), not the submodules and import leftovers."""
+    return sorted({*__all__, "__version__", "__doc__", "__name__", "__file__", "__path__"})
+
+
+def _version() -> str:
+    """The version in pyproject.toml beside the package (a source tree, where an editable install's metadata
+    may be stale), else the installed distribution's."""
+    from importlib import metadata
+    from pathlib import Path
+
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    try:
+        import tomllib
+
+        with open(pyproject, "rb") as fh:
+            return str(tomllib.load(fh)["project"]["version"])
+    except (ImportError, OSError, KeyError, ValueError):
+        pass
+    try:
+        return metadata.version("fgvmp")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+__version__ = _version()

@@ -52,6 +52,7 @@ def _regression_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
 def linear_regression_model(X: Any, y: Any, ard: bool = False, a0: float = 1e-2, b0: float = 1e-4,
                             c0: float = 1e-2, d0: float = 1e-4) -> Model:
     """The model of ``linear_regression``, for use with ``fg.infer`` or ``fg.compare``."""
+    ard = checks.flag(ard, "ard")
     Xa, ya = _regression_data(X, y)
     N, D = Xa.shape
     with Model("linear_regression" + ("_ard" if ard else "")) as m:
@@ -127,7 +128,9 @@ def linear_predictive(result: Result, X_new: Any) -> StudentT:
 
 # ------------------------------------------------------------------------------------ logistic
 def _signed_labels(y: Any, N: int) -> np.ndarray:
-    lab = np.asarray(y)
+    lab = checks.bool_as_float(y)
+    if not isinstance(lab, np.ndarray) or np.ma.isMaskedArray(lab):
+        lab = checks.constant(lab, "y")
     if lab.shape != (N,):
         raise ModelError(f"y must have one label per row of X ({N}), got shape {lab.shape}")
     if lab.dtype == bool:
@@ -145,6 +148,7 @@ def logistic_regression_model(X: Any, y: Any, ard: bool = False, a0: float = 1e-
                               method: str = "quadratic") -> Model:
     """The model of ``logistic_regression``: w ~ N(0, α⁻¹I) (or diag(α)⁻¹), α ~ Gam(a₀, b₀),
     y_n ~ Bernoulli(σ(x_nᵀw)); ``method="quadratic"`` starts the Jaakkola–Jordan ξ at 0."""
+    ard = checks.flag(ard, "ard")
     from .nonconjugate import bernoulli_logit
 
     Xa = checks.constant(X, "X")
@@ -159,7 +163,7 @@ def logistic_regression_model(X: Any, y: Any, ard: bool = False, a0: float = 1e-
 
         w = mv_gaussian("w", mean=0.0, precision=alpha, dim=D)
         bernoulli_logit("y", logit=inner(Xa, w, plates=[n]), observed=s, method=method,
-                        xi0=0.0 if method == "quadratic" else None)
+                        xi0=0.0 if isinstance(method, str) and method == "quadratic" else None)
     return m
 
 
