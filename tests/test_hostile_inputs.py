@@ -384,8 +384,69 @@ def scene_softmax_regression(**kw):
     models.softmax_regression(**args)
 
 
+def scene_poisson(**kw):
+    with fg.Model() as m:
+        n = fg.plate("n", N)
+        r = fg.gamma("r", 1.0, 1.0)
+        args = {"name": "y", "rate": r, "exposure": None, "plates": [n], "observed": [0, 3, 1], "mask": None} | kw
+        fg.poisson(**args)
+    _infer(m)
+
+
+def scene_poisson_log(**kw):
+    with fg.Model() as m:
+        n = fg.plate("n", N)
+        x = fg.gaussian("x", 0.0, 1.0, plates=[n])
+        args = {"name": "y", "log_rate": x, "exposure": [1.0, 2.0, 1.0], "plates": [], "observed": [0, 3, 1],
+                "mask": None} | kw
+        fg.poisson_log(**args)
+    _infer(m, fg.NCVMP())
+
+
+def scene_binomial(**kw):
+    with fg.Model() as m:
+        n = fg.plate("n", N)
+        p = fg.beta("p", 1.0, 1.0)
+        args = {"name": "y", "trials": [5, 5, 3], "probs": p, "plates": [n], "observed": [0, 3, 1], "mask": None} | kw
+        fg.binomial(**args)
+    _infer(m)
+
+
+def scene_multinomial(**kw):
+    with fg.Model() as m:
+        n = fg.plate("n", N)
+        pi = fg.dirichlet("pi", [1.0, 1.0])
+        args = {"name": "y", "trials": [3, 2, 1], "probs": pi, "plates": [n], "observed": [[1, 2], [2, 0], [0, 1]],
+                "mask": None} | kw
+        fg.multinomial(**args)
+    _infer(m)
+
+
+def scene_index(**kw):
+    with fg.Model() as m:
+        n, c = fg.plate("n", N), fg.plate("c", 2)
+        a = fg.gaussian("a", 0.0, 1.0, plates=[c])
+        args = {"x": a, "idx": [0, 1, 1], "plate": n, "along": c} | kw
+        fg.gaussian("y", fg.index(**args), 1.0, plates=[n], observed=[1.0, 2.0, 3.0])
+    _infer(m)
+
+
+def scene_hierarchical(**kw):
+    X = np.column_stack([np.ones(6), np.linspace(-1, 1, 6)])
+    args = {"X": X, "y": np.linspace(0, 1, 6), "groups": [0, 0, 1, 1, 2, 2], "varying": ("intercept",),
+            "n_groups": None, "pooling": "partial", "prior_precision": 1e-2, "a0": 1.0, "b0": 1.0} | kw
+    fg.infer(models.hierarchical_regression_model(**args), max_iter=3)
+
+
 # (scene, the arguments to make hostile)
 SCENES = {
+    "poisson": (scene_poisson, ["rate", "exposure", "plates", "observed", "mask"]),
+    "poisson_log": (scene_poisson_log, ["log_rate", "exposure", "observed", "mask"]),
+    "binomial": (scene_binomial, ["trials", "probs", "observed", "mask"]),
+    "multinomial": (scene_multinomial, ["trials", "probs", "observed"]),
+    "index": (scene_index, ["x", "idx", "plate", "along"]),
+    "hierarchical_regression": (scene_hierarchical, ["X", "y", "groups", "varying", "n_groups", "pooling",
+                                                     "prior_precision", "a0", "b0"]),
     "plate": (scene_plate, ["name", "size"]),
     "gaussian": (scene_gaussian, ["name", "mean", "precision", "plates", "observed", "mask"]),
     "gaussian_variance": (scene_gaussian_variance, ["variance"]),

@@ -47,7 +47,6 @@ from scipy import linalg, optimize
 
 from distributions import MvGaussian
 from factorgraph import checks
-from factorgraph.nodes import ModelError
 from factorgraph.results import ESTIMATE, LOWER_BOUND
 
 from .hyper import Hyper, learn_names
