@@ -438,8 +438,47 @@ def scene_hierarchical(**kw):
     fg.infer(models.hierarchical_regression_model(**args), max_iter=3)
 
 
+_PRED = {}
+
+
+def _fitted(kind):
+    """Small fitted canned models (cached: the predictive functions are what is under test)."""
+    if kind not in _PRED:
+        X = np.column_stack([np.ones(6), np.linspace(-1, 1, 6)])
+        _PRED[kind] = {
+            "linear": lambda: models.linear_regression(X, np.linspace(0, 1, 6)),
+            "logistic": lambda: models.logistic_regression(X, [0, 0, 1, 0, 1, 1]),
+            "softmax": lambda: models.softmax_regression(X, [0, 1, 2, 0, 1, 2], n_classes=3, max_iter=5),
+        }[kind]()
+    return _PRED[kind]
+
+
+def scene_linear_predictive(**kw):
+    args = {"result": _fitted("linear"), "X_new": np.ones((2, 2))} | kw
+    models.linear_predictive(**args)
+
+
+def scene_logistic_predictive(**kw):
+    args = {"result": _fitted("logistic"), "X_new": np.ones((2, 2)), "method": "quadrature"} | kw
+    models.logistic_predictive(**args)
+
+
+def scene_softmax_predictive(**kw):
+    args = {"result": _fitted("softmax"), "X_new": np.ones((2, 2)), "n_samples": 50, "seed": 0} | kw
+    models.softmax_predictive(**args)
+
+
+def scene_predictive_log_density(**kw):
+    args = {"result": _fitted("logistic"), "X_test": np.ones((2, 2)), "y_test": [0, 1]} | kw
+    models.predictive_log_density(**args)
+
+
 # (scene, the arguments to make hostile)
 SCENES = {
+    "linear_predictive": (scene_linear_predictive, ["result", "X_new"]),
+    "logistic_predictive": (scene_logistic_predictive, ["result", "X_new", "method"]),
+    "softmax_predictive": (scene_softmax_predictive, ["result", "X_new", "n_samples", "seed"]),
+    "predictive_log_density": (scene_predictive_log_density, ["result", "X_test", "y_test", "likelihood"]),
     "poisson": (scene_poisson, ["rate", "exposure", "plates", "observed", "mask"]),
     "poisson_log": (scene_poisson_log, ["log_rate", "exposure", "observed", "mask"]),
     "binomial": (scene_binomial, ["trials", "probs", "observed", "mask"]),
@@ -547,7 +586,7 @@ arrays = st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.i
 numeric_arrays = st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=0, max_size=6).flatmap(
     lambda xs: st.sampled_from([np.array(xs), np.array(xs).reshape(-1, 1), list(xs),
                                 np.ma.masked_invalid(np.array(xs, dtype=float)), _float32(xs),
-                                np.array(xs) * 1j]))
+                                np.array(xs, dtype=complex)]))
 bad_values = st.one_of(scalars, arrays, numeric_arrays, st.lists(scalars, max_size=4),
                        st.dictionaries(st.text(max_size=3), scalars, max_size=2))
 
