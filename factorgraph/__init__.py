@@ -13,10 +13,6 @@ The engine (``schedules``) sits to the right of this package in the import order
 (``infer``, ``VMP``, ...) are re-exported lazily.
 """
 
-from __future__ import annotations
-
-from typing import Any
-
 from distributions import GaussianMixture, MvGaussian
 
 from .bounds import expected_log_sum_exp, softmax_bound
