@@ -549,11 +549,9 @@ SCENES = {
     "softmax_regression": (scene_softmax_regression, ["X", "y", "n_classes", "method", "prior_precision"]),
 }
 
-# a log density that returns a vector instead of a number: DensityTarget's probing of batched densities
-# is being reworked (fg.approximate(vectorized=...)), which is where this case belongs
 # an exponential prior of rate 2**62 on a scale: the scale-prior factor's moment matching fails at run time with
 # a ValueError (factors/scale_priors.py gamma_from_stats) instead of a named InferenceError
-_ELSEWHERE = {("approximate", "log_density", "callable"), ("exponential", "rate", "two_pow_62")}
+_ELSEWHERE = {("exponential", "rate", "two_pow_62")}
 SLOW_SCENES = {"BVI_fit": (scene_bvi_fit, SCENES["BVI"][1]), "AIKL_fit": (scene_aikl_fit, SCENES["AIKL"][1])}
 
 CASES = [pytest.param(scene, arg, value, id=f"{name}-{arg}-{label}",
