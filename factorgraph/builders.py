@@ -80,9 +80,6 @@ def _finish(model: Model, var: Variable, ftype: Any, edges: dict[str, Any], para
     if observed is not None:
         value, m = checks.observed_array(observed, mask, var.shape + var.event_shape, var.name,
                                          len(var.event_shape))
-        if var.family is MvGaussian and not m.all():
-            raise ModelError(f"{var.name!r}: missing (masked) values are not supported for an observed "
-                             "mv_gaussian; drop those rows")
         var.value, var.mask = value, m
     elif mask is not None:
         raise ModelError(f"{var.name!r}: a mask was given without observed data")
