@@ -42,13 +42,7 @@ def plate(name: str, size: int) -> Plate:
 
 # ------------------------------------------------------------------------------------ helpers
 def _plates(model: Model, plates: Sequence[Plate], name: str) -> tuple[Plate, ...]:
-    if isinstance(plates, Plate):
-        plates = [plates]
-    for p in plates:
-        if not isinstance(p, Plate) or model.plates.get(p.name) is not p:
-            raise ModelError(f"{name!r}: plates must be plates declared in model {model.name!r} with "
-                             f"fg.plate, got {p!r}")
-    return tuple(plates)
+    return checks.plate_list(plates, model, name)
 
 
 def _check_parent(model: Model, x: Any, name: str, edge: str, families: tuple[type, ...]) -> None:
@@ -82,6 +76,7 @@ def _parent_plates(args: Sequence[Any]) -> list[Plate]:
 def _finish(model: Model, var: Variable, ftype: Any, edges: dict[str, Any], params: dict[str, Any],
             observed: Any, mask: Any, consumed: dict[str, Plate] | None = None) -> Variable:
     """Attach observations, create the prior factor and register both."""
+    checks.array_size(var.shape + tuple(d or 1 for d in var.event_shape), repr(var.name))
     if observed is not None:
         value, m = checks.observed_array(observed, mask, var.shape + var.event_shape, var.name,
                                          len(var.event_shape))
@@ -96,6 +91,7 @@ def _finish(model: Model, var: Variable, ftype: Any, edges: dict[str, Any], para
     consumed = consumed or {}
     fplates = [p for p in fplates if p not in consumed.values()]
     fshape = tuple(p.size for p in model.sorted_plates(fplates))
+    checks.array_size(fshape, f"the prior factor of {var.name!r}")
     for edge, arg in edges.items():  # constants never add plates (an ARD vector is over components, not plates)
         if isinstance(arg, np.ndarray) and edge in ftype.edges and edge not in consumed and not params.get("ard"):
             k = ftype.edges[edge].event_ndims[0]
@@ -209,9 +205,7 @@ def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), obse
         _check_parent(model, probs, name, "probs", (Beta,))
     var = Variable(model, name, Bernoulli, _var_plates(model, plates, name, [probs]))
     if observed is not None:
-        obs = np.asarray(observed)
-        if obs.dtype == bool:
-            observed = obs.astype(float)
+        observed = checks.bool_as_float(observed)
         vals, m = checks.observed_array(observed, mask, var.shape, name)
         if np.any(~np.isin(vals[m], (0.0, 1.0))):
             bad = vals[m][~np.isin(vals[m], (0.0, 1.0))][0].item()
@@ -264,26 +258,8 @@ def categorical(name: str, probs: Any, *, plates: Sequence[Plate] = (), observed
     var.category_plate = categories
     onehot = None
     if observed is not None:
-        try:
-            lab = np.asarray(observed, dtype=float)
-        except (TypeError, ValueError):
-            raise ModelError(f"observed labels of {name!r} must be integers 0..{K - 1}, got "
-                             f"{checks._show(observed)}") from None
-        if lab.size == 0:
-            raise ModelError(f"observed labels of {name!r} are empty")
-        if lab.shape != var.shape:
-            raise ModelError(f"observed labels of {name!r} have shape {lab.shape}, expected {var.shape}")
-        m = checks.mask_array(mask, var.shape, name)
-        seen = lab[m]
-        bad = seen[~np.isfinite(seen) | (seen != np.round(seen))]
-        if bad.size:
-            raise ModelError(f"observed labels of {name!r} must be integers 0..{K - 1}, got {bad[0].item()!r}"
-                             + ("; mark missing entries with mask=... (True = observed)"
-                                if not np.isfinite(bad[0]) else ""))
-        bad = seen[(seen < 0) | (seen >= K)]
-        if bad.size:
-            raise ModelError(f"observed labels of {name!r} must lie in 0..{K - 1}, got {int(bad[0])!r}")
-        onehot = np.where(m[..., None], (np.where(m, lab, 0).astype(int)[..., None] == np.arange(K)), np.nan)
+        lab, m = checks.integer_labels(observed, mask, var.shape, K, name)
+        onehot = np.where(m[..., None], lab[..., None] == np.arange(K), np.nan)
         mask = m
     return _finish(model, var, CATEGORICAL, {"probs": probs}, {}, onehot, mask)
 
@@ -392,9 +368,11 @@ def gaussian_gamma(name: str, mean: Any = 0.0, precision: Any = 1.0, *, shape: A
     """
     model = current_model(f"gaussian_gamma {name!r}")
     model.check_name(name)
-    a0 = float(checks.positive(shape, f"{name!r}: shape"))
-    b0 = float(checks.positive(rate, f"{name!r}: rate"))
+    a0 = checks.positive_number(shape, f"{name!r}: shape")
+    b0 = checks.positive_number(rate, f"{name!r}: rate")
     mu0 = checks.constant(mean, f"{name!r}: mean")
+    if mu0.ndim > 1:
+        raise ModelError(f"{name!r}: mean must be a scalar or a vector, got shape {mu0.shape}")
     dims = set() if dim is None else {checks.positive_int(dim, f"{name!r}: dim")}
     if mu0.ndim:
         dims.add(mu0.shape[-1])

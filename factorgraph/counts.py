@@ -34,10 +34,7 @@ LOGISTIC_METHODS = ("quadrature", "tilted", "quadratic")
 def _counts(observed: Any, mask: Any, shape: tuple[int, ...], name: str, event_ndim: int = 0) -> np.ndarray:
     if observed is None:
         raise ModelError(f"{name!r}: counts must be observed (observed=...); latent counts are not supported")
-    arr = np.asarray(observed)
-    if arr.dtype == bool:
-        raise ModelError(f"observed counts of {name!r} must be non-negative integers, got booleans")
-    y, m = checks.observed_array(observed, mask, shape, name, event_ndim)
+    y, m = checks.observed_array(observed, mask, shape, name, event_ndim)  # refuses booleans, ragged lists
     # missing entries (mask False) drop out of the likelihood; 0 stands in for them
     y = np.where(m.reshape(m.shape + (1,) * event_ndim), y, 0.0)
     bad = (y < 0) | (y != np.round(y))

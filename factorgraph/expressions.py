@@ -124,10 +124,7 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
         The plates that index the rows of X.
     """
     model = current_model("inner")
-    plates = tuple(plates)
-    for p in plates:
-        if not isinstance(p, Plate) or model.plates.get(p.name) is not p:
-            raise ModelError(f"inner: plates must be plates of model {model.name!r}, got {p!r}")
+    plates = checks.plate_list(plates, model, "inner")
     Xa = checks.constant(X, "inner: X")
     if Xa.ndim != len(plates) + 1:
         raise ModelError(f"inner: X must have one axis per plate {[p.name for p in plates]} plus the "

@@ -46,7 +46,9 @@ class Model:
             raise ModelError(f"plate {name!r} is declared twice in model {self.name!r}")
         if isinstance(size, bool) or not isinstance(size, int | np.integer) or size <= 0:
             raise ModelError(f"plate {name!r} needs a positive integer size, got {size!r}")
-        plate = Plate(name, int(size), len(self.plates))
+        from .checks import plate_size
+
+        plate = Plate(name, plate_size(size, name), len(self.plates))
         self.plates[name] = plate
         return plate
 

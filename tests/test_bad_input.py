@@ -847,13 +847,19 @@ def test_failed_builder_call_leaves_the_name_free():
 
 
 def test_large_input_matrix_finiteness_check_is_exact():
-    """The fast check of a large X (a finite sum settles it) neither misses a nan or ±inf entry nor
-    rejects finite entries whose sum overflows."""
+    """The fast check of a large X (a finite sum settles it) misses no nan or ±inf entry, and a finite
+    entry whose square overflows float64 is named as too large (not as non-finite)."""
     X = np.ones((70_000, 2))
-    X[0] = 1e308  # the sum overflows, every entry is finite
+    X[0] = 1e150  # the largest magnitude accepted
     with fg.Model("big"):
         w = fg.mv_gaussian("w", mean=0.0, precision=1.0, dim=2)
         fg.inner(X, w, plates=[fg.plate("n", 70_000)])
+    X[0] = 1e308  # the sum overflows, every entry is finite, but its square is not
+    with fg.Model("big-huge"):
+        w = fg.mv_gaussian("w", mean=0.0, precision=1.0, dim=2)
+        with pytest.raises(fg.ModelError, match="1e[+]308.*too large"):
+            fg.inner(X, w, plates=[fg.plate("n", 70_000)])
+    X[0] = 1.0
     for bad in (np.nan, np.inf, -np.inf):
         X[123, 1] = bad
         with fg.Model("big-bad"):

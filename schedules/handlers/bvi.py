@@ -386,12 +386,14 @@ class BVI:
             return int(v)
 
         def positive(name: str, v: Any) -> float:
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not np.isfinite(v) or v <= 0:
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or not (0 < (int(v) if isinstance(v, int | np.integer) else float(v)) <= 1e300):
                 raise ModelError(f"BVI: {name} must be a positive number, got {v!r}")
             return float(v)
 
         self.n_components = count("n_components", n_components, 1)
-        if not (isinstance(init, (MvGaussian, GaussianMixture)) or init in ("gaussian", "laplace", "broad")):
+        if not (isinstance(init, (MvGaussian, GaussianMixture)) or (isinstance(init, str) and init in (
+                "gaussian", "laplace", "broad"))):
             raise ModelError("BVI: init must be 'gaussian', 'laplace', 'broad', an MvGaussian or a GaussianMixture, "
                              f"got {init!r}")
         if hessian not in ("auto", "fd"):
