@@ -96,6 +96,12 @@ def _finish(model: Model, var: Variable, ftype: Any, edges: dict[str, Any], para
         if isinstance(arg, np.ndarray) and edge in ftype.edges and edge not in consumed and not params.get("ard"):
             k = ftype.edges[edge].event_ndims[0]
             checks.fits(arg.shape[: max(arg.ndim - k, 0)], fshape, f"{var.name!r}: {edge}")
+        elif isinstance(arg, Gate) and isinstance(arg.source, np.ndarray) and edge in ftype.edges:
+            # fg.select(values, z): one row per category, then only the edge's event axes
+            k = ftype.edges[edge].event_ndims[0]
+            if arg.source.ndim - 1 > k:
+                raise ModelError(f"{var.name!r}: {edge} = fg.select(values, {arg.selector.name!r}) needs values of "
+                                 f"shape (K,) plus the {edge}'s {k} event axes, got shape {arg.source.shape}")
     factor = FactorNode(ftype, f"{ftype.name}({var.name})", {"out": var, **edges},
                         model.sorted_plates(fplates), "default", params, consumed)
     var.prior = factor

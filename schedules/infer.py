@@ -195,7 +195,7 @@ def _options(tol, param_tol, max_iter, seed, progress, init, schedule, warmup, d
             tols.append(checks.number(value, f"{label} (a number ≥ 0, None or 'auto')", low=0.0, none=True))
     max_iter = checks.integer(max_iter, "max_iter (a positive integer)", low=1)
     seed = checks.seed(seed)
-    progress = checks.flag(progress, "progress")
+    progress = None if progress is None else checks.flag(progress, "progress")
     init = _by_name(init, "init")
     if schedule is not None:
         schedule = _names(schedule, "schedule")
