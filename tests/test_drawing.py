@@ -1,5 +1,6 @@
 """model.draw(): a graphviz.Digraph rendered by the real `dot`, and the matplotlib fallback where `dot` is absent."""
 
+import os
 import shutil
 
 import graphviz
@@ -34,7 +35,13 @@ def _regression():
 
 
 def test_draw_with_graphviz():
-    assert shutil.which("dot"), "the Graphviz program `dot` is needed for this test (apt-get install graphviz)"
+    if shutil.which("dot") is None:
+        # CI installs Graphviz (.ci/run), so there this must run; a developer's machine without the program
+        # is told how to get it instead of failing the README's test command
+        if os.environ.get("CI"):
+            pytest.fail("the Graphviz program `dot` is needed for this test (apt-get install graphviz)")
+        pytest.skip("the Graphviz program `dot` is not installed (apt-get install graphviz); the matplotlib "
+                    "fallback is tested below")
     g = _mixture().draw()
     assert isinstance(g, graphviz.Digraph)
     src = g.source
