@@ -33,6 +33,7 @@ from .builders import (
 )
 from .convergence import ConvergenceWarning
 from .counts import binomial, binomial_logit, multinomial, multinomial_softmax, poisson, poisson_log
+from .covariance import gaussian_wishart, wishart
 from .expressions import inner, select
 from .indexing import index
 from .model import Model
@@ -75,3 +76,4 @@ __all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t"]
 __all__ += ["ConvergenceWarning"]
 __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bound", "site",
             "projection_log_expectation"]
+__all__ += ["gaussian_wishart", "wishart"]
