@@ -7,7 +7,7 @@ import numpy as np
 from . import _linalg as la
 from ._checks import as_array, batch_of, positive
 from .base import ExponentialFamily, Nat, RngLike, Shape, as_rng, as_shape, where_proper
-from .wishart import Wishart, log_multigamma, multidigamma
+from .wishart import Wishart, log_multigamma
 
 _LOG_2 = float(np.log(2.0))
 _LOG_2PI = float(np.log(2.0 * np.pi))
