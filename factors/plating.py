@@ -66,3 +66,32 @@ def move_event_to_plate(arr: np.ndarray, plates: Sequence[int], plate: int, even
     and ``event_ndim`` counts the event axes of the result."""
     i = list(plates).index(plate)
     return np.moveaxis(arr, arr.ndim - event_ndim - 1, i)
+
+
+def weighted_reduce(arr: np.ndarray, weights: np.ndarray, src: Sequence[int], dst: Sequence[int],
+                    sizes: Sequence[int], event_ndim: int) -> np.ndarray:
+    """``reduce(arr · weights)`` without forming the product: one contraction (a matrix product where the
+    shapes allow), so a message that is the same for every row (a singleton axis) times per-row gate
+    weights never becomes an array over rows × categories × event.
+
+    ``weights`` has one axis per plate of ``src`` (singletons allowed) and no event axes.
+    """
+    arr = np.asarray(arr, dtype=float)
+    nb = len(src)
+    if arr.ndim - event_ndim < nb:
+        arr = arr.reshape((1,) * (nb - arr.ndim + event_ndim) + arr.shape)
+    w = np.asarray(weights, dtype=float).reshape(np.shape(weights)[-nb:] if nb else ())
+    w = w.reshape((1,) * (nb - w.ndim) + w.shape)
+    event = list(range(nb, nb + event_ndim))
+    a_axes = [i for i in range(nb) if arr.shape[i] != 1]
+    w_axes = [i for i in range(nb) if w.shape[i] != 1]
+    keep = set(dst)
+    out_axes = [i for i, p in enumerate(src) if p in keep and (arr.shape[i] != 1 or w.shape[i] != 1)]
+    factor = float(np.prod([sizes[i] for i, p in enumerate(src)
+                            if p not in keep and arr.shape[i] == 1 and w.shape[i] == 1]))
+    a_op = arr.reshape([arr.shape[i] for i in a_axes] + list(arr.shape[nb:]))
+    w_op = w.reshape([w.shape[i] for i in w_axes])
+    out = np.einsum(a_op, a_axes + event, w_op, w_axes, out_axes + event, optimize=True)
+    shape = [max(arr.shape[i], w.shape[i]) for i, p in enumerate(src) if p in keep] + list(arr.shape[nb:])
+    out = out.reshape(shape)
+    return out * factor if factor != 1.0 else out
