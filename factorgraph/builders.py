@@ -308,8 +308,9 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
     from . import covariance as _cov  # a Wishart precision or a normal–Wishart mean (factorgraph/covariance.py)
 
     if _cov.uses_wishart(mean, precision):
-        if covariance is not None:
-            raise ModelError(f"{name!r}: give a Wishart precision or a covariance, not both")
+        if covariance is not None or sd is not None:
+            raise ModelError(f"{name!r}: a Wishart precision or normal–Wishart mean gives the covariance; do not "
+                             "pass covariance= or sd=")
         return _cov.mv_gaussian_wishart(name, mean, precision, plates, dim, observed)
     model = current_model(f"mv_gaussian {name!r}")
     model.check_name(name)

@@ -160,7 +160,7 @@ def mv_gaussian_wishart(name: str, mean: Any, precision: Any, plates: Sequence[P
     vplates = _plates(model, plates, name)
     dims = set() if dim is None else {checks.positive_int(dim, f"{name!r}: dim")}
     if _family(mean) is GaussianWishart:
-        if not (isinstance(precision, int | float) and precision == 1.0):
+        if precision is not None:
             raise ModelError(f"{name!r}: the mean is the normal–Wishart block {_source(mean).name!r}, which also "
                              "gives the precision; do not pass precision=")
         _check_parent(model, mean, name, "mean", (GaussianWishart,))

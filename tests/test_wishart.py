@@ -273,3 +273,5 @@ def test_bad_input_names_the_variable():
         th = fg.gaussian_wishart("T2", mean=np.zeros(2))
         with pytest.raises(fg.ModelError, match="'w'.*do not pass precision"):
             fg.mv_gaussian("w", th, precision=2.0, plates=[n])
+        with pytest.raises(fg.ModelError, match="'v'.*do not pass covariance= or sd="):
+            fg.mv_gaussian("v", th, sd=2.0, plates=[n])
