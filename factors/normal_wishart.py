@@ -71,5 +71,12 @@ def mvnw_evidence(m: Moments, p: dict) -> np.ndarray:
     x, xx = m["out"]
     lm, q, lam, logdet = m["params"]
     D = x.shape[-1]
-    return (-0.5 * np.einsum("...ij,...ji->...", lam, xx) + (x * lm).sum(-1) - 0.5 * q + 0.5 * logdet
-            - 0.5 * D * LOG_2PI)
+    return (-0.5 * _trace_of_product(lam, xx) + np.vecdot(x, lm) - 0.5 * q + 0.5 * logdet - 0.5 * D * LOG_2PI)
+
+
+def _trace_of_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """tr(AB) = Σ_ij A_ij B_ji of broadcasting batches of D×D matrices, as one dot product per pair (no
+    rows × components × D × D temporary)."""
+    D = a.shape[-1]
+    bt = np.swapaxes(b, -1, -2)
+    return np.vecdot(a.reshape(a.shape[:-2] + (D * D,)), np.ascontiguousarray(bt).reshape(bt.shape[:-2] + (D * D,)))

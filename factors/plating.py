@@ -70,9 +70,9 @@ def move_event_to_plate(arr: np.ndarray, plates: Sequence[int], plate: int, even
 
 def weighted_reduce(arr: np.ndarray, weights: np.ndarray, src: Sequence[int], dst: Sequence[int],
                     sizes: Sequence[int], event_ndim: int) -> np.ndarray:
-    """``reduce(arr · weights)`` without forming the product: one contraction (a matrix product where the
-    shapes allow), so a message that is the same for every row (a singleton axis) times per-row gate
-    weights never becomes an array over rows × categories × event.
+    """``reduce(arr · weights)`` without forming the product: one batched matrix product, so a message that
+    is the same for every row (a singleton axis) times per-row gate weights never becomes an array over
+    rows × categories × event.
 
     ``weights`` has one axis per plate of ``src`` (singletons allowed) and no event axes.
     """
@@ -80,18 +80,38 @@ def weighted_reduce(arr: np.ndarray, weights: np.ndarray, src: Sequence[int], ds
     nb = len(src)
     if arr.ndim - event_ndim < nb:
         arr = arr.reshape((1,) * (nb - arr.ndim + event_ndim) + arr.shape)
-    w = np.asarray(weights, dtype=float).reshape(np.shape(weights)[-nb:] if nb else ())
+    w = np.asarray(weights, dtype=float)
     w = w.reshape((1,) * (nb - w.ndim) + w.shape)
-    event = list(range(nb, nb + event_ndim))
-    a_axes = [i for i in range(nb) if arr.shape[i] != 1]
-    w_axes = [i for i in range(nb) if w.shape[i] != 1]
-    keep = set(dst)
-    out_axes = [i for i, p in enumerate(src) if p in keep and (arr.shape[i] != 1 or w.shape[i] != 1)]
-    factor = float(np.prod([sizes[i] for i, p in enumerate(src)
-                            if p not in keep and arr.shape[i] == 1 and w.shape[i] == 1]))
-    a_op = arr.reshape([arr.shape[i] for i in a_axes] + list(arr.shape[nb:]))
-    w_op = w.reshape([w.shape[i] for i in w_axes])
-    out = np.einsum(a_op, a_axes + event, w_op, w_axes, out_axes + event, optimize=True)
-    shape = [max(arr.shape[i], w.shape[i]) for i, p in enumerate(src) if p in keep] + list(arr.shape[nb:])
+    keep = {i for i, p in enumerate(src) if p in set(dst)}
+    ev_shape = arr.shape[nb:]
+    # plates where both are singletons and that are summed: a factor of the plate's size
+    factor = float(np.prod([sizes[i] for i in range(nb) if i not in keep and arr.shape[i] == 1 and w.shape[i] == 1]))
+    # sum each operand alone over the summed plates only it has
+    a_only = tuple(i for i in range(nb) if i not in keep and arr.shape[i] != 1 and w.shape[i] == 1)
+    w_only = tuple(i for i in range(nb) if i not in keep and w.shape[i] != 1 and arr.shape[i] == 1)
+    if a_only:
+        arr = arr.sum(axis=a_only, keepdims=True)
+    if w_only:
+        w = w.sum(axis=w_only, keepdims=True)
+    common = [i for i in range(nb) if i not in keep and arr.shape[i] != 1 and w.shape[i] != 1]  # contracted
+    batch = [i for i in sorted(keep) if arr.shape[i] != 1 and w.shape[i] != 1]
+    a_keep = [i for i in sorted(keep) if arr.shape[i] != 1 and w.shape[i] == 1]
+    w_keep = [i for i in sorted(keep) if w.shape[i] != 1 and arr.shape[i] == 1]
+    bshape = [arr.shape[i] for i in batch]
+    csize = int(np.prod([arr.shape[i] for i in common]))
+    a_rest = [arr.shape[i] for i in a_keep] + list(ev_shape)
+    w_rest = [w.shape[i] for i in w_keep]
+    rest_a = [i for i in range(nb) if i not in batch + common + a_keep]
+    rest_w = [i for i in range(nb) if i not in batch + common + w_keep]
+    A = np.transpose(arr, batch + common + a_keep + rest_a + list(range(nb, arr.ndim)))
+    A = A.reshape(bshape + [csize, int(np.prod(a_rest))])
+    W = np.transpose(w, batch + common + w_keep + rest_w).reshape(bshape + [csize, int(np.prod(w_rest))])
+    out = np.swapaxes(W, -1, -2) @ A  # batch + (w_keep, a_keep + event)
+    out = out.reshape(bshape + w_rest + a_rest)
+    # axes now: batch, w_keep, a_keep, event; put the kept plates back in src order
+    order = batch + w_keep + a_keep
+    perm = [order.index(i) for i in sorted(order)]
+    out = np.transpose(out, perm + list(range(len(order), out.ndim)))
+    shape = [max(arr.shape[i], w.shape[i]) for i in sorted(keep)] + list(ev_shape)
     out = out.reshape(shape)
     return out * factor if factor != 1.0 else out
