@@ -26,13 +26,17 @@ import numpy as np  # noqa: E402
 import factorgraph as fg  # noqa: E402
 from factorgraph import models  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+try:
+    from ._data import data_dir
+except ImportError:  # run as a script: python demos/faithful_mixture.py
+    from _data import data_dir
+
 OUT = Path(__file__).resolve().parent / "out"
 
 
 def load() -> np.ndarray:
     """The (272, 2) table of eruption and waiting times."""
-    return np.genfromtxt(ROOT / "data" / "faithful" / "data.csv", delimiter=",", skip_header=1)
+    return np.genfromtxt(data_dir("faithful") / "data.csv", delimiter=",", skip_header=1)
 
 
 def main(small: bool = False, seed: int = 0) -> dict:
