@@ -14,7 +14,8 @@ softened to 0.96 / 0.01).
 
 Per sweep = the median of single-sweep timings after a warm-up sweep (BayesPy's ``Q.update(repeat=1)``
 also computes its bound, as ours does).  The machine is shared, so timings are noisy.
-Run ``python -m benchmarks.gmm_vs_peers [--N 100000 --K 5 --D 10 --sweeps 8]``.
+Run ``python -m benchmarks.gmm_vs_peers [--N 100000 --K 5 --D 10 --sweeps 8]`` (on a loaded machine, with
+``OPENBLAS_NUM_THREADS=1``: threaded BLAS that competes for the cores swamps every library's timings).
 """
 
 from __future__ import annotations
