@@ -29,6 +29,7 @@ from .builders import (
 )
 from .convergence import ConvergenceWarning
 from .counts import binomial, binomial_logit, multinomial, multinomial_softmax, poisson, poisson_log
+from .covariance import gaussian_wishart, wishart
 from .expressions import inner, select
 from .indexing import index
 from .model import Model
@@ -105,3 +106,4 @@ def _version() -> str:
 
 
 __version__ = _version()
+__all__ += ["gaussian_wishart", "wishart"]

@@ -275,6 +275,10 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
                 sd: Any = None, mask: Any = None) -> Variable:
     """A D-vector w ~ N(mean, Λ⁻¹) with full-covariance posterior.
 
+    ``precision`` may also be a Wishart variable ``L`` (see ``fg.wishart``) or a gated ``L[z]``; ``mean``
+    may be a normal–Wishart block ``theta`` or ``theta[z]`` (see ``fg.gaussian_wishart``), which then
+    gives the precision too.
+
     ``precision``: a positive scalar (Λ = λI), a vector (diagonal), a D×D matrix, 0 (an improper
     flat prior), a scalar Gamma variable α (Λ = αI) or a Gamma variable plated over a plate of size
     D (ARD: Λ = diag(α)).  D comes from ``dim``, ``mean``, ``precision`` or, failing those, from the
@@ -283,6 +287,13 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
     is plated over a plate of size D).  ``mask`` (True = observed) marks missing observations, by row
     (plate-shaped) or by coordinate (plates + (D,)); they drop out of the likelihood.
     """
+    from . import covariance as _cov  # a Wishart precision or a normal–Wishart mean (factorgraph/covariance.py)
+
+    if _cov.uses_wishart(mean, precision):
+        if covariance is not None or sd is not None:
+            raise ModelError(f"{name!r}: a Wishart precision or normal–Wishart mean gives the covariance; do not "
+                             "pass covariance= or sd=")
+        return _cov.mv_gaussian_wishart(name, mean, precision, plates, dim, observed)
     model = current_model(f"mv_gaussian {name!r}")
     model.check_name(name)
     if sd is not None:

@@ -16,6 +16,12 @@ from scipy.special import gammaln
 from . import checks, convergence
 from .builders import gamma, gaussian, gaussian_gamma, plate
 from .expressions import inner
+from .gaussian_mixtures import (  # noqa: F401  (models.gaussian_mixture)
+    MixturePredictive,
+    gaussian_mixture,
+    gaussian_mixture_model,
+    mixture_predictive,
+)
 from .mixtures import mixture, mixture_model  # noqa: F401  (models.mixture)
 from .model import Model
 from .nodes import ModelError

@@ -24,7 +24,7 @@ from factors.base import point_stats
 from factors.data_products import row_threads
 from factors.deterministic import Inner
 from factors.index import gather, scatter
-from factors.plating import expand, move_event_to_plate, move_plate_to_event, reduce
+from factors.plating import expand, move_event_to_plate, move_plate_to_event, reduce, weighted_reduce
 
 from . import progress as _progress
 from .compiled import CFactor, Compiled, categorical_init
@@ -206,11 +206,12 @@ class Engine:
         consumed = f.node.consumed.get(edge)
         if consumed is not None:
             evs = [k + 1 for k in evs]
-        r = self.instance_weights(f, edge)
-        if r is not None:
-            msg = tuple(m * r.reshape(r.shape + (1,) * k) for m, k in zip(msg, evs, strict=True))
         dst = [p.index for p in node.plates if p is not consumed]
-        out = tuple(reduce(m, f.plates, dst, f.sizes, k) for m, k in zip(msg, evs, strict=True))
+        r = self.instance_weights(f, edge)
+        if r is not None:  # weighted per instance and summed in one contraction
+            out = tuple(weighted_reduce(m, r, f.plates, dst, f.sizes, k) for m, k in zip(msg, evs, strict=True))
+        else:
+            out = tuple(reduce(m, f.plates, dst, f.sizes, k) for m, k in zip(msg, evs, strict=True))
         if consumed is not None:
             full = [p.index for p in node.plates]
             out = tuple(move_event_to_plate(m, full, consumed.index, k - 1) for m, k in zip(out, evs, strict=True))

@@ -21,9 +21,11 @@ from distributions import (
     Gamma,
     Gaussian,
     GaussianGamma,
+    GaussianWishart,
     Multinomial,
     MvGaussian,
     Poisson,
+    Wishart,
 )
 from factors import FACTOR_TYPES
 from factors.deterministic import Inner, Product, Sum
@@ -62,6 +64,11 @@ def _stats(family: type, rng: np.random.Generator, batch=BATCH) -> tuple:
         return Binomial.observed_stats(rng.integers(0, 10, batch))
     if family is Multinomial:
         return Multinomial.observed_stats(rng.multinomial(9, np.ones(D) / D, size=batch))
+    if family is Wishart:
+        return Wishart(rng.uniform(D + 1, D + 4, batch), _spd(rng, batch)).expected_stats()
+    if family is GaussianWishart:
+        return GaussianWishart(rng.normal(size=batch + (D,)), rng.uniform(0.5, 2, batch),
+                               rng.uniform(D + 1, D + 4, batch), _spd(rng, batch)).expected_stats()
     raise AssertionError(f"no statistics fixture for {family.__name__}")
 
 
@@ -91,6 +98,10 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "CauchySite": {"scale": 3.0, "state": {}},
         "StudentTSite": {"scale": 3.0, "dof": 4.0, "state": {}},
         "Probit": {"state": {}},
+        "Wishart": {"dof": rng.uniform(D, D + 3, BATCH), "scale": _spd(rng)},
+        "MvGaussianWishart": {"D": D},
+        "NormalWishart": {"mean": rng.normal(size=D), "beta": 1.3, "dof": D + 1.5, "scale": _spd(rng)},
+        "MvGaussianNormalWishart": {"D": D},
         "GroupedGaussian": {"count": rng.integers(1, 5, BATCH).astype(float), "sum": rng.normal(size=BATCH),
                             "sumsq": rng.uniform(3, 5, BATCH)},
         "Poisson": {"log_exposure": rng.normal(size=BATCH)},
@@ -103,6 +114,10 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "MarkovChain": {"lengths": np.array([4, 3]), "state": {}},
         "StudentT": {"dof": 3.0, "learn_dof": False, "present": np.array([1.0, 0.0]), "state": {}},
     }[name]
+    if name == "NormalWishart":
+        from factors.normal_wishart import prior_natural
+
+        params["log_partition"] = GaussianWishart.from_natural(*prior_natural(params)).log_partition()
     if name == "MvGaussianFixedPrecision":
         params["logdet"] = float(np.linalg.slogdet(params["precision"])[1])
     return params
