@@ -15,11 +15,13 @@ from .gamma import Gamma
 from .gaussian import Gaussian
 from .gaussian_gamma import GaussianGamma
 from .gaussian_mixture import GaussianMixture
+from .gaussian_wishart import GaussianWishart
 from .inverse_sqrt_gamma import InverseSqrtGamma
 from .multinomial import Multinomial
 from .mv_gaussian import MvGaussian
 from .point_mass import PointMass
 from .poisson import Poisson
+from .wishart import Wishart
 
 __all__ = [
     "AffineIndependent",
@@ -39,4 +41,6 @@ __all__ = [
     "MvGaussian",
     "PointMass",
     "Poisson",
+    "GaussianWishart",
+    "Wishart",
 ]

@@ -50,7 +50,7 @@ import numpy as np
 from scipy import fft as sfft
 from scipy.special import digamma, gammaln, log_ndtr, polygamma, zeta
 
-from .base import Distribution, RngLike, Shape, as_rng, as_shape
+from .base import Distribution, RngLike, Shape, as_rng, as_shape, describe
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 _SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
@@ -786,7 +786,7 @@ class AffineIndependent(Distribution):
         return beta[:, None] + step[:, None] * offsets(M), rho
 
     def __repr__(self) -> str:
-        return f"AffineIndependent(dim={self.dim}, base={self._base.name!r})"
+        return describe(self, ("base", "A", "b", "theta"))
 
 
 def component_support(base: BaseDensity, alpha: np.ndarray, theta: np.ndarray, step: np.ndarray, half: int,

@@ -213,12 +213,48 @@ class ExponentialFamily(Distribution):
             raise ValueError(f"{type(self).__name__}: event shapes differ, {self.event_shape} and "
                              f"{other.event_shape}")
 
+    #: the parameters a repr shows, as names of properties or of argument-free methods
+    _repr_fields: ClassVar[tuple[str, ...]] = ()
+
     def __repr__(self) -> str:
-        ev = f", event_shape={self.event_shape}" if self.event_shape else ""
-        return f"{type(self).__name__}(batch_shape={self.batch_shape}{ev})"
+        return describe(self, self._repr_fields)
 
 
 # --------------------------------------------------------------------------------------- helpers
+def summarise(value) -> str:
+    """A short one-line text of a parameter: the number itself for a scalar, every entry of a small
+    array, and for a larger one its shape with its first and last entries."""
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "biuf":
+        return repr(arr.item()) if arr.ndim == 0 else f"<array of shape {arr.shape}>"
+    if arr.ndim == 0:
+        return _number(arr.item())
+    if arr.size <= 8:
+        with np.printoptions(precision=6):
+            return " ".join(np.array2string(arr, separator=", ").split())
+    flat = arr.ravel()
+    return f"<shape {arr.shape}: {', '.join(_number(x) for x in flat[:3])}, ..., {_number(flat[-1])}>"
+
+
+def _number(x) -> str:
+    """A number to 6 significant digits, written as Python writes a float (``1.0``, ``2.5e-07``)."""
+    return repr(float(f"{x:.6g}")) if isinstance(x, float) else repr(x)
+
+
+def describe(dist, fields: tuple[str, ...]) -> str:
+    """``Name(field=value, ...)`` for a distribution, batched ones with their batch shape first.  A field
+    that cannot be computed (the moments of an improper message) is shown as the natural parameters."""
+    parts = [f"batch_shape={dist.batch_shape}"] if dist.batch_shape else []
+    try:
+        with np.errstate(all="ignore"):
+            for f in fields:
+                v = getattr(dist, f)
+                parts.append(f"{f}={summarise(v() if callable(v) else v)}")
+    except Exception:  # noqa: BLE001 - a repr must not fail; show what certainly exists instead
+        parts = parts[:1] + [f"natural={tuple(summarise(a) for a in getattr(dist, '_nat', ()))}"]
+    return f"{type(dist).__name__}({', '.join(parts)})"
+
+
 def _contract(a: np.ndarray, b: np.ndarray, event_ndims: int) -> np.ndarray:
     """Sum of a*b over the trailing ``event_ndims`` axes."""
     prod = a * b

@@ -44,6 +44,7 @@ class Bernoulli(ExponentialFamily):
 
     event_ndims = (0,)
     __slots__ = ()
+    _repr_fields = ("probs",)
 
     def __init__(self, probs=None, logits=None) -> None:
         owner = "Bernoulli"

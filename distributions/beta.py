@@ -37,6 +37,7 @@ class Beta(ExponentialFamily):
 
     event_ndims = (0, 0)
     __slots__ = ()
+    _repr_fields = ("alpha", "beta")
 
     def __init__(self, alpha, beta) -> None:
         owner = "Beta"

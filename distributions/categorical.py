@@ -58,6 +58,7 @@ class Categorical(ExponentialFamily):
 
     event_ndims = (1,)
     __slots__ = ()
+    _repr_fields = ("probs",)
 
     def __init__(self, probs=None, logits=None) -> None:
         owner = "Categorical"

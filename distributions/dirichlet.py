@@ -39,6 +39,7 @@ class Dirichlet(ExponentialFamily):
 
     event_ndims = (1,)
     __slots__ = ()
+    _repr_fields = ("concentration",)
 
     def __init__(self, concentration) -> None:
         a = positive("Dirichlet", "concentration", concentration, min_ndim=1)

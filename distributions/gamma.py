@@ -33,6 +33,7 @@ class Gamma(ExponentialFamily):
 
     event_ndims = (0, 0)
     __slots__ = ()
+    _repr_fields = ("shape", "rate")
 
     def __init__(self, shape, rate) -> None:
         owner = "Gamma"

@@ -39,6 +39,7 @@ class Gaussian(ExponentialFamily):
 
     event_ndims = (0, 0)
     __slots__ = ()
+    _repr_fields = ("mean", "var")
 
     def __init__(self, mean=0.0, var=None, precision=None) -> None:
         owner = "Gaussian"

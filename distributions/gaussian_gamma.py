@@ -54,6 +54,7 @@ class GaussianGamma(ExponentialFamily):
 
     event_ndims = (1, 2, 0, 0)
     __slots__ = ()
+    _repr_fields = ("mean", "scale_matrix", "shape", "rate")
 
     def __init__(self, mean, precision=None, scale=None, *, shape, rate) -> None:
         owner = "GaussianGamma"

@@ -6,7 +6,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ._checks import as_array
-from .base import Distribution, RngLike, Shape, as_rng, as_shape
+from .base import Distribution, RngLike, Shape, as_rng, as_shape, describe
 from .mv_gaussian import MvGaussian
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
@@ -306,4 +306,4 @@ class GaussianMixture(Distribution):
         return cls(np.ones(1), np.asarray(q.mean(), dtype=float)[None], np.asarray(q.cov(), dtype=float)[None])
 
     def __repr__(self) -> str:
-        return f"GaussianMixture(n_components={self.n_components}, dim={self.dim})"
+        return describe(self, ("weights", "means", "covs"))

@@ -45,6 +45,7 @@ class MvGaussian(ExponentialFamily):
 
     event_ndims = (1, 2)
     __slots__ = ()
+    _repr_fields = ("mean", "cov")
 
     def __init__(self, mean, cov=None, precision=None) -> None:
         owner = "MvGaussian"

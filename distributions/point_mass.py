@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import as_array
-from .base import Distribution, ExponentialFamily, Nat, RngLike, Shape, as_shape
+from .base import Distribution, ExponentialFamily, Nat, RngLike, Shape, as_shape, describe
 
 
 class PointMass(Distribution):
@@ -96,5 +96,4 @@ class PointMass(Distribution):
         return family.sufficient_stats(self._value)
 
     def __repr__(self) -> str:
-        ev = f", event_shape={self.event_shape}" if self.event_shape else ""
-        return f"PointMass(batch_shape={self.batch_shape}{ev})"
+        return describe(self, ("value",))

@@ -13,10 +13,6 @@ The engine (``schedules``) sits to the right of this package in the import order
 (``infer``, ``VMP``, ...) are re-exported lazily.
 """
 
-from __future__ import annotations
-
-from typing import Any
-
 from distributions import GaussianMixture, MvGaussian
 
 from .bounds import expected_log_sum_exp, softmax_bound
@@ -33,6 +29,7 @@ from .builders import (
 )
 from .convergence import ConvergenceWarning
 from .counts import binomial, binomial_logit, multinomial, multinomial_softmax, poisson, poisson_log
+from .covariance import gaussian_wishart, wishart
 from .expressions import inner, select
 from .indexing import index
 from .model import Model
@@ -46,14 +43,17 @@ from .nonconjugate import (
     student_t_site,
 )
 from .results import Comparison, Result, compare
+from .robust import student_t
+from .sampling import sample_prior
 from .scales import exponential, half_cauchy, half_normal, half_student_t
+from .sequences import markov_chain
 
 _LAZY = {name: "schedules" for name in
          ("infer", "VMP", "NCVMP", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
 _LAZY.update({"site": "schedules", "projection_log_expectation": "schedules"})  # site terms for fg.approximate
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
@@ -75,3 +75,35 @@ __all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t"]
 __all__ += ["ConvergenceWarning"]
 __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bound", "site",
             "projection_log_expectation"]
+__all__ += ["markov_chain"]
+__all__ += ["sample_prior"]
+__all__ += ["student_t"]
+
+
+def __dir__() -> list[str]:
+    """The public API (the lazily imported names included), not the submodules and import leftovers."""
+    return sorted({*__all__, "__version__", "__doc__", "__name__", "__file__", "__path__"})
+
+
+def _version() -> str:
+    """The version in pyproject.toml beside the package (a source tree, where an editable install's metadata
+    may be stale), else the installed distribution's."""
+    from importlib import metadata
+    from pathlib import Path
+
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    try:
+        import tomllib
+
+        with open(pyproject, "rb") as fh:
+            return str(tomllib.load(fh)["project"]["version"])
+    except (ImportError, OSError, KeyError, ValueError):
+        pass
+    try:
+        return metadata.version("fgvmp")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+__version__ = _version()
+__all__ += ["gaussian_wishart", "wishart"]

@@ -30,6 +30,7 @@ from factors.mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
 from factors.normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
 
 from . import checks
+from .gates import constant_param, is_random, param_gates, select_constant
 from .model import Model, current_model
 from .nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Node, Plate, PrecisionOf, Variable
 
@@ -41,13 +42,7 @@ def plate(name: str, size: int) -> Plate:
 
 # ------------------------------------------------------------------------------------ helpers
 def _plates(model: Model, plates: Sequence[Plate], name: str) -> tuple[Plate, ...]:
-    if isinstance(plates, Plate):
-        plates = [plates]
-    for p in plates:
-        if not isinstance(p, Plate) or model.plates.get(p.name) is not p:
-            raise ModelError(f"{name!r}: plates must be plates declared in model {model.name!r} with "
-                             f"fg.plate, got {p!r}")
-    return tuple(plates)
+    return checks.plate_list(plates, model, name)
 
 
 def _check_parent(model: Model, x: Any, name: str, edge: str, families: tuple[type, ...]) -> None:
@@ -81,24 +76,32 @@ def _parent_plates(args: Sequence[Any]) -> list[Plate]:
 def _finish(model: Model, var: Variable, ftype: Any, edges: dict[str, Any], params: dict[str, Any],
             observed: Any, mask: Any, consumed: dict[str, Plate] | None = None) -> Variable:
     """Attach observations, create the prior factor and register both."""
+    checks.array_size(var.shape + tuple(d or 1 for d in var.event_shape), repr(var.name))
     if observed is not None:
         value, m = checks.observed_array(observed, mask, var.shape + var.event_shape, var.name,
                                          len(var.event_shape))
         var.value, var.mask = value, m
     elif mask is not None:
         raise ModelError(f"{var.name!r}: a mask was given without observed data")
-    gates = [a for a in edges.values() if isinstance(a, Gate)]
+    gates = [a for a in edges.values() if isinstance(a, Gate)] + param_gates(params)
     if len({id(g.selector) for g in gates}) > 1:
         raise ModelError(f"{var.name!r}: all gated arguments of one factor must share one selector")
-    fplates = [*var.plates, *_parent_plates(edges.values())]
+    fplates = [*var.plates, *_parent_plates([*edges.values(), *param_gates(params)])]
     fplates += [g.plate for g in gates]
     consumed = consumed or {}
     fplates = [p for p in fplates if p not in consumed.values()]
     fshape = tuple(p.size for p in model.sorted_plates(fplates))
+    checks.array_size(fshape, f"the prior factor of {var.name!r}")
     for edge, arg in edges.items():  # constants never add plates (an ARD vector is over components, not plates)
         if isinstance(arg, np.ndarray) and edge in ftype.edges and edge not in consumed and not params.get("ard"):
             k = ftype.edges[edge].event_ndims[0]
             checks.fits(arg.shape[: max(arg.ndim - k, 0)], fshape, f"{var.name!r}: {edge}")
+        elif isinstance(arg, Gate) and isinstance(arg.source, np.ndarray) and edge in ftype.edges:
+            # fg.select(values, z): one row per category, then only the edge's event axes
+            k = ftype.edges[edge].event_ndims[0]
+            if arg.source.ndim - 1 > k:
+                raise ModelError(f"{var.name!r}: {edge} = fg.select(values, {arg.selector.name!r}) needs values of "
+                                 f"shape (K,) plus the {edge}'s {k} event axes, got shape {arg.source.shape}")
     factor = FactorNode(ftype, f"{ftype.name}({var.name})", {"out": var, **edges},
                         model.sorted_plates(fplates), "default", params, consumed)
     var.prior = factor
@@ -161,11 +164,12 @@ def gamma(name: str, shape: Any = 1.0, rate: Any = 1.0, *, plates: Sequence[Plat
     Gamma variable."""
     model = current_model(f"gamma {name!r}")
     model.check_name(name)
-    a = checks.positive(shape, f"{name!r}: shape")
+    a = constant_param(shape, name, "shape", checks.positive)
     rate = _scalar_arg(model, rate, name, "rate", (Gamma,), positive=True)
-    vplates = _var_plates(model, plates, name, [rate])
+    vplates = _var_plates(model, plates, name, [rate, *param_gates({"a": a})])
     var = Variable(model, name, Gamma, vplates)
-    checks.fits(a.shape, var.shape, f"{name!r}: shape")
+    if not isinstance(a, Gate):
+        checks.fits(a.shape, var.shape, f"{name!r}: shape")
     if observed is not None:
         vals, m = checks.observed_array(observed, mask, var.shape, name)
         if np.any(vals[m] <= 0):
@@ -178,11 +182,12 @@ def beta(name: str, alpha: Any = 1.0, beta: Any = 1.0, *, plates: Sequence[Plate
     """A Beta variable p ~ Beta(alpha, beta) with constant parameters."""
     model = current_model(f"beta {name!r}")
     model.check_name(name)
-    a = checks.positive(alpha, f"{name!r}: alpha")
-    b = checks.positive(beta, f"{name!r}: beta")
-    var = Variable(model, name, Beta, _plates(model, plates, name))
-    checks.fits(a.shape, var.shape, f"{name!r}: alpha")
-    checks.fits(b.shape, var.shape, f"{name!r}: beta")
+    a = constant_param(alpha, name, "alpha", checks.positive)
+    b = constant_param(beta, name, "beta", checks.positive)
+    var = Variable(model, name, Beta, _var_plates(model, plates, name, param_gates({"a": a, "b": b})))
+    for x, what in ((a, "alpha"), (b, "beta")):
+        if not isinstance(x, Gate):
+            checks.fits(x.shape, var.shape, f"{name!r}: {what}")
     return _finish(model, var, BETA, {}, {"alpha": a, "beta": b}, None, None)
 
 
@@ -191,20 +196,22 @@ def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), obse
     """A binary variable x ~ Bernoulli(probs), ``probs`` a constant in (0, 1) or a Beta variable."""
     model = current_model(f"bernoulli {name!r}")
     model.check_name(name)
-    if not isinstance(probs, Variable | Indexed):
-        pr = checks.constant(probs, f"{name!r}: probs")
+    def unit(x: Any, what: str) -> np.ndarray:
+        pr = checks.constant(x, what)
         out = (pr <= 0) | (pr >= 1)
         if np.any(out):
-            raise ModelError(f"{name!r}: probs must lie in (0, 1), got {pr[out].ravel()[0].item()!r}"
-                             f"{checks._where(pr)}")
-        probs = pr
+            raise ModelError(f"{what} must lie in (0, 1), got {pr[out].ravel()[0].item()!r}{checks._where(pr)}")
+        return pr
+
+    if isinstance(probs, Gate) and isinstance(probs.source, np.ndarray):
+        probs = select_constant(probs, name, "probs", unit, 0)
+    elif not is_random(probs):
+        probs = unit(probs, f"{name!r}: probs")
     else:
         _check_parent(model, probs, name, "probs", (Beta,))
     var = Variable(model, name, Bernoulli, _var_plates(model, plates, name, [probs]))
     if observed is not None:
-        obs = np.asarray(observed)
-        if obs.dtype == bool:
-            observed = obs.astype(float)
+        observed = checks.bool_as_float(observed)
         vals, m = checks.observed_array(observed, mask, var.shape, name)
         if np.any(~np.isin(vals[m], (0.0, 1.0))):
             bad = vals[m][~np.isin(vals[m], (0.0, 1.0))][0].item()
@@ -216,11 +223,14 @@ def dirichlet(name: str, concentration: Any, *, plates: Sequence[Plate] = ()) ->
     """A probability vector p ~ Dirichlet(concentration) (K = len(concentration))."""
     model = current_model(f"dirichlet {name!r}")
     model.check_name(name)
-    a = checks.positive(concentration, f"{name!r}: concentration")
-    if a.ndim < 1 or a.shape[-1] < 2:
+    a = constant_param(concentration, name, "concentration", checks.positive, 1)
+    vals = a.source if isinstance(a, Gate) else a
+    if vals.ndim < 1 or vals.shape[-1] < 2:
         raise ModelError(f"{name!r}: concentration must be a vector of at least 2 entries, got {concentration!r}")
-    var = Variable(model, name, Dirichlet, _plates(model, plates, name), (a.shape[-1],))
-    checks.fits(a.shape[:-1], var.shape, f"{name!r}: concentration (without its category axis)")
+    var = Variable(model, name, Dirichlet, _var_plates(model, plates, name, param_gates({"a": a})),
+                   (vals.shape[-1],))
+    if not isinstance(a, Gate):
+        checks.fits(a.shape[:-1], var.shape, f"{name!r}: concentration (without its category axis)")
     return _finish(model, var, DIRICHLET, {}, {"concentration": a}, None, None)
 
 
@@ -230,17 +240,23 @@ def categorical(name: str, probs: Any, *, plates: Sequence[Plate] = (), observed
     Dirichlet variable.  ``categories`` optionally names the plate its values index (for gates)."""
     model = current_model(f"categorical {name!r}")
     model.check_name(name)
-    if isinstance(probs, Variable | Indexed):
-        _check_parent(model, probs, name, "probs", (Dirichlet,))
-        K = probs.event_shape[0]
-    else:
-        pr = checks.nonnegative(probs, f"{name!r}: probs")
+    def simplex(x: Any, what: str) -> np.ndarray:
+        pr = checks.nonnegative(x, what)
         if pr.ndim < 1 or pr.shape[-1] < 2 or not np.allclose(pr.sum(-1), 1.0, atol=1e-9):
             sums = pr.sum(-1).ravel() if pr.ndim else pr.ravel()
-            raise ModelError(f"{name!r}: probs must be a probability vector (≥ 2 entries summing to 1), got "
+            raise ModelError(f"{what} must be a probability vector (≥ 2 entries summing to 1), got "
                              f"{checks._show(pr)} (sum {sums[np.argmax(np.abs(sums - 1.0))].item():.6g})")
-        K = pr.shape[-1]
-        probs = pr
+        return pr
+
+    if isinstance(probs, Gate) and isinstance(probs.source, np.ndarray):
+        probs = select_constant(probs, name, "probs", simplex, 1)
+        K = probs.source.shape[-1]
+    elif is_random(probs):
+        _check_parent(model, probs, name, "probs", (Dirichlet,))
+        K = (probs.source if isinstance(probs, Gate) else probs).event_shape[0]
+    else:
+        probs = simplex(probs, f"{name!r}: probs")
+        K = probs.shape[-1]
     if categories is not None:
         if not isinstance(categories, Plate) or categories.size != K:
             raise ModelError(f"{name!r}: categories must be a plate of size {K}, got {categories!r}")
@@ -248,42 +264,36 @@ def categorical(name: str, probs: Any, *, plates: Sequence[Plate] = (), observed
     var.category_plate = categories
     onehot = None
     if observed is not None:
-        try:
-            lab = np.asarray(observed, dtype=float)
-        except (TypeError, ValueError):
-            raise ModelError(f"observed labels of {name!r} must be integers 0..{K - 1}, got "
-                             f"{checks._show(observed)}") from None
-        if lab.size == 0:
-            raise ModelError(f"observed labels of {name!r} are empty")
-        if lab.shape != var.shape:
-            raise ModelError(f"observed labels of {name!r} have shape {lab.shape}, expected {var.shape}")
-        m = checks.mask_array(mask, var.shape, name)
-        seen = lab[m]
-        bad = seen[~np.isfinite(seen) | (seen != np.round(seen))]
-        if bad.size:
-            raise ModelError(f"observed labels of {name!r} must be integers 0..{K - 1}, got {bad[0].item()!r}"
-                             + ("; mark missing entries with mask=... (True = observed)"
-                                if not np.isfinite(bad[0]) else ""))
-        bad = seen[(seen < 0) | (seen >= K)]
-        if bad.size:
-            raise ModelError(f"observed labels of {name!r} must lie in 0..{K - 1}, got {int(bad[0])!r}")
-        onehot = np.where(m[..., None], (np.where(m, lab, 0).astype(int)[..., None] == np.arange(K)), np.nan)
+        lab, m = checks.integer_labels(observed, mask, var.shape, K, name)
+        onehot = np.where(m[..., None], lab[..., None] == np.arange(K), np.nan)
         mask = m
     return _finish(model, var, CATEGORICAL, {"probs": probs}, {}, onehot, mask)
 
 
 def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance: Any = None,
                 plates: Sequence[Plate] = (), dim: int | None = None, observed: Any = None,
-                sd: Any = None) -> Variable:
+                sd: Any = None, mask: Any = None) -> Variable:
     """A D-vector w ~ N(mean, Λ⁻¹) with full-covariance posterior.
+
+    ``precision`` may also be a Wishart variable ``L`` (see ``fg.wishart``) or a gated ``L[z]``; ``mean``
+    may be a normal–Wishart block ``theta`` or ``theta[z]`` (see ``fg.gaussian_wishart``), which then
+    gives the precision too.
 
     ``precision``: a positive scalar (Λ = λI), a vector (diagonal), a D×D matrix, 0 (an improper
     flat prior), a scalar Gamma variable α (Λ = αI) or a Gamma variable plated over a plate of size
     D (ARD: Λ = diag(α)).  D comes from ``dim``, ``mean``, ``precision`` or, failing those, from the
     first ``fg.inner`` that uses the variable.  ``sd`` may replace ``precision``: a positive scalar or
     vector (Λ = diag(sd⁻²)), or a scale variable σ (``fg.half_cauchy`` and the like; Λ = σ⁻²I, or ARD when σ
-    is plated over a plate of size D).
+    is plated over a plate of size D).  ``mask`` (True = observed) marks missing observations, by row
+    (plate-shaped) or by coordinate (plates + (D,)); they drop out of the likelihood.
     """
+    from . import covariance as _cov  # a Wishart precision or a normal–Wishart mean (factorgraph/covariance.py)
+
+    if _cov.uses_wishart(mean, precision):
+        if covariance is not None or sd is not None:
+            raise ModelError(f"{name!r}: a Wishart precision or normal–Wishart mean gives the covariance; do not "
+                             "pass covariance= or sd=")
+        return _cov.mv_gaussian_wishart(name, mean, precision, plates, dim, observed)
     model = current_model(f"mv_gaussian {name!r}")
     model.check_name(name)
     if sd is not None:
@@ -294,9 +304,12 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
     dims = set() if dim is None else {checks.positive_int(dim, f"{name!r}: dim")}
     consumed: dict[str, Plate] = {}
     params: dict[str, Any] = {}
-    if isinstance(mean, Variable | Indexed):
+    if is_random(mean):
         _check_parent(model, mean, name, "mean", (MvGaussian,))
-        dims.add(mean.event_shape[0])
+        dims.add((mean.source if isinstance(mean, Gate) else mean).event_shape[0])
+    elif isinstance(mean, Gate):
+        mean = select_constant(mean, name, "mean", checks.constant, 1)
+        dims.add(mean.source.shape[-1])
     else:
         mean = checks.constant(mean, f"{name!r}: mean")
         if mean.ndim:
@@ -311,9 +324,11 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
             raise ModelError(f"{name!r}: covariance must be a scalar, vector or matrix, got shape {cov.shape}")
         else:
             precision = 1.0 / checks.positive(cov, f"{name!r}: covariance")
-    if isinstance(precision, Variable):
+    if is_random(precision):
         _check_parent(model, precision, name, "precision", (Gamma,))
-        extra = [p for p in precision.plates if p not in vplates]
+        extra = [p for p in precision.plates if p not in vplates] if isinstance(precision, Variable) else [
+            p for p in precision.source.plates if p not in vplates and p is not precision.plate
+            and p not in precision.selector.plates]
         if len(extra) > 1:
             raise ModelError(f"{name!r}: precision {precision.name!r} has plates {[p.name for p in extra]} "
                              "beyond the variable's; at most one (the ARD plate over components) is allowed")
@@ -324,7 +339,10 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
         ftype, edges = MV_GAUSSIAN, {"mean": mean, "precision": precision}
         params = {"ard": ard}
     else:
-        lam = checks.constant(precision, f"{name!r}: precision")
+        lam = constant_param(precision, name, "precision", checks.constant)
+        if isinstance(lam, Gate):
+            raise ModelError(f"{name!r}: a constant precision cannot be selected by {lam.selector.name!r}; gate a "
+                             f"Gamma precision instead (precision=alpha[{lam.selector.name!r}])")
         if lam.ndim < 2:
             lam = checks.nonnegative(lam, f"{name!r}: precision")
         if lam.ndim == 2:
@@ -342,10 +360,18 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
     if len(dims) > 1:
         raise ModelError(f"{name!r}: inconsistent dimensions {sorted(dims)} from dim, mean and precision")
     D = dims.pop() if dims else None
-    var = Variable(model, name, MvGaussian, model.sorted_plates([*vplates, *_parent_plates(
-        [mean] if isinstance(mean, Variable | Indexed) else [])]), (D,))
+    var = Variable(model, name, MvGaussian, model.sorted_plates([*vplates, *(p for p in _parent_plates(
+        [x for x in (mean, precision) if is_random(x)]) if p not in consumed.values())]), (D,))
     params["D"] = lambda: var.event_shape[0]
-    return _finish(model, var, ftype, edges, params, observed, None, consumed)
+    if mask is None or observed is None or np.ndim(mask) != len(var.plates) + 1:
+        return _finish(model, var, ftype, edges, params, observed, mask, consumed)
+    # a per-coordinate mask (plates + (D,)): rows with any coordinate observed, plus var.coord_mask
+    m = checks.mask_array(mask, np.shape(observed), name)
+    obs = np.where(m, np.asarray(observed, float), 0.0)
+    _finish(model, var, ftype, edges, params, obs, m.any(-1), consumed)
+    var.coord_mask = m
+    var.value = np.where(m, var.value, np.nan)
+    return var
 
 
 def gaussian_gamma(name: str, mean: Any = 0.0, precision: Any = 1.0, *, shape: Any = 1e-2,
@@ -359,9 +385,11 @@ def gaussian_gamma(name: str, mean: Any = 0.0, precision: Any = 1.0, *, shape: A
     """
     model = current_model(f"gaussian_gamma {name!r}")
     model.check_name(name)
-    a0 = float(checks.positive(shape, f"{name!r}: shape"))
-    b0 = float(checks.positive(rate, f"{name!r}: rate"))
+    a0 = checks.positive_number(shape, f"{name!r}: shape")
+    b0 = checks.positive_number(rate, f"{name!r}: rate")
     mu0 = checks.constant(mean, f"{name!r}: mean")
+    if mu0.ndim > 1:
+        raise ModelError(f"{name!r}: mean must be a scalar or a vector, got shape {mu0.shape}")
     dims = set() if dim is None else {checks.positive_int(dim, f"{name!r}: dim")}
     if mu0.ndim:
         dims.add(mu0.shape[-1])
@@ -398,14 +426,17 @@ def _normal_gamma_regression(model: Model, name: str, mean: Any, w: Variable, pl
     vplates = _var_plates(model, plates, name, [mean])
     var = Variable(model, name, Gaussian, vplates)
     y, m = checks.observed_array(observed, mask, var.shape, name)
-    if not m.all():
-        raise ModelError(f"{name!r}: missing values are not supported in a normal-gamma regression; drop them")
     yv = y.reshape(-1)
     rows = int(np.prod(mean.params["X"].shape[:-1]))
     if rows != yv.shape[0]:
         raise ModelError(f"{name!r}: {yv.shape[0]} observations but X has {rows} rows")
     var.value, var.mask = y, m
-    xtx, xty = cached_gram(mean.params, yv)
+    if m.all():
+        xtx, xty = cached_gram(mean.params, yv)
+    else:  # missing responses drop out of the likelihood: the statistics of the observed rows only
+        Xo = mean.params["X"].reshape(rows, -1)[m.reshape(-1)]
+        yv = yv[m.reshape(-1)]
+        xtx, xty = Xo.T @ Xo, Xo.T @ yv
     params = {"xtx": xtx, "xty": xty, "yty": float(yv @ yv), "n": yv.shape[0]}
     factor = FactorNode(NORMAL_GAMMA_REGRESSION, f"NormalGammaRegression({name})", {"w": w}, (),
                         "default", params)

@@ -1,4 +1,25 @@
-"""Build-time validation helpers: every error names the variable and the offending value."""
+"""Validation at the public boundary: every error is a ``ModelError`` naming the argument and the value.
+
+Builders, ``fg.infer`` and the handlers' constructors validate their arguments here, once, so that bad
+input never reaches numpy, scipy or numba (where it would fail with an error that names neither).
+Helpers for new builders:
+
+* ``number(value, what, low=..., high=...)``: one real number (Python or numpy scalar, 0-d array);
+  ``integer(value, what, low=...)``: one integer (not a bool, not a float); ``flag``: a bool;
+  ``choice``: one of a few strings; ``seed``: a random seed (None or an integer ≥ 0).
+* ``constant(value, what)`` (and ``positive``, ``nonnegative``): a finite float array of parameters.
+* ``observed_array(value, mask, shape, name)``: observed data, with missing entries from ``mask=``
+  and from a ``numpy.ma`` masked array's own mask; ``integer_labels`` (class labels 0..K−1) and
+  ``counts`` (non-negative integer counts) on top of it.
+* ``plate_list``, ``plate_size`` and ``array_size``: plates and the size of the arrays they imply.
+
+Every array is refused when it is complex (never silently truncated to its real part), holds strings,
+objects, booleans (where numbers are meant) or dates, or has an entry whose magnitude exceeds
+``MAX_ABS`` = 1e150: squares and products of such values (x², XᵀX, the sum of squares in a Gaussian's
+evidence) overflow float64, which would otherwise surface as a nonsensical posterior of some other
+variable.  Positive parameters below ``1/MAX_ABS`` are refused for the same reason (their reciprocal
+squared overflows).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from .nodes import Gate, ModelError, Node, PrecisionOf
+from .nodes import Gate, ModelError, Node, Plate, PrecisionOf
+
+#: largest magnitude of a value: its square (1e300) and sums of many squares stay finite in float64
+MAX_ABS = 1e150
+#: most numbers one array of the model may hold (a plate, or the product of a variable's plates and event)
+MAX_ELEMENTS = 2**31
 
 
 def _show(value: Any) -> str:
@@ -35,19 +61,79 @@ def _describe(node: Any) -> str:
 
 
 def constant(value: Any, what: str) -> np.ndarray:
-    """A finite float array."""
+    """A finite float array (parameters: no missing entries, no magnitude beyond ``MAX_ABS``)."""
     if isinstance(value, Node | Gate | PrecisionOf):
         raise ModelError(f"{what} must be a constant here, got {_describe(value)}")
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ModelError(f"{what} must be a number or an array of numbers, got {value!r}") from None
+    arr, missing = as_float_array(value, what)
+    if missing is not None and missing.any():
+        raise ModelError(f"{what} is a masked array with {int(missing.sum())} masked entries; a parameter "
+                         "cannot have missing values")
     if arr.size == 0:
         raise ModelError(f"{what} is empty")
     if not _all_finite(arr):
         bad = _item(arr[~np.isfinite(arr)].ravel()[0])
         raise ModelError(f"{what} must be finite, got {bad!r}{_where(value)}")
+    _not_huge(arr, what, value)
     return arr
+
+
+def as_float_array(value: Any, what: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """``value`` as a float array, and the mask of a ``numpy.ma`` masked array (True = masked) or None.
+
+    Refuses, naming ``what``: complex numbers (never truncated to their real part), booleans, strings,
+    bytes, dates, objects that are not numbers, ragged nested lists and integers too large for a float.
+    Data frames and series convert through ``numpy.asarray``."""
+    missing = None
+    if isinstance(value, str | bytes | dict | set) or callable(value):
+        raise ModelError(f"{what} must be numeric (a number or an array of numbers), got {_short(value)}")
+    if np.ma.isMaskedArray(value):
+        missing = np.ma.getmaskarray(value)
+        value = np.ma.getdata(value)
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ModelError(f"{what} must be numeric (a number or a regular, not ragged, array of numbers), got "
+                         f"{_short(value)}") from None
+    kind = raw.dtype.kind
+    if kind == "c":
+        raise ModelError(f"{what} must be real, got the complex value {_short(value)}")
+    if kind == "b":
+        raise ModelError(f"{what} must be numbers, got booleans {_short(value)}")
+    if kind not in "iuf":
+        if kind == "O":
+            try:
+                raw = np.asarray(value, dtype=float)
+            except (TypeError, ValueError, OverflowError):
+                raise ModelError(f"{what} must be numeric (a number or an array of numbers), got "
+                                 f"{_short(value)}") from None
+            if any(isinstance(x, complex | np.complexfloating | bool | np.bool_ | str)
+                   for x in np.asarray(value, dtype=object).ravel()):
+                raise ModelError(f"{what} must be real numbers, got {_short(value)}")
+        else:
+            raise ModelError(f"{what} must be numeric (a number or an array of numbers), got {_short(value)} (dtype "
+                             f"{raw.dtype})")
+    try:
+        arr = np.asarray(raw, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise ModelError(f"{what} must be numeric (a number or an array of numbers), got {_short(value)}") from None
+    if kind in "iu" and arr.size and np.any(np.isinf(arr)):
+        raise ModelError(f"{what} holds an integer too large for a float: {_short(value)}")
+    return arr, missing
+
+
+def _short(value: Any) -> str:
+    """repr of a value, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _not_huge(arr: np.ndarray, what: str, value: Any) -> None:
+    with np.errstate(invalid="ignore"):
+        big = np.abs(arr) > MAX_ABS
+    if np.any(big):
+        bad = _item(arr[big].ravel()[0])
+        raise ModelError(f"{what} has the value {bad!r}{_where(value)}, too large in magnitude: its square "
+                         f"overflows float64 (values must lie within ±{MAX_ABS:g}; rescale the data)")
 
 
 def _all_finite(arr: np.ndarray) -> bool:
@@ -62,11 +148,24 @@ def _all_finite(arr: np.ndarray) -> bool:
 
 
 def positive(value: Any, what: str) -> np.ndarray:
+    """A finite array of positive numbers, none below ``1/MAX_ABS`` (a reciprocal that overflows)."""
     arr = constant(value, what)
     if np.any(arr <= 0):
         bad = _item(arr[arr <= 0].ravel()[0])
         raise ModelError(f"{what} must be positive, got {bad!r}{_where(value)}")
+    if np.any(arr < 1.0 / MAX_ABS):
+        bad = _item(arr[arr < 1.0 / MAX_ABS].ravel()[0])
+        raise ModelError(f"{what} has the value {bad!r}{_where(value)}, too small: its reciprocal squared "
+                         f"overflows float64 (positive values must be at least {1.0 / MAX_ABS:g})")
     return arr
+
+
+def positive_number(value: Any, what: str) -> float:
+    """One positive number (as ``positive``, but a single value) as a Python float."""
+    arr = positive(value, what)
+    if arr.size != 1:
+        raise ModelError(f"{what} must be one positive number, got {_show(value)}")
+    return float(arr.reshape(()))
 
 
 def nonnegative(value: Any, what: str) -> np.ndarray:
@@ -81,24 +180,82 @@ def observed_array(value: Any, mask: Any, shape: tuple[int, ...], name: str,
                    event_ndim: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Validate observed data against the variable's shape; returns (values, mask).
 
-    ``mask`` (plate-shaped, True where observed) may mark entries as missing; only observed
-    entries must be finite.  Without a mask every entry must be finite.
+    ``mask`` (plate-shaped, True where observed) may mark entries as missing, and so may the mask of
+    a ``numpy.ma`` masked array (True = masked): an entry is observed where both say so, and a masked
+    entry's hidden value is never used.  Only observed entries must be finite and within ``MAX_ABS``.
+    A variable that cannot have missing values checks ``mask.all()`` itself.
     """
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ModelError(f"observed data of {name!r} must be numeric, got {value!r}") from None
+    arr, hidden = as_float_array(value, f"observed data of {name!r}")
     if arr.size == 0:
         raise ModelError(f"observed data of {name!r} is empty")
     if arr.shape != shape:
         raise ModelError(f"observed data of {name!r} has shape {arr.shape}, but the variable's plates "
                          f"and event give shape {shape}")
     m = mask_array(mask, shape[: len(shape) - event_ndim], name)
+    if hidden is not None and hidden.any():
+        hidden = hidden.any(axis=tuple(range(hidden.ndim - event_ndim, hidden.ndim))) if event_ndim else hidden
+        m = m & ~hidden
+        arr = np.where(np.expand_dims(m, tuple(range(m.ndim, arr.ndim))), arr, np.nan)
     seen = arr[m] if event_ndim == 0 else arr[m].reshape(-1)
     if not np.all(np.isfinite(seen)):
         bad = _item(seen[~np.isfinite(seen)][0])
         raise ModelError(f"observed data of {name!r} contains {bad!r}; mark missing entries with "
                          "mask=... (True = observed)")
+    _not_huge(seen, f"observed data of {name!r}", value)
+    return arr, m
+
+
+def integer_labels(value: Any, mask: Any, shape: tuple[int, ...], K: int, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Class labels in 0..K−1 of the given shape (missing entries as in ``observed_array``).
+
+    Returns (labels as an int array, 0 where missing; the mask, True = observed).  Labels must be integers
+    (integral floats are accepted); strings, booleans and anything else get a ModelError naming ``name``."""
+    raw = np.ma.getdata(value) if np.ma.isMaskedArray(value) else value
+    try:
+        kind = np.asarray(raw).dtype.kind if not isinstance(raw, str | bytes) else "U"
+        strings = kind in "US" or (kind == "O" and any(isinstance(x, str | bytes)
+                                                         for x in np.asarray(raw, dtype=object).ravel()))
+    except (TypeError, ValueError):
+        strings = False  # ragged: observed_array says so
+    if strings:
+        raise ModelError(f"observed labels of {name!r} must be integers 0..{K - 1}, got strings "
+                         f"{_short(value)}; encode the classes as integers first (e.g. numpy.unique(y, "
+                         "return_inverse=True))")
+    lab, m = observed_array(value, mask, shape, name)
+    seen = lab[m]
+    bad = seen[seen != np.round(seen)]
+    if bad.size:
+        raise ModelError(f"observed labels of {name!r} must be integers 0..{K - 1}, got {_item(bad[0])!r}")
+    bad = seen[(seen < 0) | (seen >= K)]
+    if bad.size:
+        raise ModelError(f"observed labels of {name!r} must lie in 0..{K - 1}, got {_item(bad[0])!r}")
+    return np.where(m, lab, 0).astype(int), m
+
+
+def bool_as_float(value: Any) -> Any:
+    """Boolean observations (of a binary variable) as 0.0/1.0, keeping a masked array's mask; anything else
+    unchanged."""
+    if np.ma.isMaskedArray(value) and np.ma.getdata(value).dtype == bool:
+        return np.ma.masked_array(np.ma.getdata(value).astype(float), mask=np.ma.getmaskarray(value))
+    if isinstance(value, np.ndarray | np.bool_ | bool | list | tuple):
+        try:
+            arr = np.asarray(value)
+        except (TypeError, ValueError):
+            return value
+        if arr.dtype == bool:
+            return arr.astype(float)
+    return value
+
+
+def counts(value: Any, mask: Any, shape: tuple[int, ...], name: str, event_ndim: int = 0
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Non-negative integer counts (as floats) of the given shape; returns (values, mask) as
+    ``observed_array`` does."""
+    arr, m = observed_array(value, mask, shape, name, event_ndim)
+    seen = arr[m]
+    bad = seen[(seen < 0) | (seen != np.round(seen))]
+    if bad.size:
+        raise ModelError(f"counts of {name!r} must be non-negative integers, got {_item(bad.ravel()[0])!r}")
     return arr, m
 
 
@@ -106,12 +263,121 @@ def mask_array(mask: Any, plate_shape: tuple[int, ...], name: str) -> np.ndarray
     """A boolean missing-value mask of the variable's plate shape (True = observed); None = all observed."""
     if mask is None:
         return np.ones(plate_shape, dtype=bool)
-    m = np.asarray(mask)
+    try:
+        m = np.asarray(np.ma.filled(mask, False) if np.ma.isMaskedArray(mask) else mask)
+    except (TypeError, ValueError):
+        raise ModelError(f"mask of {name!r} must be a boolean array (True = observed), got {_short(mask)}") from None
     if m.dtype != bool:
-        raise ModelError(f"mask of {name!r} must be boolean (True = observed), got dtype {m.dtype}: {_show(mask)}")
+        raise ModelError(f"mask of {name!r} must be boolean (True = observed), got dtype {m.dtype}: {_show(m)}")
     if m.shape != plate_shape:
         raise ModelError(f"mask of {name!r} has shape {m.shape}, expected {plate_shape}")
     return m
+
+
+# ------------------------------------------------------------------------------------ scalars and options
+def number(value: Any, what: str, *, low: float | None = None, high: float | None = None,
+           low_open: bool = False, high_open: bool = False, none: bool = False) -> float | None:
+    """One finite real number as a Python float: a Python or numpy scalar or a 0-d array (not a bool,
+    a string or a complex number), within [low, high] (an open end with ``low_open``/``high_open``).
+    ``none=True`` lets None through."""
+    if value is None and none:
+        return None
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ModelError(f"{what} must be a real number{' or None' if none else ''}, got {_short(value)}")
+    try:
+        x = float(value)
+    except OverflowError:
+        raise ModelError(f"{what} is too large, got {_short(value)}") from None
+    if not np.isfinite(x):
+        raise ModelError(f"{what} must be finite, got {x!r}")
+    if low is not None and (x < low or (low_open and x == low)):
+        raise ModelError(f"{what} must be {'>' if low_open else '≥'} {low:g}, got {_item(value)!r}")
+    if high is not None and (x > high or (high_open and x == high)):
+        raise ModelError(f"{what} must be {'<' if high_open else '≤'} {high:g}, got {_item(value)!r}")
+    return x
+
+
+def integer(value: Any, what: str, *, low: int | None = None, high: int | None = None,
+            none: bool = False) -> int | None:
+    """One integer as a Python int (Python or numpy integer types; bools and floats are refused), within
+    [low, high].  ``none=True`` lets None through."""
+    if value is None and none:
+        return None
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise ModelError(f"{what} must be an integer{' or None' if none else ''}, got {_short(value)}")
+    x = int(value)
+    if low is not None and x < low:
+        raise ModelError(f"{what} must be an integer ≥ {low}, got {x!r}")
+    if high is not None and x > high:
+        raise ModelError(f"{what} must be an integer ≤ {high}, got {x!r}")
+    return x
+
+
+def flag(value: Any, what: str) -> bool:
+    """A bool (Python or numpy)."""
+    if not isinstance(value, bool | np.bool_):
+        raise ModelError(f"{what} must be True or False, got {_short(value)}")
+    return bool(value)
+
+
+def choice(value: Any, options: Any, what: str) -> str:
+    """One of the strings ``options``."""
+    options = tuple(options)
+    if not isinstance(value, str) or value not in options:
+        raise ModelError(f"{what} must be one of {options}, got {_short(value)}")
+    return value
+
+
+def seed(value: Any, what: str = "seed") -> int | None:
+    """A random seed: None (fresh entropy) or an integer ≥ 0 (Python or numpy)."""
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer) or value < 0:
+        raise ModelError(f"{what} must be None or an integer ≥ 0, got {_short(value)}")
+    return int(value)
+
+
+def plate_size(size: Any, name: str) -> int:
+    """A plate's size: an integer in 1..``MAX_ELEMENTS``."""
+    n = integer(size, f"plate {name!r}: size", low=1)
+    if n > MAX_ELEMENTS:
+        raise ModelError(f"plate {name!r}: size {n} is too large (at most {MAX_ELEMENTS}: one array over it "
+                         f"would need {8 * n // 2**30} GiB)")
+    return n
+
+
+def array_size(shape: tuple[int, ...], what: str) -> None:
+    """Refuse a shape (plates times event) whose float64 array would hold more than ``MAX_ELEMENTS``
+    numbers: the model would not fit in memory."""
+    n = 1
+    for s in shape:
+        n *= int(s)
+    if n > MAX_ELEMENTS:
+        raise ModelError(f"{what} spans plates of shape {tuple(shape)}: {n} numbers per array, more than the "
+                         f"limit of {MAX_ELEMENTS} ({8 * n // 2**30} GiB each)")
+
+
+def plate_list(plates: Any, model: Any, name: str) -> tuple[Plate, ...]:
+    """The ``plates=`` argument of a builder: a plate or a sequence of plates declared in ``model``."""
+    if isinstance(plates, Plate):
+        plates = [plates]
+    if plates is None or isinstance(plates, str | bytes | dict | set) or not hasattr(plates, "__iter__") \
+            or (isinstance(plates, np.ndarray) and plates.ndim != 1):
+        raise ModelError(f"{name!r}: plates must be a list of plates declared with fg.plate, got {_short(plates)}")
+    out = tuple(plates)
+    for p in out:
+        if not isinstance(p, Plate) or model.plates.get(p.name) is not p:
+            raise ModelError(f"{name!r}: plates must be plates declared in model {model.name!r} with "
+                             f"fg.plate, got {_short(p)}")
+    if len({p.name for p in out}) != len(out):
+        raise ModelError(f"{name!r}: plates lists a plate twice: {[p.name for p in out]}")
+    return out
 
 
 def fits(vshape: tuple[int, ...], shape: tuple[int, ...], what: str) -> None:
@@ -130,7 +396,7 @@ def fits(vshape: tuple[int, ...], shape: tuple[int, ...], what: str) -> None:
 def positive_int(value: Any, what: str) -> int:
     """A positive integer (bools and non-integral floats are refused)."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer) or value <= 0:
-        raise ModelError(f"{what} must be a positive integer, got {value!r}")
+        raise ModelError(f"{what} must be a positive integer, got {_short(value)}")
     return int(value)
 
 

@@ -23,6 +23,7 @@ from factors.softmax import BOUNDS
 
 from . import checks
 from .builders import _check_parent, _finish, _plates, _var_plates
+from .gates import is_random, source_plates
 from .model import Model, current_model
 from .nodes import Deterministic, Gate, ModelError, Plate, Variable
 
@@ -33,12 +34,9 @@ LOGISTIC_METHODS = ("quadrature", "tilted", "quadratic")
 def _counts(observed: Any, mask: Any, shape: tuple[int, ...], name: str, event_ndim: int = 0) -> np.ndarray:
     if observed is None:
         raise ModelError(f"{name!r}: counts must be observed (observed=...); latent counts are not supported")
-    if mask is not None:
-        raise ModelError(f"{name!r}: missing counts (mask=...) are not supported; drop those entries instead")
-    arr = np.asarray(observed)
-    if arr.dtype == bool:
-        raise ModelError(f"observed counts of {name!r} must be non-negative integers, got booleans")
-    y, _ = checks.observed_array(observed, None, shape, name, event_ndim)
+    y, m = checks.observed_array(observed, mask, shape, name, event_ndim)  # refuses booleans, ragged lists
+    # missing entries (mask False) drop out of the likelihood; 0 stands in for them
+    y = np.where(m.reshape(m.shape + (1,) * event_ndim), y, 0.0)
     bad = (y < 0) | (y != np.round(y))
     if np.any(bad):
         raise ModelError(f"observed counts of {name!r} must be non-negative integers, got "
@@ -83,8 +81,8 @@ def _to_factor(var: Variable, arr: np.ndarray) -> np.ndarray:
     return expand(arr, [p.index for p in var.plates], [p.index for p in var.prior.plates], 0)
 
 
-def _gaussian_node(model: Model, x: Any, name: str, edge: str) -> Variable | Deterministic:
-    if not isinstance(x, Variable | Deterministic):
+def _gaussian_node(model: Model, x: Any, name: str, edge: str) -> Variable | Deterministic | Gate:
+    if not is_random(x):  # a gate over an expression (fg.inner(X, W)[z]) is a mixture of regressions
         raise ModelError(f"{name!r}: {edge} must be a Gaussian variable or expression (e.g. fg.inner(X, w) + b), "
                          f"got {x!r}")
     _check_parent(model, x, name, edge, (Gaussian,))
@@ -119,7 +117,7 @@ def poisson(name: str, rate: Any, *, exposure: Any = None, plates: Sequence[Plat
     y = _counts(observed, mask, var.shape, name)
     e = _exposure(exposure, var.shape, name)
     params: dict[str, Any] = {}
-    var = _finish(model, var, POISSON, {"rate": rate}, params, y, None)
+    var = _finish(model, var, POISSON, {"rate": rate}, params, y, mask)
     if e is not None:
         params["log_exposure"] = _to_factor(var, np.log(e))
     return var
@@ -138,12 +136,12 @@ def poisson_log(name: str, log_rate: Any, exposure: Any = None, *, plates: Seque
     model = current_model(f"poisson_log {name!r}")
     model.check_name(name)
     log_rate = _gaussian_node(model, log_rate, name, "log_rate")
-    vplates = model.sorted_plates([*_plates(model, plates, name), *log_rate.plates])
+    vplates = model.sorted_plates([*_plates(model, plates, name), *source_plates(log_rate)])
     var = Variable(model, name, Poisson, vplates)
     y = _counts(observed, mask, var.shape, name)
     e = _exposure(exposure, var.shape, name)
     params: dict[str, Any] = {}
-    var = _finish(model, var, POISSON_LOG, {"log_rate": log_rate}, params, y, None)
+    var = _finish(model, var, POISSON_LOG, {"log_rate": log_rate}, params, y, mask)
     if e is not None:
         params["log_exposure"] = _to_factor(var, np.log(e))
     var.prior.method = "default"
@@ -173,7 +171,7 @@ def binomial(name: str, trials: Any, probs: Any, *, plates: Sequence[Plate] = ()
     n = _trials(trials, var.shape, name)
     _check_trials(y, n, name)
     params: dict[str, Any] = {}
-    var = _finish(model, var, BINOMIAL, {"probs": probs}, params, y, None)
+    var = _finish(model, var, BINOMIAL, {"probs": probs}, params, y, mask)
     params["trials"] = _to_factor(var, np.array(n, dtype=float))
     params["log_coef"] = _to_factor(var, log_binom(n, y))
     return var
@@ -192,13 +190,13 @@ def binomial_logit(name: str, trials: Any, logit: Any, *, plates: Sequence[Plate
     if method not in LOGISTIC_METHODS:
         raise ModelError(f"{name!r}: method must be one of {LOGISTIC_METHODS}, got {method!r}")
     logit = _gaussian_node(model, logit, name, "logit")
-    vplates = model.sorted_plates([*_plates(model, plates, name), *logit.plates])
+    vplates = model.sorted_plates([*_plates(model, plates, name), *source_plates(logit)])
     var = Variable(model, name, Binomial, vplates)
     y = _counts(observed, mask, var.shape, name)
     n = _trials(trials, var.shape, name)
     _check_trials(y, n, name)
     params: dict[str, Any] = {} if xi0 is None else {"xi0": float(checks.nonnegative(xi0, f"{name!r}: xi0"))}
-    var = _finish(model, var, BINOMIAL_LOGIT, {"logit": logit}, params, y, None)
+    var = _finish(model, var, BINOMIAL_LOGIT, {"logit": logit}, params, y, mask)
     params["trials"] = _to_factor(var, np.array(n, dtype=float))
     params["log_coef"] = _to_factor(var, log_binom(n, y))
     var.prior.method = method
@@ -206,12 +204,14 @@ def binomial_logit(name: str, trials: Any, logit: Any, *, plates: Sequence[Plate
 
 
 # ------------------------------------------------------------------------------------ Multinomial
-def _check_totals(y: np.ndarray, trials: Any, shape: tuple[int, ...], name: str) -> None:
+def _check_totals(y: np.ndarray, trials: Any, shape: tuple[int, ...], name: str, mask: Any = None) -> None:
     if trials is None:
         return
     n = _trials(trials, shape, name)
     tot = y.sum(-1)
     bad = tot != n
+    if mask is not None:  # missing rows (0 stands in for them) are not checked
+        bad &= np.broadcast_to(np.asarray(mask, bool), bad.shape)
     if np.any(bad):
         i = tuple(int(j) for j in np.argwhere(bad)[0])
         raise ModelError(f"observed counts of {name!r} must sum to the trials: they sum to "
@@ -241,8 +241,8 @@ def multinomial(name: str, trials: Any, probs: Any, *, plates: Sequence[Plate] =
         probs = pr
     var = Variable(model, name, Multinomial, _var_plates(model, plates, name, [probs]), (K,))
     y = _counts(observed, mask, var.shape + (K,), name, event_ndim=1)
-    _check_totals(y, trials, var.shape, name)
-    return _finish(model, var, MULTINOMIAL, {"probs": probs}, {}, y, None)
+    _check_totals(y, trials, var.shape, name, mask)
+    return _finish(model, var, MULTINOMIAL, {"probs": probs}, {}, y, mask)
 
 
 def multinomial_softmax(name: str, trials: Any, logits: Any, over: Plate, *, observed: Any = None,
@@ -268,7 +268,7 @@ def multinomial_softmax(name: str, trials: Any, logits: Any, over: Plate, *, obs
     var = Variable(model, name, Multinomial, vplates, (K,))
     var.category_plate = over
     y = _counts(observed, mask, var.shape + (K,), name, event_ndim=1)
-    _check_totals(y, trials, var.shape, name)
+    _check_totals(y, trials, var.shape, name, mask)
     var = _finish(model, var, MULTINOMIAL_SOFTMAX, {"logits": logits}, {}, y, None, {"logits": over})
     var.prior.method = method
     return var

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from distributions import Categorical, Gaussian, GaussianGamma, MvGaussian
+from distributions import Bernoulli, Categorical, Gaussian, GaussianGamma, MvGaussian
 from factors.deterministic import Inner, Product, Sum
 
 from . import checks
@@ -124,10 +124,7 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
         The plates that index the rows of X.
     """
     model = current_model("inner")
-    plates = tuple(plates)
-    for p in plates:
-        if not isinstance(p, Plate) or model.plates.get(p.name) is not p:
-            raise ModelError(f"inner: plates must be plates of model {model.name!r}, got {p!r}")
+    plates = checks.plate_list(plates, model, "inner")
     Xa = checks.constant(X, "inner: X")
     if Xa.ndim != len(plates) + 1:
         raise ModelError(f"inner: X must have one axis per plate {[p.name for p in plates]} plus the "
@@ -176,12 +173,35 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
     return node
 
 
-def gate(source: Variable | np.ndarray, selector: Variable) -> Gate:
-    """``source[selector]``: a mixture argument selected by a Categorical variable."""
-    if not isinstance(selector, Variable) or selector.family is not Categorical:
-        raise ModelError(f"a gate needs a Categorical selector, got {selector!r}")
-    K = selector.event_shape[0]
-    if isinstance(source, Variable):
+def n_categories(selector: Any) -> int | None:
+    """Number of categories of a selector: K of a Categorical, 2 of a Bernoulli (False, True); None
+    for anything that cannot select."""
+    if isinstance(selector, Variable):
+        if selector.family is Categorical:
+            return selector.event_shape[0]
+        if selector.family is Bernoulli:
+            return 2
+    return None
+
+
+def _selector_categories(selector: Any, what: str) -> int:
+    K = n_categories(selector)
+    if K is None:
+        got = f"{selector.family.__name__} {selector.name!r}" if isinstance(selector, Variable) else repr(selector)
+        raise ModelError(f"{what} needs a Categorical or Bernoulli selector, got {got}")
+    return K
+
+
+def gate(source: Variable | Deterministic | np.ndarray, selector: Variable) -> Gate:
+    """``source[selector]``: a mixture argument selected by a Categorical (or Bernoulli) variable.
+
+    ``source`` is plated over a plate of size K (the selector's categories; K = 2 for a Bernoulli
+    selector, category 0 = False, 1 = True).  The factor that takes the gate is replicated over that
+    plate and each replicate is weighted by q(z = k).
+    """
+    name = getattr(source, "name", "values")
+    K = _selector_categories(selector, f"{name!r}[...]")
+    if isinstance(source, Variable | Deterministic):
         if selector.category_plate is not None:
             if selector.category_plate not in source.plates:
                 raise ModelError(f"{source.name!r}[{selector.name!r}]: {source.name!r} is not plated over "
@@ -198,13 +218,13 @@ def gate(source: Variable | np.ndarray, selector: Variable) -> Gate:
 
 
 def select(values: Any, selector: Variable) -> Gate:
-    """``values[z]`` for a constant array whose first axis runs over the K categories of ``z``."""
-    if not isinstance(selector, Variable) or selector.family is not Categorical:
-        raise ModelError(f"select needs a Categorical selector, got {selector!r}")
+    """``values[z]`` for a constant array whose first axis runs over the K categories of ``z`` (a
+    Categorical, or a Bernoulli with K = 2: ``values[0]`` where z is False, ``values[1]`` where True)."""
+    K = _selector_categories(selector, "select")
     arr = checks.constant(values, f"select(values, {selector.name!r})")
-    K = selector.event_shape[0]
-    if arr.shape[0] != K:
-        raise ModelError(f"select: values has {arr.shape[0]} rows but {selector.name!r} has {K} categories")
+    if arr.ndim == 0 or arr.shape[0] != K:
+        raise ModelError(f"select: values has {arr.shape[0] if arr.ndim else 0} rows but {selector.name!r} has "
+                         f"{K} categories")
     model = selector.model
     if selector.category_plate is None:
         selector.category_plate = model.add_plate(f"{selector.name}.category", K)

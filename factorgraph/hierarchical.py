@@ -29,8 +29,10 @@ POOLING = ("partial", "none")
 
 
 def _varying(varying: Any) -> tuple[str, ...]:
+    if not isinstance(varying, str | list | tuple):
+        raise ModelError(f"varying must be a tuple drawn from {VARYING} (each at most once), got {varying!r}")
     v = (varying,) if isinstance(varying, str) else tuple(varying)
-    bad = [x for x in v if x not in VARYING]
+    bad = [x for x in v if not isinstance(x, str) or x not in VARYING]
     if bad or len(set(v)) != len(v):
         raise ModelError(f"varying must be a tuple drawn from {VARYING} (each at most once), got {varying!r}")
     return v
@@ -47,7 +49,7 @@ def hierarchical_regression_model(X: Any, y: Any, groups: Any, varying: Any = ("
     ``slope_mean``, ``slope_precision`` (with partial pooling) and ``noise_precision``.
     """
     v = _varying(varying)
-    if pooling not in POOLING:
+    if not isinstance(pooling, str) or pooling not in POOLING:
         raise ModelError(f"pooling must be one of {POOLING}, got {pooling!r}")
     ya = checks.constant(y, "y").reshape(-1)
     N = ya.shape[0]
@@ -62,7 +64,10 @@ def hierarchical_regression_model(X: Any, y: Any, groups: Any, varying: Any = ("
     if "slope" in v and D == 0:
         raise ModelError("varying slopes need X with at least one column")
     if n_groups is None:
-        arr = np.asarray(groups)
+        try:
+            arr = np.asarray(groups)
+        except (TypeError, ValueError):  # ragged: _labels says so
+            arr = np.zeros(0)
         numeric = arr.size and arr.dtype != bool and np.issubdtype(arr.dtype, np.number) and np.all(np.isfinite(arr))
         G = int(np.max(arr)) + 1 if numeric else 1
     else:
@@ -70,7 +75,7 @@ def hierarchical_regression_model(X: Any, y: Any, groups: Any, varying: Any = ("
     g_lab = _labels("groups", groups, G)
     if g_lab.shape[0] != N:
         raise ModelError(f"groups has {g_lab.shape[0]} labels but y has {N} observations")
-    lam = float(checks.positive(prior_precision, "prior_precision"))
+    lam = checks.positive_number(prior_precision, "prior_precision")
     kinds = "+".join(v) if v else "complete pooling"
     with Model(name or f"hierarchical_regression ({kinds}{', no pooling' if pooling == 'none' and v else ''})") as m:
         n, g = plate("n", N), plate("groups", G)

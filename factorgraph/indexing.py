@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from . import checks
 from .model import current_model
 from .nodes import Deterministic, Indexed, ModelError, Node, Plate, Variable
 
@@ -92,14 +93,17 @@ def _along(x: Variable, along: Plate | None) -> Plate:
             raise ModelError(f"index: {x.name!r} has plates {[p.name for p in x.plates]}; say which one the labels "
                              "index with fg.index(x, idx, along=<plate>)")
         return x.plates[0]
-    if along not in x.plates:
+    if not isinstance(along, Plate) or along not in x.plates:
         raise ModelError(f"index: along={along!r} is not a plate of {x.name!r}, whose plates are "
                          f"{[p.name for p in x.plates]}")
     return along
 
 
 def _show(value: Any) -> str:
-    arr = np.asarray(value, dtype=object)
+    try:
+        arr = np.asarray(value, dtype=object)
+    except (TypeError, ValueError):
+        return checks._short(value)
     if arr.size <= 6:
         return repr(arr.tolist())
     return f"array of shape {arr.shape}"
@@ -109,7 +113,10 @@ def _labels(name: str, idx: Any, G: int) -> np.ndarray:
     """Validated integer labels in [0, G) as an int64 vector."""
     if isinstance(idx, Plate):
         raise ModelError(f"index: {name!r}[{idx!r}]: index by an array of integer labels, not by a plate")
-    arr = np.asarray(idx)
+    try:
+        arr = np.asarray(idx)
+    except (TypeError, ValueError):
+        raise ModelError(f"index: labels of {name!r} must be a 1-D array of integers, got {_show(idx)}") from None
     if arr.dtype == bool:
         raise ModelError(f"index: labels of {name!r} must be integers in 0..{G - 1}, got booleans {_show(arr)}")
     if arr.ndim != 1:

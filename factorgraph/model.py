@@ -46,7 +46,9 @@ class Model:
             raise ModelError(f"plate {name!r} is declared twice in model {self.name!r}")
         if isinstance(size, bool) or not isinstance(size, int | np.integer) or size <= 0:
             raise ModelError(f"plate {name!r} needs a positive integer size, got {size!r}")
-        plate = Plate(name, int(size), len(self.plates))
+        from .checks import plate_size
+
+        plate = Plate(name, plate_size(size, name), len(self.plates))
         self.plates[name] = plate
         return plate
 
@@ -114,6 +116,16 @@ class Model:
                 if isinstance(arg, Gate):
                     g.add_edge(f.name, arg.selector.name, edge=f"{edge}.selector")
         return g
+
+    def draw(self, backend: str | None = None):
+        """Draw the factor graph: a ``graphviz.Digraph`` where the graphviz package and the Graphviz ``dot``
+        program are installed (variables as circles, observed ones shaded, factors as small squares, plates
+        as boxes labelled with their sizes, gates as dashed edges from the selector), else the same graph
+        as a matplotlib ``Figure`` drawn through networkx.  ``backend="matplotlib"`` or ``"graphviz"``
+        chooses."""
+        from .drawing import draw
+
+        return draw(self, backend)
 
     def __repr__(self) -> str:
         return (f"Model({self.name!r}: {len(self.variables)} variables, {len(self.factors)} factors, "

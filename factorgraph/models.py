@@ -16,6 +16,13 @@ from scipy.special import gammaln
 from . import checks, convergence
 from .builders import gamma, gaussian, gaussian_gamma, plate
 from .expressions import inner
+from .gaussian_mixtures import (  # noqa: F401  (models.gaussian_mixture)
+    MixturePredictive,
+    gaussian_mixture,
+    gaussian_mixture_model,
+    mixture_predictive,
+)
+from .mixtures import mixture, mixture_model  # noqa: F401  (models.mixture)
 from .model import Model
 from .nodes import ModelError
 from .results import Result
@@ -38,6 +45,27 @@ class StudentT(NamedTuple):
                 - (nu + 1) / 2 * np.log1p(z))
 
 
+def _posterior(result: Any, name: str) -> Any:
+    """The posterior ``name`` of a fitted Result (a clear error for anything else)."""
+    if not isinstance(result, Result):
+        raise ModelError(f"result must be the Result of a fit (fg.infer or a canned model), got "
+                         f"{checks._short(result)}")
+    if name not in result.posteriors:
+        raise ModelError(f"result has no posterior {name!r} (it has {sorted(result.posteriors)}): was it fitted "
+                         "by the matching canned model?")
+    return result.posteriors[name]
+
+
+def _new_inputs(X: Any, D: int, what: str = "X_new") -> np.ndarray:
+    """New input rows: a vector (one row) or an (N, D) matrix with the model's D columns."""
+    Xn = checks.constant(X, what)
+    Xn = Xn[None, :] if Xn.ndim == 1 else Xn
+    if Xn.ndim != 2 or Xn.shape[-1] != D:
+        raise ModelError(f"{what} must be a vector of {D} inputs or a matrix with {D} columns, got shape "
+                         f"{Xn.shape}")
+    return Xn
+
+
 def _regression_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     Xa = checks.constant(X, "X")
     ya = checks.constant(y, "y").reshape(-1)
@@ -51,6 +79,7 @@ def _regression_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
 def linear_regression_model(X: Any, y: Any, ard: bool = False, a0: float = 1e-2, b0: float = 1e-4,
                             c0: float = 1e-2, d0: float = 1e-4) -> Model:
     """The model of ``linear_regression``, for use with ``fg.infer`` or ``fg.compare``."""
+    ard = checks.flag(ard, "ard")
     Xa, ya = _regression_data(X, y)
     N, D = Xa.shape
     with Model("linear_regression" + ("_ard" if ard else "")) as m:
@@ -113,11 +142,9 @@ def linear_regression(X: Any, y: Any, ard: bool = False, a0: float = 1e-2, b0: f
 def linear_predictive(result: Result, X_new: Any) -> StudentT:
     """Posterior predictive of ``linear_regression`` at new inputs (Drugowitsch 2014, eq. 23):
     Student-t with mean w_Nᵀx, precision (1 + xᵀV_N x)⁻¹ a_N/b_N and 2a_N degrees of freedom."""
-    q = result.posterior("w")
-    Xn = checks.constant(X_new, "X_new")
-    if Xn.ndim == 1:
-        Xn = Xn[None, :]
+    q = _posterior(result, "w")
     V = q.scale_matrix
+    Xn = _new_inputs(X_new, V.shape[-1])
     if Xn.shape[-1] != V.shape[-1]:
         raise ModelError(f"X_new has {Xn.shape[-1]} columns but the model has {V.shape[-1]} weights")
     quad = np.einsum("nd,de,ne->n", Xn, V, Xn)
@@ -126,7 +153,9 @@ def linear_predictive(result: Result, X_new: Any) -> StudentT:
 
 # ------------------------------------------------------------------------------------ logistic
 def _signed_labels(y: Any, N: int) -> np.ndarray:
-    lab = np.asarray(y)
+    lab = checks.bool_as_float(y)
+    if not isinstance(lab, np.ndarray) or np.ma.isMaskedArray(lab):
+        lab = checks.constant(lab, "y")
     if lab.shape != (N,):
         raise ModelError(f"y must have one label per row of X ({N}), got shape {lab.shape}")
     if lab.dtype == bool:
@@ -144,6 +173,7 @@ def logistic_regression_model(X: Any, y: Any, ard: bool = False, a0: float = 1e-
                               method: str = "quadratic") -> Model:
     """The model of ``logistic_regression``: w ~ N(0, α⁻¹I) (or diag(α)⁻¹), α ~ Gam(a₀, b₀),
     y_n ~ Bernoulli(σ(x_nᵀw)); ``method="quadratic"`` starts the Jaakkola–Jordan ξ at 0."""
+    ard = checks.flag(ard, "ard")
     from .nonconjugate import bernoulli_logit
 
     Xa = checks.constant(X, "X")
@@ -158,7 +188,7 @@ def logistic_regression_model(X: Any, y: Any, ard: bool = False, a0: float = 1e-
 
         w = mv_gaussian("w", mean=0.0, precision=alpha, dim=D)
         bernoulli_logit("y", logit=inner(Xa, w, plates=[n]), observed=s, method=method,
-                        xi0=0.0 if method == "quadratic" else None)
+                        xi0=0.0 if isinstance(method, str) and method == "quadratic" else None)
     return m
 
 
@@ -280,12 +310,10 @@ def logistic_predictive(result: Result, X_new: Any, method: str = "quadrature") 
     """
     from factors.kernels import jj_lambda, logistic_expectations
 
-    q = result.posterior("w")
-    Xn = checks.constant(X_new, "X_new")
-    Xn = Xn[None, :] if Xn.ndim == 1 else Xn
+    checks.choice(method, ("quadrature", "bound"), "method")
+    q = _posterior(result, "w")
     mu, V = q.mean(), q.cov()
-    if Xn.shape[-1] != mu.shape[-1]:
-        raise ModelError(f"X_new has {Xn.shape[-1]} columns but the model has {mu.shape[-1]} weights")
+    Xn = _new_inputs(X_new, mu.shape[-1])
     Vx = Xn @ V
     xVx = np.einsum("nd,nd->n", Vx, Xn)
     if method == "quadrature":
@@ -371,9 +399,10 @@ def softmax_predictive(result: Result, X_new: Any, n_samples: int = 2000, seed: 
     """p(y = k | x) under q(W)q(b), by Monte Carlo over the Gaussian scores (seeded)."""
     from factors.kernels import softmax
 
-    W, b = result.posterior("W"), result.posterior("b")
-    Xn = checks.constant(X_new, "X_new")
-    Xn = Xn[None, :] if Xn.ndim == 1 else Xn
+    W, b = _posterior(result, "W"), _posterior(result, "b")
+    Xn = _new_inputs(X_new, W.mean().shape[-1])
+    n_samples = checks.integer(n_samples, "n_samples", low=1, high=10**7)
+    seed = checks.seed(seed)
     mean = Xn @ W.mean().T + b.mean()
     var = np.einsum("nd,kde,ne->nk", Xn, W.cov(), Xn) + b.var()
     rng = np.random.default_rng(seed)
@@ -411,13 +440,23 @@ def predictive_log_density(result: Result, X_test: Any, y_test: Any, likelihood:
     from scipy.special import logsumexp
 
     log_lik = LIKELIHOODS.get(likelihood) if isinstance(likelihood, str) else likelihood
-    if log_lik is None:
+    if log_lik is None or not callable(log_lik):
         raise ModelError(f"likelihood must be one of {sorted(LIKELIHOODS)} or a function, got {likelihood!r}")
-    Xt = checks.constant(X_test, "X_test")
-    yt = np.asarray(y_test)
-    q = result.posterior(variable)
+    q = _posterior(result, variable)
+    Xt = _new_inputs(X_test, q.mean().shape[-1], "X_test")
+    yt = checks.constant(checks.bool_as_float(y_test), "y_test").reshape(-1)
+    if yt.shape[0] != Xt.shape[0]:
+        raise ModelError(f"y_test has {yt.shape[0]} entries but X_test has {Xt.shape[0]} rows")
+    n_samples = checks.integer(n_samples, "n_samples", low=1, high=10**7)
+    seed = checks.seed(seed)
     W = q.sample(n_samples, np.random.default_rng(seed))
-    ll = log_lik(W @ Xt.T, yt)  # (S, N)
+    try:
+        ll = np.asarray(log_lik(W @ Xt.T, yt), dtype=float)  # (S, N)
+    except Exception as err:  # noqa: BLE001 - the user's function failed: say so, with its own error
+        raise ModelError(f"likelihood(u, y) failed on u of shape {(len(W), len(Xt))}: {type(err).__name__}: "
+                         f"{err}") from err
+    if ll.shape != (len(W), len(Xt)):
+        raise ModelError(f"likelihood(u, y) must return an array of shape {(len(W), len(Xt))}, got {ll.shape}")
     if per_point:
         return logsumexp(ll, axis=0) - np.log(n_samples)
     return float(logsumexp(ll.sum(1)) - np.log(n_samples))
@@ -498,14 +537,14 @@ def poisson_predictive(result: Result, X_new: Any, exposure: Any = None) -> Coun
     With η = xᵀw ~ N(μ, s²) under q(w) and rate λ = e·exp(η) (lognormal): E[y] = E[λ] = e·exp(μ + s²/2),
     Var[y] = E[λ] + Var[λ] = E[λ] + E[λ]²(exp(s²) − 1).
     """
-    q = result.posterior("w")
-    Xn = checks.constant(X_new, "X_new")
-    Xn = Xn[None, :] if Xn.ndim == 1 else Xn
+    q = _posterior(result, "w")
     mu, V = q.mean(), q.cov()
-    if Xn.shape[-1] != mu.shape[-1]:
-        raise ModelError(f"X_new has {Xn.shape[-1]} columns but the model has {mu.shape[-1]} weights")
+    Xn = _new_inputs(X_new, mu.shape[-1])
     e = _exposure_vector(exposure, len(Xn), "exposure")
     s2 = np.einsum("nd,de,ne->n", Xn, V, Xn)
     log_mean = Xn @ mu + 0.5 * s2 + (0.0 if e is None else np.log(e))
     mean = np.exp(log_mean)
     return CountPredictive(mean, mean + mean * mean * np.expm1(s2))
+
+
+from .hmm_models import hmm, hmm_model  # noqa: E402, F401  (sequence models live in their own module)

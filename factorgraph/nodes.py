@@ -172,19 +172,24 @@ class Deterministic(Node):
                 out.extend(p.stochastic_parents())
         return out
 
+    def __getitem__(self, selector: Variable) -> Gate:
+        from .expressions import gate
+
+        return gate(self, selector)
+
     def __repr__(self) -> str:
         return f"<deterministic {self.name!r} plates={[p.name for p in self.plates]}>"
 
 
 @dataclass(eq=False)
 class Gate:
-    """``x[z]``: a plated variable (or constant array) indexed by a Categorical selector ``z``.
+    """``x[z]``: a plated variable, expression or constant array selected by a Categorical (or Bernoulli) ``z``.
 
     A factor with a gated argument is a mixture: it is replicated over the selector's category
     plate and each replicate is weighted by q(z = k).
     """
 
-    source: Variable | np.ndarray
+    source: Variable | Deterministic | np.ndarray
     selector: Variable
     plate: Plate
 

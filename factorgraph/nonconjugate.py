@@ -14,14 +14,17 @@ from factors.softmax import BOUNDS, CATEGORICAL_SOFTMAX
 
 from . import checks
 from .builders import _check_parent, _finish, _plates
+from .gates import is_random, source_plates
 from .model import current_model
-from .nodes import Deterministic, Indexed, ModelError, Plate, Variable
+from .nodes import Deterministic, Gate, ModelError, Plate, Variable
 
 LOGISTIC_METHODS = ("quadrature", "tilted", "quadratic")
 
 
-def _gaussian_node(model, x: Any, name: str, edge: str) -> Variable | Deterministic:
-    if not isinstance(x, Variable | Deterministic | Indexed):
+def _gaussian_node(model, x: Any, name: str, edge: str) -> Variable | Deterministic | Gate:
+    """A Gaussian variable or expression, or a gate over one (``fg.inner(X, W)[z]``: a mixture of experts,
+    whose E[log f] and messages are weighted by q(z = k))."""
+    if not is_random(x):
         raise ModelError(f"{name!r}: {edge} must be a Gaussian variable or expression (e.g. fg.inner), got {x!r}")
     _check_parent(model, x, name, edge, (Gaussian,))
     return x
@@ -45,30 +48,36 @@ def bernoulli_logit(name: str, logit: Any, *, observed: Any = None, mask: Any = 
     """
     model = current_model(f"bernoulli_logit {name!r}")
     model.check_name(name)
-    if method not in LOGISTIC_METHODS:
-        raise ModelError(f"{name!r}: method must be one of {LOGISTIC_METHODS}, got {method!r}")
+    checks.choice(method, LOGISTIC_METHODS, f"{name!r}: method")
     logit = _gaussian_node(model, logit, name, "logit")
-    vplates = model.sorted_plates([*_plates(model, plates, name), *logit.plates])
+    vplates = model.sorted_plates([*_plates(model, plates, name), *source_plates(logit)])
     var = Variable(model, name, Bernoulli, vplates)
     if observed is not None:
-        observed = _binary_labels(observed, mask, name)
-    params = {} if xi0 is None else {"xi0": float(checks.nonnegative(xi0, f"{name!r}: xi0"))}
+        observed, mask = _binary_labels(observed, mask, name)
+    params = {} if xi0 is None else {"xi0": checks.number(xi0, f"{name!r}: xi0", low=0.0, high=checks.MAX_ABS)}
     var = _finish(model, var, BERNOULLI_LOGIT, {"logit": logit}, params, observed, mask)
     var.prior.method = method
     return var
 
 
-def _binary_labels(observed: Any, mask: Any, name: str) -> np.ndarray:
-    lab = np.asarray(observed)
-    m = np.ones(lab.shape, bool) if mask is None else np.asarray(mask, dtype=bool)
-    if lab.dtype == bool:
-        return lab.astype(float)
-    vals = checks.observed_array(lab, mask, lab.shape, name)[0]
+def _binary_labels(observed: Any, mask: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Labels as bool, 0/1 or ±1 → (floats 0/1, NaN where missing; the mask, True = observed), missing
+    entries from ``mask=`` and from a masked array's own mask."""
+    if observed is None:
+        raise ModelError(f"{name!r}: observed labels are required, got None")
+    lab = checks.bool_as_float(observed)
+    shape = np.shape(np.ma.getdata(lab)) if np.ma.isMaskedArray(lab) else None
+    if shape is None:
+        try:
+            shape = np.shape(lab)
+        except (TypeError, ValueError):
+            shape = ()
+    vals, m = checks.observed_array(lab, mask, shape, name)
     seen = np.unique(vals[m])
     if np.all(np.isin(seen, (0.0, 1.0))):
-        return vals
+        return np.where(m, vals, np.nan), m
     if np.all(np.isin(seen, (-1.0, 1.0))):
-        return np.where(m, (vals + 1.0) / 2.0, np.nan)
+        return np.where(m, (vals + 1.0) / 2.0, np.nan), m
     bad = seen[~np.isin(seen, (-1.0, 0.0, 1.0))]
     raise ModelError(f"labels of {name!r} must be bool, 0/1 or -1/+1, got {bad[0] if bad.size else seen!r}")
 
@@ -85,35 +94,26 @@ def categorical_softmax(name: str, logits: Any, over: Plate, *, observed: Any = 
     """
     model = current_model(f"categorical_softmax {name!r}")
     model.check_name(name)
-    if method not in BOUNDS:
-        raise ModelError(f"{name!r}: method must be one of {tuple(BOUNDS)}, got {method!r}")
+    checks.choice(method, BOUNDS, f"{name!r}: method")
+    counts = checks.flag(counts, f"{name!r}: counts")
     logits = _gaussian_node(model, logits, name, "logits")
-    if not isinstance(over, Plate) or over not in logits.plates:
-        raise ModelError(f"{name!r}: over must be a plate of the logits {[p.name for p in logits.plates]}, "
+    if not isinstance(over, Plate) or over not in source_plates(logits):
+        raise ModelError(f"{name!r}: over must be a plate of the logits {[p.name for p in source_plates(logits)]}, "
                          f"got {over!r}")
     K = over.size
     if K < 2:
         raise ModelError(f"{name!r}: a softmax needs at least 2 classes, plate {over.name!r} has {K}")
-    vplates = tuple(p for p in logits.plates if p is not over)
+    vplates = model.sorted_plates([p for p in source_plates(logits) if p is not over])
     var = Variable(model, name, Categorical, vplates, (K,))
     var.category_plate = over
     obs = None
     if observed is not None:
         shape = tuple(p.size for p in vplates)
         if counts:
-            obs, mask = checks.observed_array(observed, mask, shape + (K,), name, event_ndim=1)
-            if np.any(obs[mask] < 0) or np.any(obs[mask] != np.round(obs[mask])):
-                raise ModelError(f"counts of {name!r} must be non-negative integers")
+            obs, mask = checks.counts(observed, mask, shape + (K,), name, event_ndim=1)
         else:
-            lab = np.asarray(observed)
-            if lab.shape != shape:
-                raise ModelError(f"observed labels of {name!r} have shape {lab.shape}, expected {shape}")
-            m = np.ones(shape, bool) if mask is None else checks.mask_array(mask, shape, name)
-            seen = lab[m].astype(float)
-            if np.any(~np.isfinite(seen)) or np.any(seen != np.round(seen)) or np.any((seen < 0) | (seen >= K)):
-                bad = seen[~np.isfinite(seen) | (seen != np.round(seen)) | (seen < 0) | (seen >= K)][0]
-                raise ModelError(f"observed labels of {name!r} must be integers 0..{K - 1}, got {bad!r}")
-            obs = np.where(m[..., None], np.where(m, lab, 0).astype(int)[..., None] == np.arange(K), np.nan)
+            lab, m = checks.integer_labels(observed, mask, shape, K, name)
+            obs = np.where(m[..., None], lab[..., None] == np.arange(K), np.nan)
             mask = m
     var = _finish(model, var, CATEGORICAL_SOFTMAX, {"logits": logits}, {}, obs, mask, {"logits": over})
     var.prior.method = method
@@ -124,8 +124,10 @@ def _site(name: str, ftype, x: Any, location: Any, params: dict, what: str) -> V
     model = current_model(f"{what} {name!r}")
     model.check_name(name)
     x = _gaussian_node(model, x, name, "x")
-    var = Variable(model, name, Gaussian, x.plates)
-    loc = np.broadcast_to(checks.constant(location, f"{name!r}: location"), var.shape).astype(float)
+    var = Variable(model, name, Gaussian, model.sorted_plates(source_plates(x)))
+    loc = checks.constant(location, f"{name!r}: location")
+    checks.fits(loc.shape, var.shape, f"{name!r}: location")
+    loc = np.broadcast_to(loc, var.shape).astype(float)
     var = _finish(model, var, ftype, {"x": x}, params, loc, None)
     var.prior.method = "default"
     return var
@@ -134,20 +136,20 @@ def _site(name: str, ftype, x: Any, location: Any, params: dict, what: str) -> V
 def laplace_site(name: str, x: Any, location: Any = 0.0, scale: float = 1.0) -> Variable:
     """Laplace potential (2τ)⁻¹exp(−|x − location|/τ) on a Gaussian x (a robust likelihood with
     ``location`` the observations, or a sparsity prior with location 0).  Closed form; run with NCVMP."""
-    tau = float(checks.positive(scale, f"{name!r}: scale"))
+    tau = checks.positive_number(scale, f"{name!r}: scale")
     return _site(name, LAPLACE_SITE, x, location, {"scale": tau}, "laplace_site")
 
 
 def cauchy_site(name: str, x: Any, location: Any = 0.0, scale: float = 1.0) -> Variable:
     """Cauchy potential (πγ[1 + ((x − location)/γ)²])⁻¹ on a Gaussian x, by quadrature."""
-    gam = float(checks.positive(scale, f"{name!r}: scale"))
+    gam = checks.positive_number(scale, f"{name!r}: scale")
     return _site(name, CAUCHY_SITE, x, location, {"scale": gam}, "cauchy_site")
 
 
 def student_t_site(name: str, x: Any, location: Any = 0.0, scale: float = 1.0, dof: float = 3.0) -> Variable:
     """Student-t potential with ``dof`` degrees of freedom and ``scale`` on a Gaussian x, by quadrature."""
-    sc = float(checks.positive(scale, f"{name!r}: scale"))
-    nu = float(checks.positive(dof, f"{name!r}: dof"))
+    sc = checks.positive_number(scale, f"{name!r}: scale")
+    nu = checks.positive_number(dof, f"{name!r}: dof")
     return _site(name, STUDENT_T_SITE, x, location, {"scale": sc, "dof": nu}, "student_t_site")
 
 
@@ -156,8 +158,9 @@ def probit(name: str, x: Any, *, observed: Any, mask: Any = None) -> Variable:
     model = current_model(f"probit {name!r}")
     model.check_name(name)
     x = _gaussian_node(model, x, name, "x")
-    s01 = _binary_labels(observed, mask, name)
-    if s01.shape != tuple(p.size for p in x.plates):
-        raise ModelError(f"labels of {name!r} have shape {s01.shape}, expected {tuple(p.size for p in x.plates)}")
-    var = Variable(model, name, Gaussian, x.plates)
+    s01, mask = _binary_labels(observed, mask, name)
+    xplates = model.sorted_plates(source_plates(x))
+    if s01.shape != tuple(p.size for p in xplates):
+        raise ModelError(f"labels of {name!r} have shape {s01.shape}, expected {tuple(p.size for p in xplates)}")
+    var = Variable(model, name, Gaussian, xplates)
     return _finish(model, var, PROBIT, {"x": x}, {}, 2.0 * s01 - 1.0, mask)

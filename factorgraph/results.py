@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from .nodes import ModelError
+
 # what an evidence figure is (docs/maths.md §2)
 LOWER_BOUND = "lower bound"
 LATTICE_BOUND = "lower bound up to lattice error"
@@ -104,6 +106,30 @@ class Result:
     def evidence(self) -> float:
         return self.elbo
 
+    def sample(self, draws: int = 1000, seed: int | None = 0) -> dict[str, np.ndarray]:
+        """Draws from the posterior approximation q, by latent variable name.
+
+        Arrays have shape ``(draws, *plates, *event)``.  Draws are joint where q is joint: a full-covariance
+        Gaussian block draws whole vectors, and class-plated weights handled as one block (``joint``) draw
+        all classes together from their joint q; distinct variables are independent under the mean-field
+        q.  A normal–gamma block ``w`` gives ``"w"`` and ``"w.tau"`` drawn jointly.
+        """
+        from .sampling import sample_posterior
+
+        return sample_posterior(self, draws, seed)
+
+    def summary(self, prob: float = 0.94, draws: int = 4000, seed: int | None = 0) -> Any:
+        """A pandas DataFrame of the posterior mean, sd and central ``prob`` credible interval per scalar.
+
+        Rows are named like ``"w[0]"``, ``"tau"``, ``"mu[3]"``.  Intervals are exact (quantiles of q)
+        where q has closed-form quantiles (Gaussian, Gamma, Beta, the marginals of a multivariate
+        Gaussian), else computed from ``draws`` draws of q; the ``exact`` column says which.  Needs
+        pandas (``pip install fgvmp[after]``).
+        """
+        from .summary import summary
+
+        return summary(self, prob, draws, seed)
+
     @property
     def time_per_iter(self) -> float:
         return self.time / max(self.n_iter, 1)
@@ -124,13 +150,17 @@ class Comparison:
     log_bayes_factor: np.ndarray  # against the best model
     probability: np.ndarray  # posterior model probabilities under a uniform model prior
     note: str = ""
+    elbo_se: np.ndarray | None = None  # Monte Carlo standard error of each figure (0: computed exactly)
 
     def __str__(self) -> str:
         w = max(5, *(len(n) for n in self.names))
         kw = max(4, *(len(k) for k in self.kinds))
-        lines = [f"{'model':<{w}}  {'evidence':>14}  {'kind':<{kw}}  {'log BF':>10}  {'P(model)':>9}"]
+        se = self.elbo_se if self.elbo_se is not None and np.any(self.elbo_se > 0) else None
+        sec = f"  {'± se':>10}" if se is not None else ""
+        lines = [f"{'model':<{w}}  {'evidence':>14}{sec}  {'kind':<{kw}}  {'log BF':>10}  {'P(model)':>9}"]
         for i in np.argsort(-self.evidence):
-            lines.append(f"{self.names[i]:<{w}}  {self.evidence[i]:14.6f}  {self.kinds[i]:<{kw}}  "
+            sei = f"  {se[i]:10.4f}" if se is not None else ""
+            lines.append(f"{self.names[i]:<{w}}  {self.evidence[i]:14.6f}{sei}  {self.kinds[i]:<{kw}}  "
                          f"{self.log_bayes_factor[i]:10.4f}  {self.probability[i]:9.4f}")
         if self.note:
             lines.append(self.note)
@@ -149,11 +179,21 @@ def compare(results: dict[str, Result]) -> Comparison:
     a uniform prior over the models.  Figures of different kinds (a bound against an approximation)
     are not like with like: the table says so.
     """
+    if not isinstance(results, dict):
+        raise ModelError(f"compare needs a dict of results by model name, e.g. {{'a': fg.infer(m1), 'b': "
+                         f"fg.infer(m2)}}, got {type(results).__name__}")
     if not results:
-        raise ValueError("compare needs at least one result")
-    names = list(results)
-    ev = np.array([results[n].elbo for n in names], dtype=float)
-    kinds = [results[n].evidence_kind for n in names]
+        raise ModelError("compare needs at least one result")
+    for n, r in results.items():
+        if not isinstance(r, Result):
+            raise ModelError(f"compare: results[{n!r}] must be a Result of fg.infer, got {type(r).__name__} "
+                             f"{r!r:.60}")
+        if not np.isfinite(r.elbo):
+            raise ModelError(f"compare: the evidence of {n!r} is {r.elbo!r}, not a finite number")
+    names = [str(n) for n in results]
+    ev = np.array([r.elbo for r in results.values()], dtype=float)
+    se = np.array([float(getattr(r, "elbo_se", 0.0) or 0.0) for r in results.values()])
+    kinds = [r.evidence_kind for r in results.values()]
     lbf = ev - ev.max()
     p = np.exp(lbf)
     p /= p.sum()
@@ -164,4 +204,10 @@ def compare(results: dict[str, Result]) -> Comparison:
     elif kinds[0] == LOWER_BOUND:
         note = ("note: lower bounds; their difference estimates a log Bayes factor only if the bounds are "
                 "equally tight")
-    return Comparison(names, ev, kinds, lbf, p, note)
+    close = [f"{names[best]} and {names[i]} differ by less than 2 se ({ev[best] - ev[i]:.3g} < "
+             f"2 × {np.hypot(se[best], se[i]):.3g}), within the Monte Carlo error of the figures"
+             for best in [int(np.argmax(ev))] for i in range(len(names))
+             if i != best and np.hypot(se[best], se[i]) > 0 and ev[best] - ev[i] < 2.0 * np.hypot(se[best], se[i])]
+    if close:
+        note = "\n".join(filter(None, [note, *(f"note: {c}" for c in close)]))
+    return Comparison(names, ev, kinds, lbf, p, note, se)

@@ -11,13 +11,18 @@ from .gaussian import GAUSSIAN
 from .grouped_gaussian import GROUPED_GAUSSIAN
 from .linear_gaussian import LINEAR_GAUSSIAN
 from .logistic import BERNOULLI_LOGIT
+from .markov_chain import MARKOV_CHAIN
 from .multinomial import MULTINOMIAL, MULTINOMIAL_SOFTMAX
 from .mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
+from .mv_gaussian_wishart import MV_GAUSSIAN_WISHART
 from .normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
+from .normal_wishart import MV_GAUSSIAN_NORMAL_WISHART, NORMAL_WISHART
 from .poisson import POISSON, POISSON_LOG
 from .scale_priors import SCALE_PRIOR
 from .sites import CAUCHY_SITE, LAPLACE_SITE, PROBIT, STUDENT_T_SITE
 from .softmax import CATEGORICAL_SOFTMAX
+from .student_t import STUDENT_T
+from .wishart import WISHART
 
 FACTOR_TYPES: tuple[FactorType, ...] = (
     GAUSSIAN, GAMMA, BETA, BERNOULLI, DIRICHLET, CATEGORICAL, MV_GAUSSIAN, MV_GAUSSIAN_FIXED,
@@ -25,7 +30,10 @@ FACTOR_TYPES: tuple[FactorType, ...] = (
     LAPLACE_SITE, CAUCHY_SITE, STUDENT_T_SITE, PROBIT,
     GROUPED_GAUSSIAN,
     POISSON, POISSON_LOG, BINOMIAL, BINOMIAL_LOGIT, MULTINOMIAL, MULTINOMIAL_SOFTMAX,
+    WISHART, MV_GAUSSIAN_WISHART, NORMAL_WISHART, MV_GAUSSIAN_NORMAL_WISHART,
 )
 FACTOR_TYPES += (SCALE_PRIOR,)
+FACTOR_TYPES += (MARKOV_CHAIN,)
+FACTOR_TYPES += (STUDENT_T,)
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

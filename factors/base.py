@@ -53,6 +53,9 @@ class FactorType:
         self.pointwise: dict[str, Callable] = {}
         # NCVMP's first message along an edge, by method (see ``initial``)
         self.initial_rules: dict[tuple[str, str], Rule] = {}
+        # a structured factor owns the posterior of its "out" variable: fn(m, p, potentials) -> q, where
+        # potentials are the summed messages of every other factor (None: the starting q from m["out"])
+        self.structured: Callable | None = None
 
     def rule(self, edge: str, algorithm: str = "vmp", method: str = "default") -> Callable[[Rule], Rule]:
         if edge not in self.edges:

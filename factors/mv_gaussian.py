@@ -12,6 +12,11 @@ Two precision forms:
   the improper flat prior Λ = 0, whose evidence term is taken as 0 (flat density 1).
 
 Messages to out and to mean: (E[Λ]E[other], −½E[Λ]).
+
+Missing coordinates of an observed ``out`` (``p["observed_coords"]``, m ∈ {0, 1}^D per row) are
+marginalised: with Λ = αI or diag(α) the density of the observed coordinates has Λ_o = diag(m ∘ α), so
+S_dd, log α_d and the count D are taken over the observed coordinates only (n_o = Σ m_d).  A constant Λ
+gets the per-row marginal precision (``p["precision"]`` per row, ``p["logdet"]``, ``p["n_obs"]``).
 """
 
 from __future__ import annotations
@@ -35,8 +40,11 @@ def _scatter(m: Moments) -> np.ndarray:
 def _lam(m: Moments, p: dict) -> np.ndarray:
     """E[Λ] as a (…, D, D) matrix."""
     a = m["precision"][0]
-    eye = np.eye(p["D"])
-    return a[..., :, None] * eye if p["ard"] else a[..., None, None] * eye
+    diag = a if p["ard"] else a[..., None]
+    obs = p.get("observed_coords")
+    if obs is not None:
+        diag = diag * obs
+    return diag[..., :, None] * np.eye(p["D"]) if diag.shape[-1] == p["D"] else diag[..., None] * np.eye(p["D"])
 
 
 def _message(lam: np.ndarray, other_mean: np.ndarray) -> tuple:
@@ -56,8 +64,14 @@ def mv_to_mean(m: Moments, p: dict) -> tuple:
 @MV_GAUSSIAN.rule("precision", "vmp")
 def mv_to_precision(m: Moments, p: dict) -> tuple:
     s = _scatter(m)
+    obs = p.get("observed_coords")
+    d = np.diagonal(s, axis1=-2, axis2=-1)
+    if obs is not None:
+        d = d * obs
+        if p["ard"]:
+            return (-0.5 * d, 0.5 * np.broadcast_to(obs, d.shape))
+        return (-0.5 * d.sum(-1), 0.5 * np.broadcast_to(obs, d.shape).sum(-1))
     if p["ard"]:
-        d = np.diagonal(s, axis1=-2, axis2=-1)
         return (-0.5 * d, np.full_like(d, 0.5))
     t = np.trace(s, axis1=-2, axis2=-1)
     return (-0.5 * t, np.full_like(t, 0.5 * p["D"]))
@@ -68,6 +82,13 @@ def mv_evidence(m: Moments, p: dict) -> np.ndarray:
     a, loga = m["precision"]
     s = _scatter(m)
     D = p["D"]
+    obs = p.get("observed_coords")
+    if obs is not None:
+        d = np.diagonal(s, axis1=-2, axis2=-1) * obs
+        n = obs.sum(-1)
+        if p["ard"]:
+            return 0.5 * (obs * loga).sum(-1) - 0.5 * n * LOG_2PI - 0.5 * (a * d).sum(-1)
+        return 0.5 * n * loga - 0.5 * n * LOG_2PI - 0.5 * a * d.sum(-1)
     if p["ard"]:
         return 0.5 * loga.sum(-1) - 0.5 * D * LOG_2PI - 0.5 * (a * np.diagonal(s, axis1=-2, axis2=-1)).sum(-1)
     return 0.5 * D * loga - 0.5 * D * LOG_2PI - 0.5 * a * np.trace(s, axis1=-2, axis2=-1)
@@ -88,5 +109,5 @@ def mvf_evidence(m: Moments, p: dict) -> np.ndarray:
     if p["logdet"] is None:  # improper flat prior: density 1, no evidence term
         return np.zeros(m["out"][0].shape[:-1])
     s = _scatter(m)
-    D = p["D"]
+    D = p.get("n_obs", p["D"])
     return 0.5 * p["logdet"] - 0.5 * D * LOG_2PI - 0.5 * np.einsum("...ij,...ji->...", p["precision"], s)

@@ -66,3 +66,52 @@ def move_event_to_plate(arr: np.ndarray, plates: Sequence[int], plate: int, even
     and ``event_ndim`` counts the event axes of the result."""
     i = list(plates).index(plate)
     return np.moveaxis(arr, arr.ndim - event_ndim - 1, i)
+
+
+def weighted_reduce(arr: np.ndarray, weights: np.ndarray, src: Sequence[int], dst: Sequence[int],
+                    sizes: Sequence[int], event_ndim: int) -> np.ndarray:
+    """``reduce(arr · weights)`` without forming the product: one batched matrix product, so a message that
+    is the same for every row (a singleton axis) times per-row gate weights never becomes an array over
+    rows × categories × event.
+
+    ``weights`` has one axis per plate of ``src`` (singletons allowed) and no event axes.
+    """
+    arr = np.asarray(arr, dtype=float)
+    nb = len(src)
+    if arr.ndim - event_ndim < nb:
+        arr = arr.reshape((1,) * (nb - arr.ndim + event_ndim) + arr.shape)
+    w = np.asarray(weights, dtype=float)
+    w = w.reshape((1,) * (nb - w.ndim) + w.shape)
+    keep = {i for i, p in enumerate(src) if p in set(dst)}
+    ev_shape = arr.shape[nb:]
+    # plates where both are singletons and that are summed: a factor of the plate's size
+    factor = float(np.prod([sizes[i] for i in range(nb) if i not in keep and arr.shape[i] == 1 and w.shape[i] == 1]))
+    # sum each operand alone over the summed plates only it has
+    a_only = tuple(i for i in range(nb) if i not in keep and arr.shape[i] != 1 and w.shape[i] == 1)
+    w_only = tuple(i for i in range(nb) if i not in keep and w.shape[i] != 1 and arr.shape[i] == 1)
+    if a_only:
+        arr = arr.sum(axis=a_only, keepdims=True)
+    if w_only:
+        w = w.sum(axis=w_only, keepdims=True)
+    common = [i for i in range(nb) if i not in keep and arr.shape[i] != 1 and w.shape[i] != 1]  # contracted
+    batch = [i for i in sorted(keep) if arr.shape[i] != 1 and w.shape[i] != 1]
+    a_keep = [i for i in sorted(keep) if arr.shape[i] != 1 and w.shape[i] == 1]
+    w_keep = [i for i in sorted(keep) if w.shape[i] != 1 and arr.shape[i] == 1]
+    bshape = [arr.shape[i] for i in batch]
+    csize = int(np.prod([arr.shape[i] for i in common]))
+    a_rest = [arr.shape[i] for i in a_keep] + list(ev_shape)
+    w_rest = [w.shape[i] for i in w_keep]
+    rest_a = [i for i in range(nb) if i not in batch + common + a_keep]
+    rest_w = [i for i in range(nb) if i not in batch + common + w_keep]
+    A = np.transpose(arr, batch + common + a_keep + rest_a + list(range(nb, arr.ndim)))
+    A = A.reshape(bshape + [csize, int(np.prod(a_rest))])
+    W = np.transpose(w, batch + common + w_keep + rest_w).reshape(bshape + [csize, int(np.prod(w_rest))])
+    out = np.swapaxes(W, -1, -2) @ A  # batch + (w_keep, a_keep + event)
+    out = out.reshape(bshape + w_rest + a_rest)
+    # axes now: batch, w_keep, a_keep, event; put the kept plates back in src order
+    order = batch + w_keep + a_keep
+    perm = [order.index(i) for i in sorted(order)]
+    out = np.transpose(out, perm + list(range(len(order), out.ndim)))
+    shape = [max(arr.shape[i], w.shape[i]) for i in sorted(keep)] + list(ev_shape)
+    out = out.reshape(shape)
+    return out * factor if factor != 1.0 else out

@@ -62,6 +62,10 @@ def gamma_from_stats(et: np.ndarray, elog: np.ndarray) -> tuple[np.ndarray, np.n
     by Newton's method from Minka's (2002) starting point; b = a / E[τ]."""
     et, elog = np.broadcast_arrays(np.asarray(et, float), np.asarray(elog, float))
     d = np.log(et) - elog
+    # a very concentrated q (shape ≳ 1e14) loses log E[τ] − E[log τ] ≈ 1/(2a) to rounding: keep it at the
+    # resolution of the two numbers (a point mass to working precision) instead of failing
+    floor = 4e-16 * (1.0 + np.abs(elog) + np.abs(np.log(et)))
+    d = np.where(np.isfinite(d) & (d <= floor) & (d > -64.0 * floor), floor, d)
     if np.any(~(d > 0)):
         raise ValueError(f"no Gamma has E[τ] = {et.ravel()[0]} and E[log τ] = {elog.ravel()[0]} "
                          "(Jensen requires log E[τ] > E[log τ])")

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from factorgraph import checks
 from factorgraph.nodes import ModelError
 
 
@@ -25,8 +26,8 @@ class VMP:
     monotone = True
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.damping, int | float) and 0.0 <= self.damping < 1.0):
-            raise ModelError(f"VMP: damping must lie in [0, 1), got {self.damping!r}")
+        object.__setattr__(self, "damping", checks.number(self.damping, "VMP: damping (in [0, 1))", low=0.0,
+                                                          high=1.0, high_open=True))
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,8 @@ class NCVMP:
     monotone = False
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.damping, int | float) and 0.0 <= self.damping < 1.0):
-            raise ModelError(f"NCVMP: damping must lie in [0, 1), got {self.damping!r}")
+        object.__setattr__(self, "damping", checks.number(self.damping, "NCVMP: damping (in [0, 1))", low=0.0,
+                                                          high=1.0, high_open=True))
         if isinstance(self.backtracking, np.bool_):
             object.__setattr__(self, "backtracking", bool(self.backtracking))
         if not (isinstance(self.backtracking, bool) or (isinstance(self.backtracking, str)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from distributions import Categorical, Gaussian, GaussianGamma, MvGaussian
+from distributions import Bernoulli, Categorical, Gaussian, GaussianGamma, MvGaussian
 from factorgraph.nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Plate, Variable
 from factors.base import RuleNotFound, one_hot, point_stats
 from factors.data_products import cached_gram
@@ -20,6 +20,9 @@ from factors.grouped_gaussian import GROUPED_GAUSSIAN
 from factors.linear_gaussian import LINEAR_GAUSSIAN
 from factors.mv_gaussian import MV_GAUSSIAN_FIXED
 from factors.normal_gamma import NORMAL_GAMMA
+from factors.plating import expand
+
+from .missing import drop_missing, prune_selectors
 
 
 class MissingRule(ModelError):
@@ -43,6 +46,7 @@ class CFactor:
     damping: float = 0.0
     initial_damping: float = 0.0
     initial: dict[str, Any] = field(default_factory=dict)  # edge -> NCVMP's first message (``FactorType.initial``)
+    weight: np.ndarray | None = None  # 1 = observed, 0 = missing output entry, on the factor's plates (or None)
 
     @property
     def name(self) -> str:
@@ -79,6 +83,10 @@ class Compiled:
     # handled variable -> natural parameters (Λ₀m₀, −½Λ₀) of its constant prior, for a handler that learns
     # the prior's precision multiplier (flattened class-major for a class-plated block)
     block_prior: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # partly observed leaves whose missing entries drop out of their likelihood (schedules.missing)
+    dropped: set[str] = field(default_factory=set)
+    # latent selectors with entries that have no observed descendant: name -> True where an entry is kept
+    pruned: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def compile_model(model, algorithm, schedule=None, init=None, damping: dict | None = None,
@@ -122,6 +130,8 @@ def compile_model(model, algorithm, schedule=None, init=None, damping: dict | No
                 c.consumers.setdefault(id(parent), []).append(Consumer(det=d, role=role))
     _register_indexed(c, used)
     _claim(c, handlers or {})
+    drop_missing(c)
+    prune_selectors(c)
     c.order = _schedule(c, schedule, init or {})
     return c
 
@@ -220,7 +230,8 @@ def _check_learn(c: Compiled, v: Variable, handler: Any) -> None:
 
 def _used_deterministics(c: Compiled, model) -> list[Deterministic]:
     used: list[Deterministic] = []
-    frontier = [a for f in c.factors for a in f.node.edges.values() if isinstance(a, Deterministic)]
+    frontier = [a.source if isinstance(a, Gate) else a for f in c.factors for a in f.node.edges.values()]
+    frontier = [a for a in frontier if isinstance(a, Deterministic)]
     while frontier:
         d = frontier.pop()
         if d in used:
@@ -237,6 +248,7 @@ def _fuse(model) -> list[FactorNode]:
     uses: dict[int, int] = {}
     for f in model.factors:
         for a in f.edges.values():
+            a = a.source if isinstance(a, Gate) else a
             if isinstance(a, Deterministic):
                 uses[id(a)] = uses.get(id(a), 0) + 1
     for d in model.deterministics:
@@ -307,6 +319,8 @@ def _compile_factor(f: FactorNode, algorithm, model, handled: set[str] = frozens
             try:
                 rules[edge] = f.ftype.get_rule(edge, algorithm.name, f.method)
             except RuleNotFound as e:
+                if edge == "out" and getattr(target, "mask", None) is not None:
+                    continue  # partly observed data of an observed-only family: schedules.missing drops them
                 raise MissingRule(f"{f.name}: {e}") from None
             if algorithm.name == "ncvmp" and (edge, f.method) in f.ftype.initial_rules:
                 initial[edge] = f.ftype.initial_rules[(edge, f.method)]
@@ -314,8 +328,11 @@ def _compile_factor(f: FactorNode, algorithm, model, handled: set[str] = frozens
         evidence, kind = f.ftype.get_evidence(f.method)
     except RuleNotFound as e:
         raise ModelError(f"{f.name}: {e}") from None
-    gates = [a for a in f.edges.values() if isinstance(a, Gate)]
+    gates = [a for a in (*f.edges.values(), *f.params.values()) if isinstance(a, Gate)]
     fplates = tuple(p.index for p in f.plates)
+    for k, g in list(params.items()):  # constants selected by fg.select: (K, event...) onto the factor's plates
+        if isinstance(g, Gate):
+            params[k] = expand(g.source, (g.plate.index,), fplates, g.source.ndim - 1)
     const = {}
     for edge, arg in f.edges.items():
         if isinstance(arg, np.ndarray):
@@ -393,7 +410,8 @@ def _schedule(c: Compiled, schedule, init: dict) -> list[Variable]:
         lengths = nx.multi_source_dijkstra_path_length(g, observed)
         dist = {k: v for k, v in lengths.items()}
     decl = {v.name: i for i, v in enumerate(model.variables.values())}
-    late = set(init) | {v.name for v in c.latent if v.family is Categorical and id(v) in c.selector_factors}
+    late = set(init) | {v.name for v in c.latent
+                        if v.family in (Categorical, Bernoulli) and id(v) in c.selector_factors}
 
     def key(v: Variable):
         return (v.name in late, dist.get(v.name, np.inf), decl[v.name])
@@ -409,7 +427,7 @@ def categorical_init(v: Variable, factors: list[CFactor], rng: np.random.Generat
     draw Dirichlet(1) rows.  Random soft responsibilities make every component start at the data
     mean, from where VMP often merges clusters; data-driven seeding avoids most such optima.
     """
-    K = v.event_shape[0]
+    K = v.event_shape[0] if v.event_shape else 2  # a Bernoulli selector has two categories
     data = _gated_data(v, factors)
     if data is None:
         r = rng.dirichlet(np.ones(K), size=v.shape)
@@ -421,11 +439,21 @@ def categorical_init(v: Variable, factors: list[CFactor], rng: np.random.Generat
             idx = rng.choice(len(data), p=d2 / total) if total > 0 else rng.integers(len(data))
             centres.append(data[idx])
         d2 = np.stack([((data - c) ** 2).sum(-1) for c in centres], axis=-1)
+        # ties (one-hot data such as word tokens: every non-prototype is equally far) go to a random nearest
+        d2 = d2 + rng.random(d2.shape) * 1e-9 * (1.0 + d2.max())
         r = np.full(d2.shape, 0.1 / K)
         r[np.arange(len(data)), d2.argmin(-1)] += 0.9
         r = r.reshape(v.shape + (K,))
     if v.mask is not None:
-        r = np.where(v.mask[..., None], np.nan_to_num(v.value), r)
+        obs = np.nan_to_num(v.value)
+        if not v.event_shape:  # Bernoulli: observed 0/1 as (q(False), q(True))
+            obs = np.stack([1.0 - obs, obs], axis=-1)
+        if v.mask.any():  # name the seeded clusters after the observed labels they hold most of
+            from scipy.optimize import linear_sum_assignment
+
+            agree = np.where(v.mask[..., None], r, 0.0).reshape(-1, K).T @ obs.reshape(-1, K)
+            r = r[..., linear_sum_assignment(-agree)[1].argsort()]
+        r = np.where(v.mask[..., None], obs, r)
     return r
 
 

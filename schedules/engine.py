@@ -10,7 +10,6 @@ into deterministic nodes are pulled back to their parents.  The ELBO is
 
 from __future__ import annotations
 
-import sys
 import time
 from contextlib import nullcontext
 from functools import cache
@@ -19,14 +18,15 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from distributions import Categorical, Gamma, Gaussian, GaussianGamma, MvGaussian
+from distributions import Bernoulli, Categorical, Gamma, Gaussian, GaussianGamma, MvGaussian
 from factorgraph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
 from factors.base import point_stats
 from factors.data_products import row_threads
 from factors.deterministic import Inner
 from factors.index import gather, scatter
-from factors.plating import expand, move_event_to_plate, move_plate_to_event, reduce
+from factors.plating import expand, move_event_to_plate, move_plate_to_event, reduce, weighted_reduce
 
+from . import progress as _progress
 from .compiled import CFactor, Compiled, categorical_init
 
 
@@ -76,6 +76,8 @@ class Engine:
         for v in c.model.variables.values():
             if v.mask is not None and not v.is_latent:
                 self.version[v.name] = 0  # statistics of data are computed when first read
+        # variables whose prior factor owns their posterior (a Markov chain): variable name -> factor
+        self.structured = {f.node.edges["out"].name: f for f in c.factors if f.node.ftype.structured is not None}
 
     # ------------------------------------------------------------------------------ statistics
     def node_stats(self, node) -> tuple:
@@ -93,7 +95,7 @@ class Engine:
         try:
             return self.stats[node.name]
         except KeyError:
-            if node.mask is not None and not node.is_latent:
+            if node.mask is not None and (not node.is_latent or node.name in self.c.dropped):
                 self.stats[node.name] = self.observed_stats(node)
                 return self.stats[node.name]
             raise InferenceError(f"{node.name!r} is used before it has a posterior") from None
@@ -173,10 +175,21 @@ class Engine:
         """q(z = k) on the factor's plates (the selector's categories on the gate's plate)."""
         g = f.gate
         z = g.selector
-        r = self.stats[z.name][0]
+        r = self.node_stats(z)[0]
+        if z.family is Bernoulli:  # selects like a two-category Categorical: (q(False), q(True))
+            r = np.stack([1.0 - r, r], axis=-1)
         plates = sorted([p.index for p in z.plates] + [g.plate.index])
         r = np.moveaxis(r, -1, plates.index(g.plate.index))
         return expand(r, plates, f.plates, 0)
+
+    def instance_weights(self, f: CFactor, edge: str = "") -> np.ndarray | None:
+        """Weight of each factor instance on the factor's plates: q(z = k) for a gated factor, times 0 on
+        the missing entries of a partly observed output (which drop out of the likelihood); None = all 1.
+        The message to ``out`` is not weighted (a dropped selector entry keeps its prior as posterior)."""
+        r = self.gate_weights(f) if f.gate is not None else None
+        if f.weight is not None and edge != "out":
+            r = f.weight if r is None else r * f.weight
+        return r
 
     # ------------------------------------------------------------------------------ messages
     def factor_message(self, f: CFactor, edge: str) -> tuple:
@@ -193,11 +206,12 @@ class Engine:
         consumed = f.node.consumed.get(edge)
         if consumed is not None:
             evs = [k + 1 for k in evs]
-        if f.gate is not None:
-            r = self.gate_weights(f)
-            msg = tuple(m * r.reshape(r.shape + (1,) * k) for m, k in zip(msg, evs, strict=True))
         dst = [p.index for p in node.plates if p is not consumed]
-        out = tuple(reduce(m, f.plates, dst, f.sizes, k) for m, k in zip(msg, evs, strict=True))
+        r = self.instance_weights(f, edge)
+        if r is not None:  # weighted per instance and summed in one contraction
+            out = tuple(weighted_reduce(m, r, f.plates, dst, f.sizes, k) for m, k in zip(msg, evs, strict=True))
+        else:
+            out = tuple(reduce(m, f.plates, dst, f.sizes, k) for m, k in zip(msg, evs, strict=True))
         if consumed is not None:
             full = [p.index for p in node.plates]
             out = tuple(move_event_to_plate(m, full, consumed.index, k - 1) for m, k in zip(out, evs, strict=True))
@@ -214,12 +228,17 @@ class Engine:
     def selector_message(self, f: CFactor) -> tuple:
         """Message from a gated factor to its selector: E[log f] per category."""
         e = f.evidence(_Moments(self, f), f.params)
+        if f.weight is not None:
+            e = e * f.weight
         g = f.gate
         plates = sorted([p.index for p in g.selector.plates] + [g.plate.index])
         e = reduce(e, f.plates, plates, f.sizes, 0)
         e = np.broadcast_to(e, e.shape[:plates.index(g.plate.index)] + (g.plate.size,)
                             + e.shape[plates.index(g.plate.index) + 1:])
-        return (np.moveaxis(e, plates.index(g.plate.index), -1),)
+        e = np.moveaxis(e, plates.index(g.plate.index), -1)
+        if g.selector.family is Bernoulli:  # natural parameter: the log-odds of True
+            return (e[..., 1] - e[..., 0],)
+        return (e,)
 
     def det_incoming(self, d: Deterministic) -> tuple:
         total = None
@@ -254,6 +273,8 @@ class Engine:
         return tuple(total)
 
     def set_posterior(self, v: Variable, q: Any) -> None:
+        if v.mask is not None and v.family in (Categorical, Bernoulli) and v.mask.any():
+            q = _pin_observed(v, q)
         s = q.expected_stats()
         for a in s:
             if not np.all(np.isfinite(a)):
@@ -285,6 +306,9 @@ class Engine:
         plate = self.c.sequential.get(v.name)
         if plate is not None:
             self._update_sequential(v, plate)
+            return
+        if v.name in self.structured:
+            self._update_structured(v, self.structured[v.name])
             return
         nat = self.natural_sum(v)
         self._accept(v, nat)
@@ -326,6 +350,24 @@ class Engine:
             self.set_posterior(v, marginal)
         else:
             self.set_posterior(v, fit.q)
+
+    def _update_structured(self, v: Variable, f: CFactor, start: bool = False) -> None:
+        """A structured prior factor computes q(v) from the sum of every other message into v (its node
+        potentials); with ``start`` it builds its starting q from v's current statistics instead."""
+        pot = None
+        if not start:
+            pot = v.family._zero_natural(v.shape, v.event_shape)[0]
+            for cons in self.c.consumers.get(id(v), []):
+                if cons.factor is not f:
+                    pot = pot + self.consumer_message(cons)[0]
+            for g in self.c.selector_factors.get(id(v), []):
+                pot = pot + self.selector_message(g)[0]
+        try:
+            q = f.node.ftype.structured(_Moments(self, f), f.params, pot)
+        except FloatingPointError as e:
+            raise InferenceError(f"the update of {v.name!r}: {e}") from None
+        f.params["state"]["q"] = q
+        self.set_posterior(v, q)
 
     def _update_sequential(self, v: Variable, plate) -> None:
         """Gauss–Seidel over the elements of a coupled plate: each element's update sees the others'
@@ -390,8 +432,9 @@ class Engine:
             if f.claimed_by is not None:
                 continue
             e = f.evidence(_Moments(self, f), f.params)
-            if f.gate is not None:
-                e = e * self.gate_weights(f)
+            r = self.instance_weights(f)
+            if r is not None:
+                e = e * r
             ef += float(np.sum(reduce(e, f.plates, (), f.sizes, 0)))
         h = 0.0
         for v in self.c.latent:
@@ -399,6 +442,8 @@ class Engine:
                 h += self.block[v.name].entropy
                 continue
             ent = np.broadcast_to(self.q[v.name].entropy(), v.shape)
+            if v.name in self.c.pruned:
+                ent = ent * self.c.pruned[v.name]
             h += float(ent[~v.mask].sum()) if v.mask is not None else float(ent.sum())
         return ef, h
 
@@ -416,12 +461,15 @@ class Engine:
             if name not in model.variables or not model.variables[name].is_latent:
                 raise ModelError(f"init: {name!r} is not a latent variable of model {model.name!r}")
         for v in model.variables.values():
-            if not v.is_latent:
+            if not v.is_latent or v.name in self.c.dropped:
                 continue
             if v.name in init:
                 self.set_posterior(v, _coerce_init(v, init[v.name]))
-            elif v.family is Categorical and id(v) in self.c.selector_factors:
-                self.set_posterior(v, Categorical(probs=categorical_init(v, self.c.selector_factors[id(v)], rng)))
+            elif v.family is Categorical and (id(v) in self.c.selector_factors or v.name in self.structured):
+                self.set_posterior(v, Categorical(probs=categorical_init(v, self.c.selector_factors.get(id(v), []),
+                                                                         rng)))
+            elif v.family is Bernoulli and id(v) in self.c.selector_factors:
+                self.set_posterior(v, Bernoulli(probs=categorical_init(v, self.c.selector_factors[id(v)], rng)[..., 1]))
             else:
                 prior = next(f for f in self.c.factors if f.node is v.prior)
                 q = v.family.from_natural(*self._prior_natural(v, prior))
@@ -431,6 +479,8 @@ class Engine:
                 if not np.all(ok):
                     q = _default_init(v)
                 self.set_posterior(v, q)
+        for name, f in self.structured.items():
+            self._update_structured(model.variables[name], f, start=True)
         self.max_change = 0.0
         self.changes = {}
 
@@ -465,6 +515,14 @@ def _observed_stats(v: Variable) -> tuple:
     return point_stats(v.family, val)
 
 
+def _pin_observed(v: Variable, q: Any) -> Any:
+    """A partly observed label's posterior: a point mass at each observed entry (semi-supervised)."""
+    obs = np.nan_to_num(v.value)
+    if v.family is Bernoulli:
+        return Bernoulli(probs=np.where(v.mask, obs, np.broadcast_to(q.probs, v.mask.shape)))
+    return Categorical(probs=np.where(v.mask[..., None], obs, np.broadcast_to(q.probs, obs.shape)))
+
+
 def _default_init(v: Variable):
     """Proper starting point for a variable whose prior is improper (flat): N(0, 1), N(0, I), Gam(1, 1)."""
     if v.family is Gaussian:
@@ -496,7 +554,7 @@ def _summary(nat: tuple) -> str:
 
 
 def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, init: dict,
-        callbacks: list, progress: bool, seed: int | None, warmup: list[Variable]) -> dict[str, Any]:
+        callbacks: list, progress: bool | None, seed: int | None, warmup: list[Variable]) -> dict[str, Any]:
     """Iterate the schedule until convergence; returns the pieces of a Result."""
     eng = Engine(c)
     t0 = time.perf_counter()
@@ -520,11 +578,12 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
     # a handler's optimiser makes many small products (draws × D by D × N, gradients, D × D factors) that threaded
     # BLAS runs slower than one thread (MVI on a 3000-row logistic regression: benchmarks/handler_blas_threads.py)
     kernels = kernels or bool(c.handlers)
-    with _one_thread_blas() if kernels else nullcontext(), row_threads() if kernels else nullcontext():
-        it, converged, reason = _iterate(c, eng, trace, max_iter, tol, param_tol, callbacks, progress,
-                                         single_block, warnings)
-    if progress:
-        print(file=sys.stderr)
+    with _progress.active(_progress.resolve(progress)):
+        progress = _progress.bar(c.model.name, max_iter, unit="sweep", leave=True)
+        with _one_thread_blas() if kernels else nullcontext(), row_threads() if kernels else nullcontext():
+            it, converged, reason = _iterate(c, eng, trace, max_iter, tol, param_tol, callbacks, progress,
+                                             single_block, warnings)
+        progress.close()
     if eng.raised:
         final = {f.name: f.damping for f in c.factors if f.name in eng.raised}
         notes.append(f"backtracking raised damping to {eng.raised}" + (
@@ -562,7 +621,7 @@ _RELAX_AFTER = 3
 
 
 def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | None, param_tol: float | None,
-             callbacks: list, progress: bool, single_block: bool, warnings: list[str]) -> tuple[int, bool, str]:
+             callbacks: list, progress: Any, single_block: bool, warnings: list[str]) -> tuple[int, bool, str]:
     """The sweeps of ``run``: (iterations, converged, why it stopped if not converged).
 
     Under NCVMP's backtracking (``True``, or ``"adaptive"``, the default) a sweep that lowers the ELBO by
@@ -641,8 +700,7 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
             warnings.append(f"iteration {it}: the ELBO decreased by {trace[-1] - L:.3g}")
         delta = abs(L - trace[-1]) if trace else np.inf
         trace.append(L)
-        if progress:
-            print(f"\r{c.model.name}: iteration {it:4d}  ELBO {L: .10g}", end="", file=sys.stderr)
+        progress.update(L)
         stop = said_converged = False
         for cb in callbacks:
             answer = cb(it, L, eng)

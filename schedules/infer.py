@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from factorgraph import convergence
+from factorgraph import checks, convergence
 from factorgraph.model import Model
 from factorgraph.nodes import Deterministic, Gate, ModelError, Variable
 from factorgraph.results import Result, combine_kinds
@@ -18,14 +18,14 @@ from .algorithms import NCVMP, VMP
 from .compiled import _feeds_handler, _needs_messages, compile_model
 from .engine import run
 
-_AUTO = object()
+_AUTO = "auto"  # tol/param_tol: chosen from the algorithm (see the docstring)
 
 
 def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO,
           param_tol: Any = _AUTO, init: dict[str, Any] | None = None,
           schedule: Sequence[str] | None = None, warmup: Sequence[str] = (),
           damping: dict[str, float] | None = None, handlers: dict[str, Any] | None = None,
-          callbacks: Sequence[Callable] = (), progress: bool = False, seed: int | None = 0) -> Result:
+          callbacks: Sequence[Callable] = (), progress: bool | None = None, seed: int | None = 0) -> Result:
     """Run inference on a model.
 
     Parameters
@@ -47,13 +47,13 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     tol
         Stop when the ELBO changes by at most ``tol·|ELBO|`` between sweeps (None: never); with damped
         factors, by at most ``tol·|ELBO|·(1 − α)``.
-        Default: 1e-9 under VMP (1e-6 with handlers), None under NCVMP (whose ELBO need not be
+        Default ``"auto"``: 1e-9 under VMP (1e-6 with handlers), None under NCVMP (whose ELBO need not be
         monotone).
     param_tol
         Stop when no natural parameter η changed by more than this, relative to 1 + |η|, in a sweep
         (None: never); with damped factors the change is divided by 1 − α (the full step, not the damped
         one), so heavy damping does not pass for convergence.
-        Default: None under VMP, 1e-8 under NCVMP.
+        Default ``"auto"``: None under VMP, 1e-8 under NCVMP.
     init
         Starting posteriors by variable name (a distribution object, or for a Categorical an
         array of probabilities); variables given here are updated last in each sweep.
@@ -76,30 +76,30 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         as converged (your own stopping rule).
         ``engine.trace`` holds the ELBO history, ending with the current value.
     progress
-        Print the iteration and the ELBO to stderr.
+        Progress bars on standard error (tqdm when installed, else a plain line): the sweeps with the
+        ELBO, and the stages of global handlers (MVI iterations, BVI components, AI-KL lattice rounds,
+        Laplace hyperparameter search).  ``None`` (default): shown when standard error is a terminal;
+        ``True``: always; ``False``: never.
     seed
         Seeds the random responsibilities that break the symmetry of a mixture's selector when no
         ``init`` is given for it (the only randomness in VMP).
     """
     if not isinstance(model, Model):
         raise ModelError(f"infer needs an fg.Model, got {type(model).__name__}")
+    if algorithm is not None and not isinstance(getattr(algorithm, "name", None), str):
+        raise ModelError(f"algorithm must be fg.VMP() or fg.NCVMP(), got {checks._short(algorithm)}")
     chosen = ""
     if algorithm is None:
         algorithm, chosen = _default_algorithm(model, handlers)
     if not hasattr(algorithm, "name") or algorithm.name not in ("vmp", "ncvmp"):
         raise ModelError(f"algorithm must be fg.VMP() or fg.NCVMP(), got {algorithm!r}")
+    tol, param_tol, max_iter, seed, progress, init, schedule, warmup, damping, handlers, callbacks = _options(
+        tol, param_tol, max_iter, seed, progress, init, schedule, warmup, damping, handlers, callbacks)
     monotone = getattr(algorithm, "monotone", True)
     if tol is _AUTO:  # a handler refits its block each sweep, to its optimiser's tolerance
         tol = (1e-6 if handlers else 1e-9) if monotone else None
     if param_tol is _AUTO:
         param_tol = None if monotone else 1e-8
-    for label, value in (("tol", tol), ("param_tol", param_tol)):
-        if value is not None and not (isinstance(value, int | float) and value >= 0):
-            raise ModelError(f"{label} must be a non-negative number or None, got {value!r}")
-    if schedule is not None and len(set(schedule)) != len(schedule):
-        raise ModelError(f"schedule names a variable twice: {list(schedule)}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-        raise ModelError(f"max_iter must be a positive integer, got {max_iter!r}")
     t0 = time.perf_counter()
     c = compile_model(model, algorithm, schedule, init, damping, handlers)
     compile_time = time.perf_counter() - t0
@@ -132,6 +132,11 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     hyper = {k: fit.info["hyperparameters"] for k, fit in eng.block.items() if "hyperparameters" in fit.info}
     if hyper:
         notes.append(f"learned hyperparameters (the evidence is at these values): {hyper}")
+    dofs = {f.node.edges["out"].name: {"dof": float(f.params["state"].get("dof", f.params["dof"]))}
+            for f in c.factors if f.params.get("learn_dof")}  # fg.student_t(..., dof="learn")
+    if dofs:
+        notes.append(f"learned Student-t degrees of freedom (the evidence is at these values): {dofs}")
+        hyper.update(dofs)
     result = Result(model.name, algorithm.name, dict(eng.q), float(trace[-1]), kind, trace, out["n_iter"],
                     out["converged"], out["time"], compile_time, out["warnings"], elbo_se, notes)
     result.joint.update(eng.joint)
@@ -160,3 +165,58 @@ def _default_algorithm(model: Model, handlers: Any) -> tuple[Any, str]:
         return VMP(), ""
     return NCVMP(), (f"algorithm: fg.NCVMP(), chosen by default because these factors have no VMP rule: "
                      f"{', '.join(lacking)}")
+
+
+def _names(value: Any, what: str) -> list[str]:
+    if value is None or isinstance(value, str | bytes | dict | set) or not hasattr(value, "__iter__"):
+        raise ModelError(f"{what} must be a list of variable names, got {checks._short(value)}")
+    out = list(value)
+    for v in out:
+        if not isinstance(v, str):
+            raise ModelError(f"{what} must be a list of variable names, got the entry {checks._short(v)}")
+    return out
+
+
+def _by_name(value: Any, what: str) -> dict:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise ModelError(f"{what} must be a dict keyed by variable or factor name, got {checks._short(value)}")
+    return value
+
+
+def _options(tol, param_tol, max_iter, seed, progress, init, schedule, warmup, damping, handlers, callbacks):
+    """Validate ``infer``'s options at the public boundary (numpy scalar types are accepted)."""
+    tols = []
+    for label, value in (("tol", tol), ("param_tol", param_tol)):
+        if isinstance(value, str) and value == _AUTO:
+            tols.append(_AUTO)
+        else:
+            tols.append(checks.number(value, f"{label} (a number ≥ 0, None or 'auto')", low=0.0, none=True))
+    max_iter = checks.integer(max_iter, "max_iter (a positive integer)", low=1)
+    seed = checks.seed(seed)
+    progress = None if progress is None else checks.flag(progress, "progress")
+    init = _by_name(init, "init")
+    if schedule is not None:
+        schedule = _names(schedule, "schedule")
+        if len(set(schedule)) != len(schedule):
+            raise ModelError(f"schedule names a variable twice: {list(schedule)}")
+    warmup = _names(warmup, "warmup")
+    damping = _by_name(damping, "damping")
+    if damping is not None:
+        damping = {k: checks.number(v, f"damping[{k!r}] (in [0, 1))", low=0.0, high=1.0, high_open=True)
+                   for k, v in damping.items()}
+    handlers = _by_name(handlers, "handlers")
+    if handlers is not None:
+        for k, h in handlers.items():
+            if not callable(getattr(h, "fit", None)):
+                raise ModelError(f"handlers[{k!r}] must be a handler such as fg.Laplace() or fg.MVI('lr'), "
+                                 f"got {checks._short(h)}")
+    if callbacks is None or isinstance(callbacks, str | bytes | dict) or not hasattr(callbacks, "__iter__"):
+        raise ModelError(f"callbacks must be a list of functions cb(iteration, elbo, engine), got "
+                         f"{checks._short(callbacks)}")
+    callbacks = list(callbacks)
+    for cb in callbacks:
+        if not callable(cb):
+            raise ModelError(f"callbacks must be functions cb(iteration, elbo, engine), got {checks._short(cb)}")
+    return (*tols, max_iter, seed, progress, init, schedule, warmup, damping, handlers, callbacks)

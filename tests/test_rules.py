@@ -21,9 +21,11 @@ from distributions import (
     Gamma,
     Gaussian,
     GaussianGamma,
+    GaussianWishart,
     Multinomial,
     MvGaussian,
     Poisson,
+    Wishart,
 )
 from factors import FACTOR_TYPES
 from factors.deterministic import Inner, Product, Sum
@@ -62,6 +64,11 @@ def _stats(family: type, rng: np.random.Generator, batch=BATCH) -> tuple:
         return Binomial.observed_stats(rng.integers(0, 10, batch))
     if family is Multinomial:
         return Multinomial.observed_stats(rng.multinomial(9, np.ones(D) / D, size=batch))
+    if family is Wishart:
+        return Wishart(rng.uniform(D + 1, D + 4, batch), _spd(rng, batch)).expected_stats()
+    if family is GaussianWishart:
+        return GaussianWishart(rng.normal(size=batch + (D,)), rng.uniform(0.5, 2, batch),
+                               rng.uniform(D + 1, D + 4, batch), _spd(rng, batch)).expected_stats()
     raise AssertionError(f"no statistics fixture for {family.__name__}")
 
 
@@ -91,6 +98,10 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "CauchySite": {"scale": 3.0, "state": {}},
         "StudentTSite": {"scale": 3.0, "dof": 4.0, "state": {}},
         "Probit": {"state": {}},
+        "Wishart": {"dof": rng.uniform(D, D + 3, BATCH), "scale": _spd(rng)},
+        "MvGaussianWishart": {"D": D},
+        "NormalWishart": {"mean": rng.normal(size=D), "beta": 1.3, "dof": D + 1.5, "scale": _spd(rng)},
+        "MvGaussianNormalWishart": {"D": D},
         "GroupedGaussian": {"count": rng.integers(1, 5, BATCH).astype(float), "sum": rng.normal(size=BATCH),
                             "sumsq": rng.uniform(3, 5, BATCH)},
         "Poisson": {"log_exposure": rng.normal(size=BATCH)},
@@ -100,7 +111,13 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "Multinomial": {},
         "MultinomialSoftmax": {},
         "ScalePrior": {**scale_prior_params("half_t", scale=2.0, dof=1.0), "state": {}},
+        "MarkovChain": {"lengths": np.array([4, 3]), "state": {}},
+        "StudentT": {"dof": 3.0, "learn_dof": False, "present": np.array([1.0, 0.0]), "state": {}},
     }[name]
+    if name == "NormalWishart":
+        from factors.normal_wishart import prior_natural
+
+        params["log_partition"] = GaussianWishart.from_natural(*prior_natural(params)).log_partition()
     if name == "MvGaussianFixedPrecision":
         params["logdet"] = float(np.linalg.slogdet(params["precision"])[1])
     return params
@@ -113,7 +130,9 @@ CASES = [(ft, variant) for ft in FACTOR_TYPES
 def _moments(ft, variant, rng):
     m = {}
     for edge, family in ft.edges.items():
-        if ft.name in ("CategoricalSoftmax", "MultinomialSoftmax") and edge == "logits":  # class plate = event axis
+        if ft.name == "MarkovChain":  # 2 sequences × 4 steps; π and A (D "from" rows) per sequence
+            m[edge] = _stats(family, rng, {"out": BATCH + (4,), "initial": BATCH, "transition": BATCH + (D,)}[edge])
+        elif ft.name in ("CategoricalSoftmax", "MultinomialSoftmax") and edge == "logits":  # class plate = event axis
             m[edge] = _stats(family, rng, BATCH + (D,))
         elif edge == "precision" and variant.endswith("/ard"):
             m[edge] = _stats(family, rng, BATCH + (D,))

@@ -68,12 +68,15 @@ from distributions.affine_independent import (
     get_base,
     lattice_step,
 )
+from factorgraph import checks
 from factorgraph.nodes import ModelError
 from factorgraph.results import LATTICE_BOUND
 from factors.sites import laplace_point
 
+from .. import progress
 from .aikl_lattice import SiteGroup, fft_terms, gauss_terms, tensor_terms
 from .laplace import BlockFit, HandlerError, find_mode, gaussian_from_hessian
+from .target import DensityNotFinite
 
 _GAUSS = GaussianBase()
 _TENSOR_LATTICE = {1: 256, 2: 64, 3: 24}
@@ -337,6 +340,7 @@ def _optimise(bound: AIKLBound, par, x0: np.ndarray, maxiter: int, rounds: int, 
     """L-BFGS on frozen lattices, re-freezing at the solution until the bound is stable."""
     x = np.asarray(x0, dtype=float).copy()
     n_eval = [0]
+    why: list[str] = []  # the last reason a trial point was rejected, to name it if the optimisation fails
 
     def fn(z):
         n_eval[0] += 1
@@ -345,14 +349,17 @@ def _optimise(bound: AIKLBound, par, x0: np.ndarray, maxiter: int, rounds: int, 
                 A, b, theta = par.unpack(z)
                 t = bound.terms(A, b, theta)
                 g = par.chain(z, t)
-        except (np.linalg.LinAlgError, FloatingPointError, ValueError):
+        except (np.linalg.LinAlgError, FloatingPointError, ValueError) as err:
+            why[:] = [str(err) if isinstance(err, DensityNotFinite) or not why else why[0]]
             return np.inf, np.zeros_like(z)
         val = t["bound"]
         if not (np.isfinite(val) and np.all(np.isfinite(g))):
+            why[:] = why or [f"the bound or its gradient is not finite (bound {val!r})"]
             return np.inf, np.zeros_like(z)
         return -val, -g
 
     converged, nit, history = False, 0, []
+    bar = progress.bar("AIKL lattice rounds", rounds, label="bound", unit="round")
     for r in range(rounds):
         with np.errstate(all="ignore"):
             bound.freeze(*par.unpack(x))
@@ -361,12 +368,17 @@ def _optimise(bound: AIKLBound, par, x0: np.ndarray, maxiter: int, rounds: int, 
             res = optimize.minimize(fn, x, jac=True, method="L-BFGS-B", bounds=par.box(),
                                     options={"maxiter": maxiter, "ftol": 1e-11, "gtol": 1e-6, "maxcor": 20})
         if not np.all(np.isfinite(res.x)) or not np.isfinite(res.fun):
+            if why:
+                raise HandlerError(f"AIKL: {why[0]}, so the bound is not finite there and its optimisation "
+                                   f"diverged ({res.message})")
             raise HandlerError(f"AIKL: the bound optimisation diverged ({res.message})")
         x, converged = res.x, bool(res.success)
         nit += int(res.nit)
         history.append(-float(res.fun))
+        bar.update(history[-1])
         if r > 0 and -float(res.fun) - start < round_tol:
             break  # a fresh lattice no longer lets L-BFGS improve the bound
+    bar.close()
     return {"x": x, "iterations": nit, "evaluations": n_eval[0], "converged": converged, "rounds": history}
 
 
@@ -438,19 +450,36 @@ class AIKL:
                  refine_tol: float = 1e-3, max_lattice: int = 1 << 15, pad: int | None = 2,
                  gaussian_lattice: int = 1024, maxiter: int = 500, rounds: int = 30, round_tol: float = 1e-4,
                  max_adapt: int = 2, density_lattice: int | None = None, gaussian_maxiter: int = 3000) -> None:
+        if not isinstance(base, str | BaseDensity):
+            raise ModelError(f"AIKL: base must be the name of a base family, got {checks._short(base)}")
         try:
             self.base = get_base(base)
         except ValueError as err:
             raise ModelError(f"AIKL: {err}") from None
-        if isinstance(lattice, bool) or not isinstance(lattice, int) or lattice < 4 or lattice % 2:
+        lattice = checks.integer(lattice, "AIKL: lattice (an even integer ≥ 4)", low=4, high=1 << 24)
+        if lattice % 2:
             raise ModelError(f"AIKL: lattice must be an even integer ≥ 4, got {lattice!r}")
         if theta is not None:
+            theta = checks.constant(theta, "AIKL: theta")
+            if theta.ndim > 1:
+                raise ModelError(f"AIKL: theta must be a number or a vector (one per dimension), got shape "
+                                 f"{theta.shape}")
             try:
-                self.base.check(np.asarray(theta, dtype=float))
+                self.base.check(theta)
             except ValueError as err:
                 raise ModelError(f"AIKL: {err}") from None
-        if not refine_tol > 0:
-            raise ModelError(f"AIKL: refine_tol must be positive, got {refine_tol!r}")
+        learn_theta = checks.flag(learn_theta, "AIKL: learn_theta")
+        refine_tol = checks.number(refine_tol, "AIKL: refine_tol", low=0.0, low_open=True)
+        round_tol = checks.number(round_tol, "AIKL: round_tol", low=0.0)
+        max_lattice = checks.integer(max_lattice, "AIKL: max_lattice", low=lattice, high=1 << 24)
+        gaussian_lattice = checks.integer(gaussian_lattice, "AIKL: gaussian_lattice", low=4, high=1 << 24)
+        if pad is not None:
+            pad = checks.integer(pad, "AIKL: pad (an integer ≥ 1 or None)", low=1, high=64)
+        maxiter = checks.integer(maxiter, "AIKL: maxiter", low=1)
+        rounds = checks.integer(rounds, "AIKL: rounds", low=1, high=10_000)
+        max_adapt = checks.integer(max_adapt, "AIKL: max_adapt", low=0, high=16)
+        gaussian_maxiter = checks.integer(gaussian_maxiter, "AIKL: gaussian_maxiter", low=1)
+        density_lattice = checks.integer(density_lattice, "AIKL: density_lattice", low=4, high=4096, none=True)
         self.lattice, self.theta, self.learn_theta = lattice, theta, learn_theta
         self.refine_tol, self.max_lattice, self.pad = refine_tol, max_lattice, pad
         self.gaussian_lattice, self.maxiter, self.rounds, self.round_tol = gaussian_lattice, maxiter, rounds, round_tol
@@ -543,6 +572,8 @@ class AIKL:
         """Gaussian KL, then AI-KL from its optimum (module docstring); ``warm`` is a previous ``info``."""
         warm = warm or {}
         D = int(target.dim)
+        if self.theta is not None and self.theta.ndim == 1 and self.theta.shape[0] not in (1, D):
+            raise ModelError(f"AIKL: theta has {self.theta.shape[0]} entries but the block has dimension {D}")
         t0 = time.perf_counter()
         gbound, abound = self._bounds(target)
         gres, gref, C, bg, white = self._gaussian_stage(gbound, target, x0, warm.get("gauss_x"))

@@ -14,6 +14,7 @@ from factorgraph.nodes import ModelError
 from factors.logistic import logit_point
 from factors.sites import cauchy_point, laplace_point, probit_point, student_point
 
+from .. import progress as _progress
 from .target import BlockTarget, DensityTarget, Site
 
 _SITES = {"logistic": logit_point, "probit": probit_point, "laplace": laplace_point, "cauchy": cauchy_point,
@@ -119,7 +120,7 @@ class Approximation:
 
 
 def approximate(log_density: Callable | list, x0: Any, method: Any, grad: Callable | None = None, *,
-                vectorized: bool = False, prior: Any = None) -> Approximation:
+                vectorized: bool = False, prior: Any = None, progress: bool | None = None) -> Approximation:
     """Approximate the normalised version of an unnormalised density p̃ with a global handler.
 
     Parameters
@@ -142,6 +143,9 @@ def approximate(log_density: Callable | list, x0: Any, method: Any, grad: Callab
     prior
         With site terms only: the Gaussian prior as a pair (mean, precision), the mean a scalar or (D,), the
         precision a scalar, (D,) (diagonal) or (D, D); None (the default) is a flat prior.
+    progress
+        Progress bars of the handler's stages: ``None`` (default) when stderr is a terminal, ``True``
+        always, ``False`` never.
 
     Examples
     --------
@@ -155,11 +159,13 @@ def approximate(log_density: Callable | list, x0: Any, method: Any, grad: Callab
         If x0 is not a finite vector, ``method`` is not a handler, or ``log_density``/``grad`` return a shape
         that does not match ``vectorized`` at x0.
     """
-    x = np.atleast_1d(np.asarray(x0, dtype=float))
-    if x.ndim != 1 or not np.all(np.isfinite(x)):
+    if grad is not None and not callable(grad):
+        raise ModelError(f"approximate: grad must be a function or None, got {checks._short(grad)}")
+    x = np.atleast_1d(checks.constant(x0, "approximate: x0"))
+    if x.ndim != 1:
         raise ModelError(f"approximate: x0 must be a finite vector, got {x0!r}")
-    if not hasattr(method, "fit"):
-        raise ModelError(f"approximate: method must be a handler such as fg.Laplace(), got {method!r}")
+    if not callable(getattr(method, "fit", None)):
+        raise ModelError(f"approximate: method must be a handler such as fg.Laplace(), got {checks._short(method)}")
     if not isinstance(vectorized, bool | np.bool_):
         raise ModelError(f"approximate: vectorized must be True or False, got {vectorized!r}")
     if isinstance(log_density, list | tuple):
@@ -187,5 +193,11 @@ def approximate(log_density: Callable | list, x0: Any, method: Any, grad: Callab
                 raise ModelError(f"approximate: {what} raised {type(err).__name__}: {err} when called on an array "
                                  f"of shape {shape} (vectorized={bool(vectorized)}); if it follows the other "
                                  f"convention, pass {other}") from err
-    fit = method.fit(target, x)
+        with np.errstate(all="ignore"):
+            v0 = np.asarray(target._values(x[None]), dtype=float).reshape(-1)
+        if not np.isfinite(v0[0]):
+            raise ModelError(f"approximate: log_density(x0) must be one finite number, got {float(v0[0])!r} at "
+                             f"x0 = {x.tolist()}")
+    with _progress.active(_progress.resolve(progress)):
+        fit = method.fit(target, x)
     return Approximation(fit.q, fit.log_evidence, fit.se, fit.kind, repr(method), fit.info)

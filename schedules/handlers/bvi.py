@@ -91,6 +91,7 @@ from distributions import GaussianMixture, MvGaussian
 from factorgraph.nodes import ModelError
 from factorgraph.results import ESTIMATE, LOWER_BOUND
 
+from .. import progress
 from .laplace import BlockFit, HandlerError, find_mode, gaussian_from_hessian
 
 __all__ = ["BVI", "elbo_estimate", "lbfgs", "mc_discrepancy", "residual", "stratified_mean", "weight_gradient"]
@@ -385,12 +386,14 @@ class BVI:
             return int(v)
 
         def positive(name: str, v: Any) -> float:
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not np.isfinite(v) or v <= 0:
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or not (0 < (int(v) if isinstance(v, int | np.integer) else float(v)) <= 1e300):
                 raise ModelError(f"BVI: {name} must be a positive number, got {v!r}")
             return float(v)
 
         self.n_components = count("n_components", n_components, 1)
-        if not (isinstance(init, (MvGaussian, GaussianMixture)) or init in ("gaussian", "laplace", "broad")):
+        if not (isinstance(init, (MvGaussian, GaussianMixture)) or (isinstance(init, str) and init in (
+                "gaussian", "laplace", "broad"))):
             raise ModelError("BVI: init must be 'gaussian', 'laplace', 'broad', an MvGaussian or a GaussianMixture, "
                              f"got {init!r}")
         if hessian not in ("auto", "fd"):
@@ -442,6 +445,8 @@ class BVI:
         stopped = f"{self.n_components} components"
         why: dict[str, int] = {}
         skipped_comps: list[tuple[np.ndarray, np.ndarray]] = []
+        bar = progress.bar("BVI components", self.n_components, unit="component")
+        bar.update(elbo, n=q.n_components)
         while q.n_components < self.n_components:
             if iterations >= 2 * (self.n_components - 1) or idle >= self.patience:
                 stopped = (f"{iterations} iterations" if idle < self.patience else
@@ -472,10 +477,12 @@ class BVI:
                 continue
             idle, skipped_comps = 0, []
             q, elbo, se, log_z = q_new, elbo_new, se_new, log_z_new
+            bar.update(elbo)
             for key, v in (("elbo_trace", elbo), ("elbo_se_trace", se), ("log_z_trace", log_z),
                            ("alpha_trace", alpha), ("time_trace", time.perf_counter() - t0),
                            ("weight_steps", steps)):
                 trace[key].append(v)
+        bar.close()
 
         # final evidence on fresh draws from a second seeded stream
         elbo, se, _, W, idx, lq = elbo_estimate(target, q, self.n_final_samples, np.random.default_rng([self.seed, 1]))

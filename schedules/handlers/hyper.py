@@ -35,9 +35,14 @@ LEARNABLE = ("prior_precision", "scale")
 
 def learn_names(learn: str | Iterable[str] | None, who: str) -> tuple[str, ...]:
     """The validated ``learn=`` of a handler: names from ``LEARNABLE``, each once, in the order given."""
-    names = (learn,) if isinstance(learn, str) else tuple(learn or ())
+    if learn is None or isinstance(learn, str):
+        names = () if learn is None else (learn,)
+    elif isinstance(learn, list | tuple | set | frozenset):
+        names = tuple(learn)
+    else:
+        raise ModelError(f"{who}: learn= must be a name or a list of names from {LEARNABLE}, got {learn!r}")
     for n in names:
-        if n not in LEARNABLE:
+        if not isinstance(n, str) or n not in LEARNABLE:
             raise ModelError(f"{who}: learn= has unknown hyperparameter {n!r}; choose from {LEARNABLE}")
     return tuple(dict.fromkeys(names))
 

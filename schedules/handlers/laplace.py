@@ -25,6 +25,7 @@ from scipy import linalg, optimize
 from distributions import MvGaussian
 from factorgraph.results import APPROXIMATION
 
+from .. import progress
 from .hyper import Hyper, learn_names
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -170,8 +171,10 @@ def laplace_hyper(hyper: Hyper, h0: np.ndarray, w0: np.ndarray, name: str = "Lap
             return np.inf, np.zeros_like(h)
         return -value, -grad
 
+    bar = progress.bar(f"{name} hyperparameter search", 500, unit="iter")
     res = optimize.minimize(neg, np.asarray(h0, dtype=float), jac=True, method="L-BFGS-B",
-                            options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-9})
+                            options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-9}, callback=bar.callback)
+    bar.close()
     if not np.isfinite(res.fun):
         raise HandlerError(f"{name}: no hyperparameters with a Gaussian approximation at the mode were found "
                            f"from {hyper.report(h0)} ({res.message})")

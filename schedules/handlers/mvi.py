@@ -46,9 +46,10 @@ import numpy as np
 from scipy import linalg, optimize
 
 from distributions import MvGaussian
-from factorgraph.nodes import ModelError
+from factorgraph import checks
 from factorgraph.results import ESTIMATE, LOWER_BOUND
 
+from .. import progress
 from .hyper import Hyper, learn_names
 from .laplace import LOG_2PI, BlockFit, HandlerError, find_mode, gaussian_from_hessian, laplace_hyper
 
@@ -82,16 +83,13 @@ class _FixedSampleVI(ABC):
 
     def __init__(self, n_samples: int = 1000, seed: int = 0, fresh_factor: int = 10, maxiter: int = 2000,
                  learn: str | Iterable[str] = (), gtol: float = 1e-5) -> None:
-        if isinstance(n_samples, bool) or not isinstance(n_samples, int | np.integer) or n_samples < 2:
-            raise ModelError(f"{self.name}: n_samples must be an integer ≥ 2, got {n_samples!r}")
-        if isinstance(maxiter, bool) or not isinstance(maxiter, int | np.integer) or maxiter < 1:
-            raise ModelError(f"{self.name}: maxiter must be a positive integer, got {maxiter!r}")
-        if isinstance(fresh_factor, bool) or not isinstance(fresh_factor, int | np.integer) or fresh_factor < 1:
-            raise ModelError(f"{self.name}: fresh_factor must be a positive integer, got {fresh_factor!r}")
-        if isinstance(gtol, bool) or not isinstance(gtol, int | float | np.floating) or not gtol > 0:
-            raise ModelError(f"{self.name}: gtol must be a positive number, got {gtol!r}")
-        self.n_samples, self.seed = int(n_samples), seed
-        self.fresh_factor, self.maxiter, self.gtol = int(fresh_factor), int(maxiter), float(gtol)
+        n_samples = checks.integer(n_samples, f"{self.name}: n_samples", low=2, high=checks.MAX_ELEMENTS)
+        seed = checks.integer(seed, f"{self.name}: seed (an integer ≥ 0)", low=0)
+        fresh_factor = checks.integer(fresh_factor, f"{self.name}: fresh_factor", low=1, high=10_000)
+        maxiter = checks.integer(maxiter, f"{self.name}: maxiter", low=1)
+        gtol = checks.number(gtol, f"{self.name}: gtol", low=0.0, low_open=True)
+        self.n_samples, self.seed = n_samples, seed
+        self.fresh_factor, self.maxiter, self.gtol = fresh_factor, maxiter, gtol
         self.learn = learn_names(learn, self.name)
 
     # parameterisation hooks: theta <-> (mu, L), gradient chain rule, log|det L|, warm starts
@@ -184,18 +182,21 @@ class _FixedSampleVI(ABC):
         """L-BFGS from each start in turn (a warm start, then Laplace's), each attempt continued once from where
         it stopped, until the largest gradient component is at most ``gtol``; else ``HandlerError``."""
         attempts, res = 0, None
+        bar = progress.bar(f"{self.name} iterations", unit="iter")
         for x in starts:
             for _ in range(2):
                 attempts += 1
                 with np.errstate(over="ignore", under="ignore"):
                     res = optimize.minimize(fn, x, jac=True, method="L-BFGS-B",
                                             options={"maxiter": self.maxiter, "gtol": 1e-3 * self.gtol,
-                                                     "ftol": 1e-15, "maxcor": 20})
+                                                     "ftol": 1e-15, "maxcor": 20}, callback=bar.callback)
                 if not (np.all(np.isfinite(res.x)) and np.isfinite(res.fun)):
                     break  # diverged: try the next start
                 if np.max(np.abs(res.jac), initial=0.0) <= self.gtol:
+                    bar.close()
                     return res, attempts
                 x = res.x
+        bar.close()
         grad = np.max(np.abs(res.jac), initial=np.inf) if res is not None else np.inf
         raise HandlerError(f"{self.name}: the optimisation did not converge: L-BFGS stopped ({res.message}) with a "
                            f"gradient of {grad:.3g} (> gtol = {self.gtol:g}) after {attempts} attempts, from the "
@@ -255,8 +256,7 @@ class MVI(_FixedSampleVI):
 
     def __init__(self, kind: str = "lr", n_samples: int = 1000, seed: int = 0, **options) -> None:
         """``options``: ``fresh_factor``, ``maxiter``, ``gtol`` and ``learn`` (see ``_FixedSampleVI``)."""
-        if kind not in ("mean", "eig", "lr"):
-            raise ModelError(f"MVI: kind must be 'mean', 'eig' or 'lr', got {kind!r}")
+        checks.choice(kind, ("mean", "eig", "lr"), "MVI: kind")
         self.kind = kind
         super().__init__(n_samples, seed, **options)
 

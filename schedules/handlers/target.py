@@ -249,6 +249,10 @@ class BlockTarget:
         return sum(s.expansion(w, cov) for s in self.sites)
 
 
+class DensityNotFinite(FloatingPointError):
+    """A user's log density returned nan or ±inf (the message says where)."""
+
+
 class DensityTarget:
     """A user's log density p̃(x), called as the user says (no guessing from output shapes).
 
@@ -318,7 +322,8 @@ class DensityTarget:
         vals = self._values(W)
         if not np.all(np.isfinite(vals)):
             bad = W[~np.isfinite(vals)][0]
-            raise FloatingPointError(f"the log density is not finite at {bad.tolist()}")
+            raise DensityNotFinite(f"the log density is {float(vals[~np.isfinite(vals)][0])!r} (not finite) at "
+                                   f"{bad.tolist()}")
         return vals, self._grads(W)
 
     def hessian(self, w: np.ndarray) -> np.ndarray:

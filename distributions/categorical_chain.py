@@ -1,0 +1,86 @@
+"""The posterior of a categorical Markov chain: q(z_1..z_T) held by its marginals and pair counts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Distribution
+
+
+class CategoricalChain(Distribution):
+    r"""A distribution over K-state sequences z_1..z_T (batched over sequences), Markov in t.
+
+    .. math::
+
+        q(z) = \frac{1}{Z}\,\tilde\pi(z_1)\prod_{t\ge 2}\tilde A(z_{t-1}, z_t)\prod_t e^{\phi_t(z_t)}
+
+    It is kept by what message passing needs: the one-step marginals γ_t(k) = q(z_t = k), the expected
+    transition counts Σ_t q(z_{t−1} = j, z_t = k) of each sequence, its log-normaliser log Z and its
+    entropy H[q].  Built by forward–backward (the q of ``fg.markov_chain``).
+
+    Parameters
+    ----------
+    marginals : array, shape batch + (T, K)
+        γ_t(k); rows past a sequence's length are all zero (those steps do not exist).
+    pair_counts : array, shape batch + (K, K)
+        Σ_{t≥2} q(z_{t−1} = j, z_t = k) per sequence.
+    log_normalizer : array, shape batch
+        log Z per sequence.
+    joint_entropy : array, shape batch
+        H[q(z_1..z_L)] per sequence.
+    """
+
+    event_ndims = (1,)
+
+    def __init__(self, marginals: np.ndarray, pair_counts: np.ndarray, log_normalizer: np.ndarray,
+                 joint_entropy: np.ndarray) -> None:
+        self.marginals = np.asarray(marginals, dtype=float)
+        self.pair_counts = np.asarray(pair_counts, dtype=float)
+        self.log_normalizer = np.asarray(log_normalizer, dtype=float)
+        self.joint_entropy = np.asarray(joint_entropy, dtype=float)
+
+    @classmethod
+    def independent(cls, marginals: np.ndarray) -> CategoricalChain:
+        """The chain whose steps are independent with the given marginals (a starting point):
+        pair counts Σ_t γ_{t−1} γ_tᵀ, entropy Σ_t H[γ_t], log-normaliser 0."""
+        g = np.asarray(marginals, dtype=float)
+        pairs = np.einsum("...tj,...tk->...jk", g[..., :-1, :], g[..., 1:, :])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            h = -np.where(g > 0, g * np.log(g), 0.0).sum((-1, -2))
+        return cls(g, pairs, np.zeros(g.shape[:-2]), h)
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        """Sequences × steps (the shape of the chain variable)."""
+        return self.marginals.shape[:-1]
+
+    @property
+    def event_shape(self) -> tuple[int, ...]:
+        return self.marginals.shape[-1:]
+
+    def mean(self) -> np.ndarray:
+        """The smoothed marginals q(z_t = k), shape batch + (T, K)."""
+        return self.marginals
+
+    def var(self) -> np.ndarray:
+        """Variance of each step's one-hot vector, γ_t(1 − γ_t)."""
+        return self.marginals * (1.0 - self.marginals)
+
+    def expected_stats(self) -> tuple[np.ndarray]:
+        """E[one-hot(z_t)] = γ_t, as for a Categorical per step."""
+        return (self.marginals,)
+
+    def entropy(self) -> np.ndarray:
+        """H[q] laid out on the steps: each sequence's joint entropy at its first step, 0 elsewhere
+        (so a sum over steps gives the joint entropy, which is not a sum of per-step entropies)."""
+        out = np.zeros(self.marginals.shape[:-1])
+        out[..., 0] = self.joint_entropy
+        return out
+
+    def map_states(self) -> np.ndarray:
+        """The most probable state of each step under its marginal (−1 past a sequence's length)."""
+        lab = self.marginals.argmax(-1)
+        return np.where(self.marginals.sum(-1) > 0, lab, -1)
+
+    def __repr__(self) -> str:
+        return f"CategoricalChain(batch_shape={self.batch_shape}, K={self.marginals.shape[-1]})"

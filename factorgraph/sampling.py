@@ -1,0 +1,412 @@
+"""Sampling: forward (ancestral) draws from a model's prior and draws from a fitted posterior.
+
+``fg.sample_prior(model, draws, seed)`` walks the model in the order its variables were declared
+(every parent is declared before its children), draws each variable given its parents' draws, and
+evaluates the deterministic nodes on the way; observed variables are drawn too (their data are
+ignored), which gives the prior predictive.  ``result.sample(draws, seed)`` draws from the posterior
+approximation q, jointly where q is joint.
+
+Every array has the draws as its first axis, then the node's plates (in the model's declaration
+order), then its event axes: ``(draws, *plates, *event)``.  Categorical variables are integer labels.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from distributions import GaussianGamma
+
+from .nodes import Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
+
+if TYPE_CHECKING:
+    from .model import Model
+    from .results import Result
+
+
+def _check_draws(draws: Any) -> int:
+    if isinstance(draws, bool) or not isinstance(draws, int | np.integer) or draws < 1:
+        raise ModelError(f"draws must be a positive integer, got {draws!r}")
+    return int(draws)
+
+
+def _expand(arr: np.ndarray, src: tuple[Plate, ...], dst: tuple[Plate, ...] | list[Plate], what: str) -> np.ndarray:
+    """``arr`` of shape (S, *src sizes, *event) → (S, *[size if in src else 1 for dst], *event)."""
+    src, dst = list(src), list(dst)
+    for p in src:
+        if p not in dst:
+            raise ModelError(f"sampling {what}: plate {p.name!r} of a parent is not among {[q.name for q in dst]}")
+    order = sorted(range(len(src)), key=lambda i: dst.index(src[i]))
+    n = len(src)
+    arr = np.transpose(arr, (0, *[1 + i for i in order], *range(1 + n, arr.ndim)))
+    shape = (arr.shape[0], *[p.size if p in src else 1 for p in dst], *arr.shape[1 + n:])
+    return arr.reshape(shape)
+
+
+class _Forward:
+    """One forward pass: draws of every node by name."""
+
+    def __init__(self, model: Model, draws: int, rng: np.random.Generator) -> None:
+        self.model, self.S, self.rng = model, draws, rng
+        self.out: dict[str, np.ndarray] = {}
+        self.views: dict[int, np.ndarray] = {}
+        self.precision: dict[str, np.ndarray] = {}  # scale variables (fg.half_cauchy, ...): σ⁻², as parents use it
+
+    # ------------------------------------------------------------------ values of parents
+    def value(self, node: Node) -> np.ndarray:
+        if isinstance(node, Indexed):
+            if id(node) not in self.views:
+                src = self.value(node.source)
+                axis = 1 + list(node.source.plates).index(node.along)
+                gathered = np.take(src, node.labels, axis=axis)
+                plates = tuple(node.plate if p is node.along else p for p in node.source.plates)
+                self.views[id(node)] = _expand(gathered, plates, node.plates, node.name)
+            return self.views[id(node)]
+        if node.name in self.precision:
+            return self.precision[node.name]
+        if node.name not in self.out:
+            if not isinstance(node, Deterministic):
+                raise ModelError(f"sampling: {node.name!r} is used before it is drawn")
+            self.out[node.name] = self.deterministic(node)
+        return self.out[node.name]
+
+    def arg(self, a: Any, frame: tuple[Plate, ...], what: str) -> np.ndarray:
+        """An edge's argument as an array that broadcasts against (S, *frame sizes, *event)."""
+        if isinstance(a, Gate):
+            z = _expand(self.value(a.selector), a.selector.plates, frame, what)
+            full = (self.S, *(p.size for p in frame))
+            z = np.broadcast_to(z, full).astype(np.intp)  # a Bernoulli selector's 0/1 are categories too
+            if isinstance(a.source, np.ndarray):  # fg.select(values, z): one row (K, *event) per category
+                return np.take(np.asarray(a.source, float), z, axis=0)
+            x = _expand(self.value(a.source), a.source.plates, (*frame, a.plate), what)
+            ev = x.ndim - 2 - len(frame)
+            x = np.broadcast_to(x, full + x.shape[1 + len(frame):])
+            idx = z.reshape(full + (1,) + (1,) * ev)
+            idx = np.broadcast_to(idx, full + (1,) + x.shape[2 + len(frame):])
+            return np.squeeze(np.take_along_axis(x, idx, axis=1 + len(frame)), axis=1 + len(frame))
+        if isinstance(a, Node):
+            return _expand(self.value(a), a.plates, frame, what)
+        return np.asarray(a, dtype=float)
+
+    def deterministic(self, d: Deterministic) -> np.ndarray:
+        if d.op.name == "inner":
+            w = d.parents["w"]
+            p = d.params
+            wv = self.value(w)
+            if isinstance(w, Variable) and w.family is GaussianGamma:
+                wv = self.out[w.name]
+            consumed = p["consumed"]
+            wplates = tuple(w.plates)
+            if p["mean_field"]:
+                axis = 1 + wplates.index(consumed)
+                wv = np.moveaxis(wv, axis, -1)
+                wplates = tuple(q for q in wplates if q is not consumed)
+            sx, sw, sy = p["subscripts"]
+            return np.einsum(f"{sx}D,Z{sw}D->Z{sy}", p["X"], wv)
+        a = self.arg(d.parents["a"], d.plates, d.name)
+        b = self.arg(d.parents["b"], d.plates, d.name)
+        full = (self.S, *(q.size for q in d.plates))
+        if d.op.name == "sum":
+            return np.broadcast_to(a + b, full).copy()
+        if d.op.name == "product":
+            return np.broadcast_to(a * b, full).copy()
+        raise ModelError(f"sampling: no forward evaluation for the deterministic operation {d.op.name!r} of {d.name!r}")
+
+    # ------------------------------------------------------------------ draws of one variable
+    def variable(self, v: Variable) -> None:
+        f = v.prior
+        if f is None:
+            raise ModelError(f"sampling: {v.name!r} has no prior factor")
+        kind = f.ftype.name
+        draw = _DRAWS.get(kind)
+        if draw is None:
+            raise ModelError(f"sampling: no forward sampler for {kind} (variable {v.name!r}); samplers exist for "
+                             f"{sorted(_DRAWS)}")
+        frame = tuple(v.plates)
+        full = (self.S, *(p.size for p in frame))
+        draw(self, v, f, frame, full)
+
+    def put(self, v: Variable, x: np.ndarray, full: tuple[int, ...]) -> None:
+        self.out[v.name] = np.broadcast_to(x, full + x.shape[len(full):] if x.ndim > len(full) else full).copy()
+
+
+# ---------------------------------------------------------------------- one sampler per factor type
+def _gaussian(s: _Forward, v, f, frame, full):
+    m = s.arg(f.edges["mean"], frame, v.name)
+    t = s.arg(f.edges["precision"], frame, v.name)
+    m, t = np.broadcast_arrays(m, t)
+    m, t = np.broadcast_to(m, full), np.broadcast_to(t, full)
+    s.put(v, m + s.rng.standard_normal(full) / np.sqrt(t), full)
+
+
+def _param(s: _Forward, v, f, key, frame):
+    """A constant parameter, or constants selected per draw by ``fg.select(values, z)``."""
+    x = f.params[key]
+    return s.arg(x, frame, v.name) if isinstance(x, Gate) else np.asarray(x, float)
+
+
+def _gamma(s: _Forward, v, f, frame, full):
+    a = np.broadcast_to(_param(s, v, f, "shape", frame), full)
+    b = np.broadcast_to(s.arg(f.edges["rate"], frame, v.name), full)
+    s.put(v, s.rng.gamma(a, 1.0 / b), full)
+
+
+def _beta(s: _Forward, v, f, frame, full):
+    a = np.broadcast_to(_param(s, v, f, "alpha", frame), full)
+    b = np.broadcast_to(_param(s, v, f, "beta", frame), full)
+    s.put(v, s.rng.beta(a, b), full)
+
+
+def _bernoulli_probs(s, v, p, full):
+    s.put(v, (s.rng.random(full) < np.broadcast_to(p, full)).astype(float), full)
+
+
+def _bernoulli(s: _Forward, v, f, frame, full):
+    _bernoulli_probs(s, v, s.arg(f.edges["probs"], frame, v.name), full)
+
+
+def _bernoulli_logit(s: _Forward, v, f, frame, full):
+    x = s.arg(f.edges["logit"], frame, v.name)
+    _bernoulli_probs(s, v, 0.5 * (1.0 + np.tanh(0.5 * x)), full)
+
+
+def _dirichlet_draw(rng, alpha):
+    g = rng.gamma(alpha)
+    return g / g.sum(-1, keepdims=True)
+
+
+def _dirichlet(s: _Forward, v, f, frame, full):
+    alpha = np.broadcast_to(_param(s, v, f, "concentration", frame), full + v.event_shape)
+    s.put(v, _dirichlet_draw(s.rng, alpha), full)
+
+
+def _labels_from_logp(rng, logp, full):
+    logp = np.broadcast_to(logp, full + logp.shape[-1:])
+    return np.argmax(logp + rng.gumbel(size=logp.shape), axis=-1)
+
+
+def _categorical(s: _Forward, v, f, frame, full):
+    p = s.arg(f.edges["probs"], frame, v.name)
+    with np.errstate(divide="ignore"):
+        s.put(v, _labels_from_logp(s.rng, np.log(p), full), full)
+
+
+def _softmax_logits(s: _Forward, v, f, frame, edge):
+    over = f.consumed[edge]
+    x = s.arg(f.edges[edge], (*frame, over), v.name)  # class axis last
+    return x
+
+
+def _categorical_softmax(s: _Forward, v, f, frame, full):
+    s.put(v, _labels_from_logp(s.rng, _softmax_logits(s, v, f, frame, "logits"), full), full)
+
+
+def _mv_precision_chol(lam: np.ndarray, D: int) -> np.ndarray:
+    """Cholesky factor of the covariance Λ⁻¹ for a constant precision (scalar, vector or matrix)."""
+    lam = np.asarray(lam, float)
+    if lam.ndim == 2:
+        return np.linalg.cholesky(np.linalg.inv(lam))
+    return np.diag(np.broadcast_to(1.0 / np.sqrt(lam), (D,)))
+
+
+def _mv_gaussian(s: _Forward, v, f, frame, full):
+    D = v.event_shape[0]
+    if D is None:
+        raise ModelError(f"sampling: the dimension of {v.name!r} is not known (give dim=...)")
+    m = np.broadcast_to(s.arg(f.edges["mean"], frame, v.name), full + (D,))
+    z = s.rng.standard_normal(full + (D,))
+    if "precision" in f.edges:  # a Gamma variable: αI, or ARD diag(α) over the consumed plate
+        alpha = s.value(f.edges["precision"])
+        if f.params.get("ard"):
+            pl = f.edges["precision"].plates
+            alpha = np.moveaxis(alpha, 1 + list(pl).index(f.consumed["precision"]), -1)
+            rest = tuple(p for p in pl if p is not f.consumed["precision"])
+            alpha = _expand(alpha, rest, frame, v.name)
+        else:
+            alpha = _expand(alpha, f.edges["precision"].plates, frame, v.name)[..., None]
+        s.put(v, m + z / np.sqrt(alpha), full)
+        return
+    lam = f.params["precision_raw"]
+    if not np.any(lam):
+        raise ModelError(f"sampling: {v.name!r} has an improper flat prior (precision 0), which cannot be sampled")
+    s.put(v, m + z @ _mv_precision_chol(lam, D).T, full)
+
+
+def _normal_gamma(s: _Forward, v, f, frame, full):
+    D = v.event_shape[0]
+    p = f.params
+    tau = s.rng.gamma(p["shape"], 1.0 / p["rate"], size=(s.S,))
+    a = f.edges["precision"]
+    if isinstance(a, Node):
+        A = s.value(a).reshape(s.S, -1)  # (S, 1) for αI, (S, D) for ARD
+    else:
+        A = np.broadcast_to(np.asarray(a, float), (D,))[None, :]
+    z = s.rng.standard_normal((s.S, D))
+    w = np.broadcast_to(p["mean_raw"], (D,)) + z / np.sqrt(tau[:, None] * A)
+    s.out[v.name] = w
+    s.out[f"{v.name}.tau"] = tau
+
+
+def _normal_gamma_regression(s: _Forward, v, f, frame, full):
+    w = f.edges["w"]
+    inner = [d for d in s.model.deterministics if d.op.name == "inner" and d.parents["w"] is w
+             and tuple(d.plates) == tuple(frame)]
+    if len(inner) != 1:
+        raise ModelError(f"sampling: cannot tell which fg.inner(X, {w.name!r}) is the mean of {v.name!r}")
+    mean = s.value(inner[0])
+    tau = s.out[f"{w.name}.tau"].reshape((s.S,) + (1,) * len(frame))
+    s.put(v, mean + s.rng.standard_normal(full) / np.sqrt(tau), full)
+
+
+def _poisson_rate(s, v, f, rate, full):
+    le = np.asarray(f.params.get("log_exposure", 0.0), float)
+    s.put(v, s.rng.poisson(np.broadcast_to(rate * np.exp(le), full)).astype(float), full)
+
+
+def _poisson(s: _Forward, v, f, frame, full):
+    _poisson_rate(s, v, f, s.arg(f.edges["rate"], frame, v.name), full)
+
+
+def _poisson_log(s: _Forward, v, f, frame, full):
+    _poisson_rate(s, v, f, np.exp(s.arg(f.edges["log_rate"], frame, v.name)), full)
+
+
+def _binomial_p(s, v, f, p, full):
+    n = np.broadcast_to(np.asarray(f.params["trials"]).astype(np.int64), full)
+    s.put(v, s.rng.binomial(n, np.broadcast_to(p, full)).astype(float), full)
+
+
+def _binomial(s: _Forward, v, f, frame, full):
+    _binomial_p(s, v, f, s.arg(f.edges["probs"], frame, v.name), full)
+
+
+def _binomial_logit(s: _Forward, v, f, frame, full):
+    x = s.arg(f.edges["logit"], frame, v.name)
+    _binomial_p(s, v, f, 0.5 * (1.0 + np.tanh(0.5 * x)), full)
+
+
+def _multinomial_p(s, v, p, full):
+    if v.value is None:
+        raise ModelError(f"sampling: the numbers of trials of {v.name!r} come from its observed counts, which it lacks")
+    n = np.broadcast_to(np.nansum(v.value, axis=-1).astype(np.int64), full)
+    p = np.broadcast_to(p, full + p.shape[-1:])
+    p = p / p.sum(-1, keepdims=True)
+    s.put(v, s.rng.multinomial(n, p).astype(float), full)
+
+
+def _multinomial(s: _Forward, v, f, frame, full):
+    _multinomial_p(s, v, s.arg(f.edges["probs"], frame, v.name), full)
+
+
+def _multinomial_softmax(s: _Forward, v, f, frame, full):
+    x = _softmax_logits(s, v, f, frame, "logits")
+    e = np.exp(x - x.max(-1, keepdims=True))
+    _multinomial_p(s, v, e / e.sum(-1, keepdims=True), full)
+
+
+def _scale_prior(s: _Forward, v, f, frame, full):
+    """σ from a half-normal, half-t (half-Cauchy) or exponential prior; parents see the precision σ⁻²."""
+    p = f.params
+    if p["prior"] == "half_normal":
+        sigma = np.abs(np.broadcast_to(p["s0"], full) * s.rng.standard_normal(full))
+    elif p["prior"] == "half_t":
+        nu = np.broadcast_to(2.0 * np.asarray(p["p1"], float) - 1.0, full)
+        sigma = np.abs(np.broadcast_to(p["s0"], full) * s.rng.standard_t(nu))
+    else:
+        sigma = s.rng.exponential(np.broadcast_to(1.0 / np.asarray(p["p0"], float), full))
+    s.put(v, sigma, full)
+    s.precision[v.name] = s.out[v.name] ** -2.0
+
+
+def _site(noise):
+    def draw(s: _Forward, v, f, frame, full):
+        x = np.broadcast_to(s.arg(f.edges["x"], frame, v.name), full)
+        s.put(v, x + noise(s.rng, f.params, full), full)
+
+    return draw
+
+
+def _probit(s: _Forward, v, f, frame, full):
+    x = np.broadcast_to(s.arg(f.edges["x"], frame, v.name), full)
+    s.put(v, np.where(x + s.rng.standard_normal(full) > 0, 1.0, -1.0), full)  # labels ±1, as stored
+
+
+_DRAWS = {
+    "Gaussian": _gaussian, "Gamma": _gamma, "Beta": _beta, "Bernoulli": _bernoulli, "Dirichlet": _dirichlet,
+    "Categorical": _categorical, "MvGaussian": _mv_gaussian, "MvGaussianFixedPrecision": _mv_gaussian,
+    "NormalGamma": _normal_gamma, "NormalGammaRegression": _normal_gamma_regression,
+    "BernoulliLogit": _bernoulli_logit, "CategoricalSoftmax": _categorical_softmax,
+    "Poisson": _poisson, "PoissonLog": _poisson_log, "Binomial": _binomial, "BinomialLogit": _binomial_logit,
+    "Multinomial": _multinomial, "MultinomialSoftmax": _multinomial_softmax,
+    "LaplaceSite": _site(lambda rng, p, shape: rng.laplace(0.0, p["scale"], shape)),
+    "CauchySite": _site(lambda rng, p, shape: p["scale"] * rng.standard_cauchy(shape)),
+    "StudentTSite": _site(lambda rng, p, shape: p["scale"] * rng.standard_t(p["dof"], shape)),
+    "Probit": _probit, "ScalePrior": _scale_prior,
+}
+
+
+# ---------------------------------------------------------------------- public API
+def sample_prior(model: Model, draws: int = 1000, seed: int | None = 0) -> dict[str, np.ndarray]:
+    """Forward (ancestral) draws of every variable of a model from its prior, observed ones included.
+
+    Parameters
+    ----------
+    model
+        An ``fg.Model``.
+    draws
+        Number of joint draws S.
+    seed
+        Seed of the random generator (``None``: fresh entropy).
+
+    Returns
+    -------
+    dict
+        Variable name → array of shape ``(draws, *plates, *event)``, in the model's declaration order,
+        with the deterministic nodes (``fg.inner``, sums, products) evaluated on the draws.  A
+        normal–gamma block ``w`` gives ``"w"`` and its precision ``"w.tau"``; a scale made by
+        ``fg.half_cauchy`` and the like gives σ; Categorical variables are integer labels; labels of
+        ``fg.probit`` are ±1.  Observed variables are drawn afresh (the prior predictive), ignoring their
+        data; a multinomial keeps its observed numbers of trials.
+
+    Notes
+    -----
+    Each variable is drawn from its prior factor given its parents' draws: p(x) = Π_i p(x_i | pa(x_i))
+    (ancestral sampling), gates (``x[z]``) selecting by the drawn labels and indexed views (``x[idx]``)
+    gathering by their labels.  Site potentials (``fg.laplace_site`` and kin) are drawn as the
+    observation model they define: location = x + noise.
+    """
+    from .model import Model
+
+    if not isinstance(model, Model):
+        raise ModelError(f"sample_prior needs an fg.Model, got {type(model).__name__}")
+    S = _check_draws(draws)
+    fwd = _Forward(model, S, np.random.default_rng(seed))
+    for v in model.variables.values():
+        fwd.variable(v)
+    for d in model.deterministics:
+        fwd.value(d)
+    return fwd.out
+
+
+def sample_posterior(result: Result, draws: int = 1000, seed: int | None = 0) -> dict[str, np.ndarray]:
+    """Draws from the posterior approximation q of a fit (``result.sample``); see ``Result.sample``."""
+    S = _check_draws(draws)
+    rng = np.random.default_rng(seed)
+    out: dict[str, np.ndarray] = {}
+    for name in result.posteriors:
+        q = result.posterior(name)  # scale variables (fg.half_cauchy, ...) on the σ scale
+        joint = result.joint.get(name)
+        if joint is not None:  # class-plated weights handled as one block: q over the stacked vector
+            shape = q.batch_shape + q.event_shape
+            out[name] = np.asarray(joint.sample(S, rng)).reshape((S, *shape))
+            continue
+        x = q.sample(S, rng)
+        if isinstance(q, GaussianGamma):
+            out[name], out[f"{name}.tau"] = (np.asarray(a) for a in x)
+        else:
+            out[name] = np.asarray(x)
+    return out
+
+
+__all__ = ["sample_prior", "sample_posterior"]

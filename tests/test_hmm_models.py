@@ -1,0 +1,67 @@
+"""models.hmm and the earthquakes demo."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hmmlearn import hmm as hl
+
+import factorgraph as fg
+from factorgraph import models
+
+
+def _non_decreasing(trace) -> bool:
+    trace = np.asarray(trace)
+    return bool(np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:])))
+
+
+def test_earthquakes_demo_small():
+    from demos import earthquakes_hmm
+
+    out = earthquakes_hmm.main(small=True)
+    assert out["best"] in ("K=2", "K=3")
+    assert out["elbo"]["K=2"] > out["elbo"]["K=1"] + 30  # overdispersion: one Poisson rate is far worse
+    assert all(_non_decreasing(t) for t in out["traces"].values())
+
+
+def test_poisson_hmm_rates_near_maximum_likelihood():
+    """With 107 counts the VB posterior means of the rates lie near hmmlearn's EM (maximum-likelihood) fit."""
+    from demos.earthquakes_hmm import load
+
+    _, y = load()
+    r = models.hmm(y, 2, "poisson")
+    ml = hl.PoissonHMM(2, n_iter=500, tol=1e-10, random_state=0)
+    ml.fit(y[:, None].astype(int))
+    np.testing.assert_allclose(np.sort(r.posterior("lam").mean()), np.sort(ml.lambdas_[:, 0]), atol=0.5)
+
+
+def test_gaussian_hmm_sequences_of_different_lengths():
+    rng = np.random.default_rng(1)
+    seqs = [np.r_[rng.normal(-3, 0.5, 30), rng.normal(3, 0.5, 30)], rng.normal(3, 0.5, 25)]
+    r = models.hmm(seqs, 2, "gaussian")
+    assert _non_decreasing(r.elbo_trace) and r.converged
+    np.testing.assert_allclose(np.sort(r.posterior("mu").mean()), [-3, 3], atol=0.3)
+    g = r.posterior("z").mean()
+    assert g.shape == (2, 60, 2) and np.all(g[1, 25:] == 0)
+    assert np.allclose(g[1, :25].sum(-1), 1.0)
+
+
+def test_categorical_hmm():
+    rng = np.random.default_rng(2)
+    B = np.array([[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]])
+    z = np.repeat([0, 1, 0, 1], 40)
+    y = np.array([rng.choice(3, p=B[k]) for k in z])
+    r = models.hmm(y, 2, "categorical")
+    assert _non_decreasing(r.elbo_trace)
+    Bq = r.posterior("B").mean()
+    Bq = Bq[np.argsort(Bq[:, 0])[::-1]]
+    np.testing.assert_allclose(Bq, B, atol=0.15)
+
+
+def test_hmm_bad_input():
+    with pytest.raises(fg.ModelError, match="emission must be one of"):
+        models.hmm(np.ones(5), 2, "student")
+    with pytest.raises(fg.ModelError, match="non-negative integer counts"):
+        models.hmm(np.array([1.5, 2.0]), 2, "poisson")
+    with pytest.raises(fg.ModelError, match="sequence 1 is empty"):
+        models.hmm([np.ones(3), np.ones(0)], 2)

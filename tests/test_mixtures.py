@@ -1,0 +1,86 @@
+"""models.gaussian_mixture (full and diagonal covariances) and its predictive density."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.stats as st
+
+import factorgraph as fg
+from factorgraph import models
+
+
+def _two_clusters(seed=0):
+    rng = np.random.default_rng(seed)
+    return np.concatenate([rng.multivariate_normal([0, 0], [[1, 0.6], [0.6, 1]], 150),
+                           rng.multivariate_normal([4, 3], [[0.5, -0.2], [-0.2, 0.3]], 100)])
+
+
+def _mvn_logpdf(x, mu, lam):
+    """log N(x | μ, Λ⁻¹) for x (M, D) against draws μ (S, D), Λ (S, D, D): shape (M, S)."""
+    r = x[:, None, :] - mu
+    return (0.5 * np.linalg.slogdet(lam)[1] - 0.5 * x.shape[1] * np.log(2 * np.pi)
+            - 0.5 * np.einsum("msi,sij,msj->ms", r, lam, r))
+
+
+def test_full_predictive_is_the_expected_density_under_q():
+    X = _two_clusters()
+    r = models.gaussian_mixture(X, 2, "full")
+    p = models.mixture_predictive(r, "full")
+    q, w = r.posterior("theta"), r.posterior("pi").mean()
+    mus, lams = q.sample(100_000, rng=1)
+    x = np.array([[0.5, 0.2], [3.0, 3.0], [-2.0, 1.0]])
+    mc = sum(w[k] * np.exp(_mvn_logpdf(x, mus[:, k], lams[:, k])).mean(1) for k in range(2))
+    np.testing.assert_allclose(p.logpdf(x), np.log(mc), atol=5e-3)
+
+
+def test_diag_predictive_is_the_expected_density_under_q():
+    X = _two_clusters()
+    r = models.gaussian_mixture(X, 2, "diag")
+    p = models.mixture_predictive(r, "diag")
+    mu = r.posterior("mu").sample(100_000, rng=2)
+    tau = r.posterior("tau").sample(100_000, rng=3)
+    w = r.posterior("pi").mean()
+    x = np.array([[0.5, 0.2], [3.0, 3.0]])
+    dens = np.exp(-0.5 * (x[:, None, None, :] - mu) ** 2 * tau + 0.5 * np.log(tau / (2 * np.pi))).prod(-1).mean(1)
+    np.testing.assert_allclose(p.logpdf(x), np.log(dens @ w), atol=5e-3)
+
+
+def test_one_component_full_mixture_has_the_exact_normal_wishart_evidence():
+    X = _two_clusters()
+    N, D = X.shape
+    r = models.gaussian_mixture(X, 1, "full")
+    m0, b0, nu0, V0 = X.mean(0), 1.0, float(D), np.cov(X.T)
+    xb = X.mean(0)
+    bN, nuN = b0 + N, nu0 + N
+    mN = (b0 * m0 + N * xb) / bN
+    VN = V0 + (X - xb).T @ (X - xb) + b0 * N / bN * np.outer(xb - m0, xb - m0)
+    mu, L = np.zeros(D), np.eye(D)
+    inv = np.linalg.inv
+    ref = (st.multivariate_normal(mu, inv(L)).logpdf(X).sum()
+           + st.multivariate_normal(m0, inv(b0 * L)).logpdf(mu) + st.wishart(nu0, inv(V0)).logpdf(L)
+           - st.multivariate_normal(mN, inv(bN * L)).logpdf(mu) - st.wishart(nuN, inv(VN)).logpdf(L))
+    assert abs(r.elbo - ref) < 1e-9
+    # the predictive of one component is the Student-t of the normal–Wishart posterior; it integrates to 1
+    p = models.mixture_predictive(r, "full")
+    g = np.linspace(-8, 12, 401)
+    grid = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
+    np.testing.assert_allclose(p.pdf(grid).sum() * (g[1] - g[0]) ** 2, 1.0, atol=2e-3)
+
+
+@pytest.mark.parametrize("covariance", ["full", "diag"])
+def test_evidence_prefers_more_than_one_component(covariance):
+    X = _two_clusters(1)
+    results = {f"K={K}": models.gaussian_mixture(X, K, covariance) for K in (1, 2)}
+    assert fg.compare(results).best() == "K=2"
+    assert all(np.all(np.diff(r.elbo_trace) > -1e-8) for r in results.values())
+
+
+def test_bad_arguments():
+    X = _two_clusters()
+    with pytest.raises(fg.ModelError, match="covariance must be 'full' or 'diag'"):
+        models.gaussian_mixture_model(X, 2, "spherical")
+    with pytest.raises(fg.ModelError, match="K must be a positive integer"):
+        models.gaussian_mixture_model(X, 0)
+    with pytest.raises(fg.ModelError, match="X must be a matrix"):
+        models.gaussian_mixture_model(X[:, 0], 2)
