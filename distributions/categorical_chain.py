@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Distribution
+from .base import Distribution, RngLike, Shape, as_rng, as_shape
 
 
 class CategoricalChain(Distribution):
@@ -28,16 +28,22 @@ class CategoricalChain(Distribution):
         log Z per sequence.
     joint_entropy : array, shape batch
         H[q(z_1..z_L)] per sequence.
+    sampler : callable, optional
+        ``sampler(draws, rng)`` → joint draws of every sequence, integer labels of shape
+        (draws,) + batch + (T,) with −1 past a sequence's length (forward filtering, backward sampling,
+        supplied by the factor that built the chain).  Without it the steps are drawn independently
+        from their marginals, which is exact only for a chain whose steps are independent.
     """
 
     event_ndims = (1,)
 
     def __init__(self, marginals: np.ndarray, pair_counts: np.ndarray, log_normalizer: np.ndarray,
-                 joint_entropy: np.ndarray) -> None:
+                 joint_entropy: np.ndarray, sampler=None) -> None:
         self.marginals = np.asarray(marginals, dtype=float)
         self.pair_counts = np.asarray(pair_counts, dtype=float)
         self.log_normalizer = np.asarray(log_normalizer, dtype=float)
         self.joint_entropy = np.asarray(joint_entropy, dtype=float)
+        self._sampler = sampler
 
     @classmethod
     def independent(cls, marginals: np.ndarray) -> CategoricalChain:
@@ -76,6 +82,21 @@ class CategoricalChain(Distribution):
         out = np.zeros(self.marginals.shape[:-1])
         out[..., 0] = self.joint_entropy
         return out
+
+    def sample(self, shape: int | Shape = (), rng: RngLike = None) -> np.ndarray:
+        """Joint draws of the state sequences: integer labels of shape ``shape + batch_shape``
+        (−1 at steps past a sequence's length)."""
+        shape = as_shape(shape)
+        rng = as_rng(rng)
+        S = int(np.prod(shape))
+        if self._sampler is not None:
+            x = np.asarray(self._sampler(S, rng))
+        else:
+            g = self.marginals
+            u = rng.random((S,) + g.shape[:-1] + (1,))
+            x = (u > np.cumsum(g, -1)).sum(-1)
+            x = np.where(g.sum(-1) > 0, np.minimum(x, g.shape[-1] - 1), -1)
+        return x.reshape(shape + self.batch_shape)
 
     def map_states(self) -> np.ndarray:
         """The most probable state of each step under its marginal (−1 past a sequence's length)."""

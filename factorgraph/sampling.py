@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from distributions import GaussianGamma
+from factors.kernels.forward_backward import forward_sample_chains
 
 from .nodes import Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
 
@@ -332,6 +333,18 @@ def _probit(s: _Forward, v, f, frame, full):
     s.put(v, np.where(x + s.rng.standard_normal(full) > 0, 1.0, -1.0), full)  # labels ±1, as stored
 
 
+def _markov_chain(s: _Forward, v, f, frame, full):
+    """z_1 ~ π, z_t ~ A[z_{t−1}] with one (π, A) per draw; labels −1 past a sequence's length."""
+    K = v.event_shape[0]
+    pi, A = f.edges["initial"], f.edges["transition"]
+    pi = s.value(pi).reshape(s.S, K) if isinstance(pi, Node) else np.broadcast_to(np.asarray(pi, float), (s.S, K))
+    A = (s.value(A).reshape(s.S, K, K) if isinstance(A, Node)
+         else np.broadcast_to(np.asarray(A, float), (s.S, K, K)))
+    lengths = np.asarray(f.params["lengths"]).reshape(-1)
+    z = forward_sample_chains(pi, A, lengths, full[-1], s.rng)  # (S, sequences, T)
+    s.put(v, z.reshape(full), full)
+
+
 _DRAWS = {
     "Gaussian": _gaussian, "Gamma": _gamma, "Beta": _beta, "Bernoulli": _bernoulli, "Dirichlet": _dirichlet,
     "Categorical": _categorical, "MvGaussian": _mv_gaussian, "MvGaussianFixedPrecision": _mv_gaussian,
@@ -342,7 +355,7 @@ _DRAWS = {
     "LaplaceSite": _site(lambda rng, p, shape: rng.laplace(0.0, p["scale"], shape)),
     "CauchySite": _site(lambda rng, p, shape: p["scale"] * rng.standard_cauchy(shape)),
     "StudentTSite": _site(lambda rng, p, shape: p["scale"] * rng.standard_t(p["dof"], shape)),
-    "Probit": _probit, "ScalePrior": _scale_prior,
+    "Probit": _probit, "ScalePrior": _scale_prior, "MarkovChain": _markov_chain,
 }
 
 

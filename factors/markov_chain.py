@@ -26,7 +26,7 @@ from distributions import Categorical, Dirichlet
 from distributions.categorical_chain import CategoricalChain
 
 from .base import FactorType, Moments
-from .kernels.forward_backward import forward_backward
+from .kernels.forward_backward import forward_backward, sample_chains
 
 MARKOV_CHAIN = FactorType("MarkovChain", out=Categorical, initial=Dirichlet, transition=Dirichlet)
 
@@ -110,7 +110,13 @@ def chain_posterior(m: Moments, p: dict, potentials: np.ndarray | None) -> Categ
         raise FloatingPointError(f"sequence {bad} has no state path of positive probability (log Z = {logz.flat[bad]})")
     prior = _dot(gamma[..., 0, :], lpi, -1) + _dot(xi, la, (-2, -1))
     entropy = logz - np.where(gamma > 0, gamma * phi, 0.0).sum((-2, -1)) - prior
-    return CategoricalChain(gamma, xi, logz, np.maximum(entropy, 0.0))
+    lens = np.broadcast_to(lengths, batch).reshape(-1)
+    lpi0, la0 = lpi.reshape(-1, K)[0].copy(), la.reshape(-1, K, K)[0].copy()
+
+    def sampler(draws: int, rng: np.random.Generator) -> np.ndarray:
+        return sample_chains(flat, lpi0, la0, lens, draws, rng).reshape((draws, *batch, T))
+
+    return CategoricalChain(gamma, xi, logz, np.maximum(entropy, 0.0), sampler=sampler)
 
 
 MARKOV_CHAIN.structured = chain_posterior

@@ -163,6 +163,85 @@ def test_chain_entropy_and_normaliser_by_enumeration():
     assert q.entropy().sum() == pytest.approx(q.joint_entropy[0])
 
 
+def test_joint_draws_follow_the_chain_posterior_by_enumeration():
+    """q.sample draws whole paths: their frequencies match the exact path probabilities of a short chain
+    (a chi-square test over all K^T paths), not only the one-step marginals."""
+    import itertools
+
+    from scipy import stats
+
+    rng = np.random.default_rng(7)
+    K, T = 2, 4
+    m, p = _structured_case(rng, N=1, T=T, K=K)
+    p["lengths"] = np.array([T])
+    phi = rng.normal(size=(1, T, K))
+    q = chain_posterior(m, p, phi)
+    lpi, la = m["initial"][0], m["transition"][0]
+    paths = np.array(list(itertools.product(range(K), repeat=T)))
+    logw = lpi[paths[:, 0]] + la[paths[:, :-1], paths[:, 1:]].sum(1) + phi[0, np.arange(T), paths].sum(1)
+    w = np.exp(logw - np.logaddexp.reduce(logw))
+    S = 40000
+    draws = q.sample(S, rng=3)
+    assert draws.shape == (S, 1, T)
+    code = (draws[:, 0, :] * K ** np.arange(T - 1, -1, -1)).sum(1)  # path index in itertools order
+    observed = np.bincount(code, minlength=K ** T)
+    assert stats.chisquare(observed, S * w).pvalue > 1e-3
+    # the independent-steps approximation of the same marginals fails the same test (the test has power)
+    indep = (rng.random((S, T)) < q.marginals[0, :, 1]).astype(int)
+    code_i = (indep * K ** np.arange(T - 1, -1, -1)).sum(1)
+    assert stats.chisquare(np.bincount(code_i, minlength=K ** T), S * w).pvalue < 1e-6
+
+
+def test_draws_respect_lengths_and_posterior_sample_of_a_fit():
+    """Steps past a sequence's length are −1 in posterior and prior draws; result.sample and fg.sample_prior
+    both handle the chain."""
+    rng = np.random.default_rng(2)
+    pi, A, mu, tau = _random_hmm(rng, 3, 1)
+    y = rng.normal(size=(2, 6, 1))
+    m = _fixed_hmm(y, pi, A, mu, tau, lengths=np.array([6, 3]))
+    r = fg.infer(m, progress=False)
+    z = r.sample(200, seed=0)["z"]
+    assert z.shape == (200, 2, 6)
+    assert np.all(z[:, 1, 3:] == -1) and np.all((z[:, 1, :3] >= 0) & (z[:, 1, :3] < 3))
+    assert np.all((z[:, 0] >= 0) & (z[:, 0] < 3))
+    prior = fg.sample_prior(m, 300, seed=1)
+    assert prior["z"].shape == (300, 2, 6) and np.all(prior["z"][:, 1, 3:] == -1)
+
+
+def test_prior_draws_follow_pi_and_A():
+    """fg.sample_prior on a chain with constant π and A: first-step and transition frequencies match, and with
+    Dirichlet π and A one (π, A) is drawn per draw and the path follows it."""
+    pi = np.array([0.2, 0.5, 0.3])
+    A = np.array([[0.8, 0.1, 0.1], [0.2, 0.6, 0.2], [0.3, 0.3, 0.4]])
+    with fg.Model("prior-chain") as m:
+        n, t = fg.plate("n", 50), fg.plate("t", 40)
+        fg.markov_chain("z", initial=pi, transition=A, plates=[n, t])
+    z = fg.sample_prior(m, 40, seed=0)["z"].reshape(-1, 40)
+    np.testing.assert_allclose(np.bincount(z[:, 0], minlength=3) / len(z), pi, atol=0.03)
+    counts = np.zeros((3, 3))
+    np.add.at(counts, (z[:, :-1].ravel(), z[:, 1:].ravel()), 1.0)
+    np.testing.assert_allclose(counts / counts.sum(1, keepdims=True), A, atol=0.01)
+    with fg.Model("prior-chain-dirichlet") as m2:
+        k = fg.plate("k", 2)
+        n, t = fg.plate("n", 1), fg.plate("t", 2000)
+        P = fg.dirichlet("P", np.ones(2))
+        T = fg.dirichlet("T", np.ones(2), plates=[k])
+        fg.markov_chain("z", initial=P, transition=T, plates=[n, t])
+    d = fg.sample_prior(m2, 30, seed=2)
+    z2, T2 = d["z"][:, 0, :], d["T"]
+    zscores = []  # each draw's path moves by its own A: stay frequencies against A[j, j], standardised
+    for s in range(30):
+        for j in range(2):
+            frm = z2[s, :-1] == j
+            if frm.sum() > 50:
+                pj = T2[s, j, j]
+                zscores.append(((z2[s, 1:][frm] == j).mean() - pj) / np.sqrt(pj * (1 - pj) / frm.sum()))
+    from scipy import stats
+
+    assert len(zscores) > 30
+    assert stats.chi2.sf(np.sum(np.square(zscores)), len(zscores)) > 1e-3
+
+
 # ---------------------------------------------------------------------------------- bad input
 def _build(**kw):
     args = {"initial": np.ones(2) / 2, "transition": np.eye(2) * 0.5 + 0.25}

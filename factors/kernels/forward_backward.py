@@ -100,3 +100,110 @@ def forward_backward(phi: np.ndarray, log_pi: np.ndarray, log_trans: np.ndarray,
                       np.ascontiguousarray(np.exp(log_trans), dtype=np.float64),
                       np.ascontiguousarray(lengths, dtype=np.int64), gamma, xi, logz)
     return gamma, xi, logz
+
+
+@njit(cache=True, parallel=True)
+def _backward_sample(phi, log_pi, trans, lengths, u, out):  # pragma: no cover - compiled
+    S = u.shape[0]
+    N, T, K = phi.shape
+    for n in prange(N):
+        L = lengths[n]
+        alpha = np.zeros((L, K))
+        for t in range(L):
+            m = -np.inf
+            for k in range(K):
+                v = phi[n, t, k] + (log_pi[k] if t == 0 else 0.0)
+                if v > m:
+                    m = v
+            if m == -np.inf:
+                m = 0.0
+            s = 0.0
+            for k in range(K):
+                e = np.exp(phi[n, t, k] + (log_pi[k] if t == 0 else 0.0) - m)
+                if t > 0:
+                    a = 0.0
+                    for j in range(K):
+                        a += alpha[t - 1, j] * trans[j, k]
+                    e *= a
+                alpha[t, k] = e
+                s += e
+            if s <= 0.0:
+                s = 1.0
+            for k in range(K):
+                alpha[t, k] /= s
+        w = np.zeros(K)
+        for d in range(S):
+            for t in range(T - 1, L - 1, -1):
+                out[d, n, t] = -1
+            nxt = -1
+            for t in range(L - 1, -1, -1):
+                tot = 0.0
+                for k in range(K):
+                    w[k] = alpha[t, k] * (trans[k, nxt] if nxt >= 0 else 1.0)
+                    tot += w[k]
+                r = u[d, n, t] * tot
+                acc = 0.0
+                pick = K - 1
+                for k in range(K):
+                    acc += w[k]
+                    if r < acc:
+                        pick = k
+                        break
+                out[d, n, t] = pick
+                nxt = pick
+
+
+def sample_chains(phi: np.ndarray, log_pi: np.ndarray, log_trans: np.ndarray, lengths: np.ndarray,
+                  draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Joint draws of N chains from p̃(z) ∝ π̃(z_1) Π_t Ã(z_{t−1}, z_t) Π_t exp φ_t(z_t) (forward filtering,
+    backward sampling: z_L ~ α_L, then z_t | z_{t+1} ∝ α_t(j) Ã(j, z_{t+1}); Carter & Kohn 1994).
+
+    Returns integer labels of shape (draws, N, T), −1 past each sequence's length.  Cost O(N·L·K²) for
+    the filter plus O(draws·N·L·K) for the draws.
+    """
+    phi = np.ascontiguousarray(phi, dtype=np.float64)
+    N, T, K = phi.shape
+    out = np.empty((draws, N, T), dtype=np.int64)
+    u = rng.random((draws, N, T))
+    _backward_sample(phi, np.ascontiguousarray(log_pi, dtype=np.float64),
+                     np.ascontiguousarray(np.exp(log_trans), dtype=np.float64),
+                     np.ascontiguousarray(lengths, dtype=np.int64), u, out)
+    return out
+
+
+@njit(cache=True, parallel=True)
+def _forward_sample(pi, trans, lengths, u, out):  # pragma: no cover - compiled
+    S, N, T = u.shape
+    K = pi.shape[1]
+    for d in prange(S):
+        for n in range(N):
+            L = lengths[n]
+            prev = -1
+            for t in range(T):
+                if t >= L:
+                    out[d, n, t] = -1
+                    continue
+                r = u[d, n, t]
+                acc = 0.0
+                pick = K - 1
+                for k in range(K):
+                    acc += pi[d, k] if prev < 0 else trans[d, prev, k]
+                    if r < acc:
+                        pick = k
+                        break
+                out[d, n, t] = pick
+                prev = pick
+
+
+def forward_sample_chains(pi: np.ndarray, trans: np.ndarray, lengths: np.ndarray, T: int,
+                          rng: np.random.Generator) -> np.ndarray:
+    """Draws of N Markov chains from the model itself: z_1 ~ π^(d), z_t ~ A^(d)[z_{t−1}], one (π, A) per
+    draw d, over T steps.  ``pi``: (draws, K); ``trans``: (draws, K, K) row-stochastic; returns labels (draws, N, T) with
+    −1 past each sequence's length."""
+    pi = np.ascontiguousarray(pi, dtype=np.float64)
+    trans = np.ascontiguousarray(trans, dtype=np.float64)
+    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+    S, N = pi.shape[0], lengths.shape[0]
+    out = np.empty((S, N, T), dtype=np.int64)
+    _forward_sample(pi, trans, lengths, rng.random((S, N, T)), out)
+    return out
