@@ -198,8 +198,8 @@ def _forward_sample(pi, trans, lengths, u, out):  # pragma: no cover - compiled
 def forward_sample_chains(pi: np.ndarray, trans: np.ndarray, lengths: np.ndarray, T: int,
                           rng: np.random.Generator) -> np.ndarray:
     """Draws of N Markov chains from the model itself: z_1 ~ π^(d), z_t ~ A^(d)[z_{t−1}], one (π, A) per
-    draw d, over T steps.  ``pi``: (draws, K); ``trans``: (draws, K, K) row-stochastic; returns labels (draws, N, T) with
-    −1 past each sequence's length."""
+    draw d, over T steps.  ``pi``: (draws, K); ``trans``: (draws, K, K) row-stochastic; returns labels
+    (draws, N, T) with −1 past each sequence's length."""
     pi = np.ascontiguousarray(pi, dtype=np.float64)
     trans = np.ascontiguousarray(trans, dtype=np.float64)
     lengths = np.ascontiguousarray(lengths, dtype=np.int64)
