@@ -81,3 +81,11 @@ def test_vb_hmm_iterates_agree_before_convergence():
     """Not only the fixed point: after 3 sweeps from the same start the bounds agree too (same update order)."""
     r, Q, nodes, _ = _run(3, 30, 2, 5, sweeps=3)
     np.testing.assert_allclose(r.elbo, Q.compute_lowerbound(), rtol=1e-9)
+
+
+def test_benchmark_runs_small():
+    """The benchmark's small case runs and both libraries reach the same bound (its timing is not asserted)."""
+    from benchmarks.hmm_vs_bayespy import main
+
+    out = main(small=True, sweeps=3)
+    assert out["gap"] < 1e-8 * 2000
