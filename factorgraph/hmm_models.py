@@ -76,7 +76,7 @@ def hmm_model(y: Any, K: int, emission: str = "gaussian", concentration: float =
 
 
 def hmm(y: Any, K: int, emission: str = "gaussian", *, concentration: float = 1.0, max_iter: int = 500,
-        tol: float = 1e-8, seed: int | None = 0) -> Result:
+        tol: float = 1e-8, seed: int | None = 0, restarts: int = 1) -> Result:
     """A variational Bayesian hidden Markov model with K states (MacKay 1997; Beal 2003, ch. 3).
 
     z_1 ~ Cat(π), z_t | z_{t−1} ~ Cat(A[z_{t−1}]), π and the rows of A ~ Dirichlet(concentration), and
@@ -91,7 +91,17 @@ def hmm(y: Any, K: int, emission: str = "gaussian", *, concentration: float = 1.
     and the emission parameters are mean-field.  ``result.elbo`` bounds log p(y) and can compare K
     (``fg.compare``); ``result.posterior("z").mean()`` holds the smoothed marginals (sequences × steps × K).
     K = 1 is the model without a chain (i.i.d. emissions).
+
+    ``restarts`` fits from that many random starts of q(z) (seeds ``seed``, ``seed + 1``, …) and returns the
+    fit with the highest bound: VB for mixtures and HMMs has local optima, and comparing K by the bound needs
+    each K's best.
     """
     from schedules import infer  # the engine sits to the right of this package
 
-    return infer(hmm_model(y, K, emission, concentration), max_iter=max_iter, tol=tol, seed=seed)
+    restarts = checks.positive_int(restarts, "hmm: restarts")
+    model = hmm_model(y, K, emission, concentration)
+    if K == 1 or restarts == 1:
+        return infer(model, max_iter=max_iter, tol=tol, seed=seed)
+    base = 0 if seed is None else int(seed)
+    fits = [infer(model, max_iter=max_iter, tol=tol, seed=base + i) for i in range(restarts)]
+    return max(fits, key=lambda r: r.elbo)

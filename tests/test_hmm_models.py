@@ -65,3 +65,32 @@ def test_hmm_bad_input():
         models.hmm(np.array([1.5, 2.0]), 2, "poisson")
     with pytest.raises(fg.ModelError, match="sequence 1 is empty"):
         models.hmm([np.ones(3), np.ones(0)], 2)
+
+
+def test_faithful_hmm_demo_small():
+    """Old Faithful's waits: the evidence picks two states, whose means and anti-persistent transition matrix
+    sit near hmmlearn's maximum-likelihood fit (272 points: the posterior is concentrated), and the chain
+    beats a mixture of independent waits."""
+    from demos import faithful_hmm
+
+    out = faithful_hmm.main(small=True)
+    assert out["best"] == "K=2"
+    assert out["elbo"]["K=2"] > out["elbo"]["K=1"] + 50
+    assert out["elbo"]["K=2"] > out["mixture_elbo"] + 10
+    assert all(_non_decreasing(t) for t in out["traces"].values())
+    np.testing.assert_allclose(out["means_K2"], out["em_means"], atol=0.5)
+    np.testing.assert_allclose(out["transition_K2"], out["em_transition"], atol=0.03)
+    assert out["transition_K2"][0, 1] > 0.85  # a short wait is followed by a long one
+
+
+def test_hmm_restarts_keep_the_best_bound():
+    """restarts=R returns the best of R seeded fits: never below the single fit with the same first seed."""
+    from demos.faithful_hmm import load
+
+    y = load()[:120]
+    one = models.hmm(y, 3, "gaussian", seed=0)
+    best = models.hmm(y, 3, "gaussian", seed=0, restarts=4)
+    others = [models.hmm(y, 3, "gaussian", seed=s).elbo for s in range(4)]
+    assert best.elbo == pytest.approx(max(others), abs=1e-9) and best.elbo >= one.elbo - 1e-9
+    with pytest.raises(fg.ModelError, match="restarts"):
+        models.hmm(y, 2, restarts=0)
