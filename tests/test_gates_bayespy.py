@@ -178,3 +178,32 @@ def test_gamma_rate_mixture():
     _close(r.elbo, L)
     _close(r.posterior("b").mean(), nodes["b"].get_moments()[0])
     _close(r.posterior("z").probs, nodes["z"].get_moments()[0])
+
+
+def test_vector_gaussian_mixture_with_gamma_precision():
+    """A vector Gaussian mixture whose components have isotropic Gamma precisions, y_n ~ N(μ_{z_n}, a_{z_n}⁻¹ I).
+    With the isotropic prior on μ_k its posterior covariance is diagonal, so BayesPy writes the same model
+    with scalar nodes over a (D, K) plate: Mixture(z, GaussianARD, μ, a) with z plated (N, 1) and a (1, K)."""
+    rng = np.random.default_rng(6)
+    N, D, K = 30, 3, 2
+    lab = rng.integers(0, K, N)
+    Y = np.array([[-2, 0, 1], [2, 1, -1.0]])[lab] + rng.normal(size=(N, D)) * np.array([1.5, 0.5])[lab][:, None]
+    init = rng.dirichlet(np.ones(K), N)
+    with fg.Model() as m:
+        k, n = fg.plate("k", K), fg.plate("n", N)
+        z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n])
+        mu = fg.mv_gaussian("mu", np.zeros(D), 0.1, plates=[k])
+        a = fg.gamma("a", 2.0, 1.0, plates=[k])
+        fg.mv_gaussian("y", mu[z], a[z], plates=[n], observed=Y)
+    pi = Dirichlet(np.ones(K))
+    nodes = {"pi": pi, "z": Categorical(pi, plates=(N, 1)), "mu": GaussianARD(0, 0.1, plates=(D, K)),
+             "a": Gamma(2.0, 1.0, plates=(1, K))}
+    Yn = Mixture(nodes["z"], GaussianARD, nodes["mu"], nodes["a"])
+    Yn.observe(Y)
+    r, L = _run_both(m, nodes, [Yn], init, init_bp=init[:, None, :])
+    _close(r.elbo, L)
+    _close(r.posterior("a").mean(), nodes["a"].get_moments()[0].ravel())
+    _close(r.posterior("mu").mean(), nodes["mu"].get_moments()[0].T)
+    _close(np.diagonal(r.posterior("mu").cov(), axis1=-2, axis2=-1),
+           (nodes["mu"].get_moments()[1] - nodes["mu"].get_moments()[0] ** 2).T)
+    _close(r.posterior("z").probs, nodes["z"].get_moments()[0][:, 0])
