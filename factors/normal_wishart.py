@@ -25,6 +25,7 @@ import numpy as np
 from distributions import GaussianWishart, MvGaussian
 
 from .base import LOG_2PI, FactorType, Moments
+from .contract import pair_inner
 
 NORMAL_WISHART = FactorType("NormalWishart", out=GaussianWishart)
 MV_GAUSSIAN_NORMAL_WISHART = FactorType("MvGaussianNormalWishart", out=MvGaussian, params=GaussianWishart)
@@ -71,12 +72,12 @@ def mvnw_evidence(m: Moments, p: dict) -> np.ndarray:
     x, xx = m["out"]
     lm, q, lam, logdet = m["params"]
     D = x.shape[-1]
-    return (-0.5 * _trace_of_product(lam, xx) + np.vecdot(x, lm) - 0.5 * q + 0.5 * logdet - 0.5 * D * LOG_2PI)
+    return (-0.5 * _trace_of_product(lam, xx) + pair_inner(x, lm, 1) - 0.5 * q + 0.5 * logdet - 0.5 * D * LOG_2PI)
 
 
 def _trace_of_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """tr(AB) = Σ_ij A_ij B_ji of broadcasting batches of D×D matrices, as one dot product per pair (no
-    rows × components × D × D temporary)."""
-    D = a.shape[-1]
-    bt = np.swapaxes(b, -1, -2)
-    return np.vecdot(a.reshape(a.shape[:-2] + (D * D,)), np.ascontiguousarray(bt).reshape(bt.shape[:-2] + (D * D,)))
+    """tr(AB) = Σ_ij Aᵀ_ij B_ij of broadcasting batches of D×D matrices, as one matrix product over the
+    rows and components (no rows × components × D × D temporary; the transpose is of the smaller one)."""
+    if a.size <= b.size:
+        return pair_inner(np.swapaxes(a, -1, -2), b, 2)
+    return pair_inner(a, np.swapaxes(b, -1, -2), 2)

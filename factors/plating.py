@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .contract import Terms
+
 
 def expand(arr: np.ndarray, src: Sequence[int], dst: Sequence[int], event_ndim: int) -> np.ndarray:
     """Insert singleton axes so an array on plates ``src`` (⊂ ``dst``) lines up with ``dst``."""
@@ -35,6 +37,8 @@ def reduce(arr: np.ndarray, src: Sequence[int], dst: Sequence[int], sizes: Seque
     ``sizes[i]`` is the size of plate ``src[i]``.  Axes of ``dst`` keep their length (1 if the
     value is the same along the plate).
     """
+    if isinstance(arr, Terms):  # a sum of factored terms, reduced term by term
+        return arr.reduce(None, src, dst, sizes, event_ndim)
     arr = np.asarray(arr, dtype=float)
     batch_ndim = arr.ndim - event_ndim
     if batch_ndim < len(src):
@@ -76,6 +80,8 @@ def weighted_reduce(arr: np.ndarray, weights: np.ndarray, src: Sequence[int], ds
 
     ``weights`` has one axis per plate of ``src`` (singletons allowed) and no event axes.
     """
+    if isinstance(arr, Terms):
+        return arr.reduce(weights, src, dst, sizes, event_ndim)
     arr = np.asarray(arr, dtype=float)
     nb = len(src)
     if arr.ndim - event_ndim < nb:
