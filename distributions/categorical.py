@@ -12,9 +12,20 @@ from .base import ExponentialFamily, Nat, RngLike, Shape, as_rng, as_shape, wher
 LOG_TINY = float(np.log(np.finfo(float).tiny))
 
 
+def _logsumexp(eta: np.ndarray, keepdims: bool = False) -> np.ndarray:
+    """log Σ_k e^{η_k} over the last axis, max-shifted; rows with a non-finite maximum (all −inf, +inf,
+    nan) go to scipy's ``logsumexp``, whose conventions they keep."""
+    eta = np.asarray(eta, dtype=float)
+    top = np.max(eta, axis=-1, keepdims=True)
+    if eta.shape[-1] == 0 or not np.isfinite(top).all():
+        return logsumexp(eta, axis=-1, keepdims=keepdims)
+    out = top + np.log(np.exp(eta - top).sum(axis=-1, keepdims=True))
+    return out if keepdims else out[..., 0]
+
+
 def log_softmax(eta: np.ndarray) -> np.ndarray:
     """η − logsumexp(η) over the last axis (max-shifted)."""
-    return eta - logsumexp(eta, axis=-1, keepdims=True)
+    return eta - _logsumexp(eta, keepdims=True)
 
 
 def _floor_neg_inf(logits: np.ndarray) -> np.ndarray:
@@ -143,7 +154,7 @@ class Categorical(ExponentialFamily):
 
     def log_partition(self) -> np.ndarray:
         """κ = logsumexp(η) (max-shifted)."""
-        return where_proper(logsumexp(self._nat[0], axis=-1), self.is_proper(), np.inf)
+        return where_proper(_logsumexp(self._nat[0]), self.is_proper(), np.inf)
 
     def entropy(self) -> np.ndarray:
         """H = −Σ p_k log p_k."""

@@ -25,7 +25,7 @@ import numpy as np
 from distributions import GaussianWishart, MvGaussian
 
 from .base import LOG_2PI, FactorType, Moments
-from .contract import pair_inner
+from .contract import Terms, pair_inner
 
 NORMAL_WISHART = FactorType("NormalWishart", out=GaussianWishart)
 MV_GAUSSIAN_NORMAL_WISHART = FactorType("MvGaussianNormalWishart", out=MvGaussian, params=GaussianWishart)
@@ -58,7 +58,7 @@ def nw_evidence(m: Moments, p: dict) -> np.ndarray:
 def mvnw_to_params(m: Moments, p: dict) -> tuple:
     x, xx = m["out"]
     shape = x.shape[:-1]
-    return (x, np.full(shape, -0.5), -0.5 * xx, np.full(shape, 0.5))
+    return (x, np.full(shape, -0.5), Terms((-0.5, xx)), np.full(shape, 0.5))  # −½ applied after the reduction
 
 
 @MV_GAUSSIAN_NORMAL_WISHART.rule("out", "vmp")
