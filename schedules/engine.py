@@ -61,6 +61,7 @@ class Engine:
         self.stats: dict[str, tuple] = {}
         self.version: dict[str, int] = {}
         self._det_cache: dict[int, tuple] = {}
+        self._ev_cache: dict[str, tuple] = {}  # factor -> (its neighbours' versions, E[log f])
         self._obs_stats: dict[Any, tuple] = {}  # observed variable name, or (deterministic id, role) of a constant
         self._last: dict[tuple[str, str, str], tuple] = {}
         self._updating = ""  # the variable whose update is being computed
@@ -225,9 +226,27 @@ class Engine:
             self._last[key] = out
         return out
 
+    def factor_evidence(self, f: CFactor) -> np.ndarray:
+        """E[log f] per factor instance; a conjugate factor's (no kept state, every edge a variable) is
+        cached until a neighbour's posterior changes, so a gated factor's selector message and the
+        ELBO after the selector's update share one computation."""
+        key = None
+        if f.node.ftype.conjugate and not f.params.get("state"):
+            nodes = [a.source if isinstance(a, Gate) else a for a in f.node.edges.values()]
+            if all(type(n) is Variable for n in nodes):
+                key = tuple((n.name, self.version.get(n.name), id(self.stats.get(n.name))) for n in nodes)
+        if key is not None:
+            hit = self._ev_cache.get(f.name)
+            if hit is not None and hit[0] == key:
+                return hit[1]
+        e = f.evidence(_Moments(self, f), f.params)
+        if key is not None:
+            self._ev_cache[f.name] = (key, e)
+        return e
+
     def selector_message(self, f: CFactor) -> tuple:
         """Message from a gated factor to its selector: E[log f] per category."""
-        e = f.evidence(_Moments(self, f), f.params)
+        e = self.factor_evidence(f)
         if f.weight is not None:
             e = e * f.weight
         g = f.gate
@@ -431,7 +450,7 @@ class Engine:
         for f in self.c.factors:
             if f.claimed_by is not None:
                 continue
-            e = f.evidence(_Moments(self, f), f.params)
+            e = self.factor_evidence(f)
             r = self.instance_weights(f)
             if r is not None:
                 e = e * r
