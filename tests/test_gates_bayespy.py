@@ -207,3 +207,44 @@ def test_vector_gaussian_mixture_with_gamma_precision():
     _close(np.diagonal(r.posterior("mu").cov(), axis1=-2, axis2=-1),
            (nodes["mu"].get_moments()[1] - nodes["mu"].get_moments()[0] ** 2).T)
     _close(r.posterior("z").probs, nodes["z"].get_moments()[0][:, 0])
+
+
+def _wishart_mixture_case(seed, N, D, K, gate_mean=True):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0, 3, (K, D))
+    Y = centres[rng.integers(0, K, N)] + rng.normal(size=(N, D)) @ np.diag(rng.uniform(0.5, 1.5, D))
+    init = rng.dirichlet(np.ones(K), N)
+    V = np.eye(D) + 0.3 * np.ones((D, D))
+    with fg.Model() as m:
+        k, n = fg.plate("k", K), fg.plate("n", N)
+        z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n], categories=k)
+        L = fg.wishart("L", dof=D + 1.0, scale=V, plates=[k])
+        if gate_mean:
+            mu = fg.mv_gaussian("mu", np.zeros(D), 0.1, plates=[k])
+            fg.mv_gaussian("y", mu[z], precision=L[z], plates=[n], observed=Y)
+        else:
+            mu = fg.mv_gaussian("mu", np.zeros(D), 0.1)
+            fg.mv_gaussian("y", mu, precision=L[z], plates=[n], observed=Y)
+    from bayespy.nodes import Wishart as BpWishart
+
+    pi = Dirichlet(np.ones(K))
+    mu_bp = Gaussian(np.zeros(D), 0.1 * np.eye(D), plates=(K,) if gate_mean else ())
+    nodes = {"pi": pi, "z": Categorical(pi, plates=(N,)), "mu": mu_bp, "L": BpWishart(D + 1.0, V, plates=(K,))}
+    # a shared mean (gate_mean False) enters every component: BayesPy's Mixture broadcasts it over the clusters
+    Yn = Mixture(nodes["z"], Gaussian, nodes["mu"], nodes["L"])
+    Yn.observe(Y)
+    return m, nodes, Yn, init
+
+
+@pytest.mark.parametrize(("seed", "N", "D", "K", "gate_mean"),
+                         [(6, 30, 2, 3, True), (7, 25, 3, 2, True), (8, 20, 2, 2, False)])
+def test_wishart_precision_mixture(seed, N, D, K, gate_mean):
+    """Full-covariance mixture with a mean-field mean and Wishart precision per component:
+    y_n ~ N(μ_{z_n}, Λ_{z_n}⁻¹); BayesPy: Mixture(z, Gaussian, mu, Lambda) with a Wishart Lambda (a mean
+    shared by the components in the last case)."""
+    m, nodes, Yn, init = _wishart_mixture_case(seed, N, D, K, gate_mean)
+    r, L = _run_both(m, nodes, [Yn], init)
+    _close(r.elbo, L)
+    _close(r.posterior("mu").mean(), nodes["mu"].get_moments()[0])
+    _close(r.posterior("L").mean(), nodes["L"].get_moments()[0])
+    _close(r.posterior("z").probs, nodes["z"].get_moments()[0])
