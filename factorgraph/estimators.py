@@ -340,4 +340,13 @@ class BayesianSoftmaxRegression(ClassifierMixin, _Fitted, BaseEstimator):
 
 
 __all__ = ["BayesianLinearRegression", "BayesianLogisticRegression", "BayesianSoftmaxRegression",
-           "ConvergenceWarning"]
+           "ConvergenceWarning", "VariationalGaussianMixture"]  # noqa: F822 (the module __getattr__ above)
+
+
+def __getattr__(name: str) -> Any:
+    # the mixture estimator lives in its own module (which imports this one); re-exported here lazily
+    if name == "VariationalGaussianMixture":
+        from .estimators_mixture import VariationalGaussianMixture
+
+        return VariationalGaussianMixture
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
