@@ -53,6 +53,16 @@ def gaussian_mixture_model(X: Any, K: int, covariance: str = "full", *, concentr
     m0 = Xa.mean(0) if mean_prior is None else checks.constant(mean_prior, "mean_prior")
     nu0 = float(D) if dof is None else float(dof)
     v0 = np.atleast_2d(np.cov(Xa.T)) if scale is None else checks.constant(scale, "scale")
+    if scale is None:
+        lo = float(np.linalg.eigvalsh(v0)[0]) if covariance == "full" else float(np.diagonal(v0).min())
+        if not lo > 0:
+            raise ModelError(f"'X': the default scale (V₀ = the data covariance of X, {N} rows × {D} features) is "
+                             f"singular (smallest {'eigenvalue' if covariance == 'full' else 'variance'} {lo!r}): "
+                             "collinear or constant features, or fewer rows than features; pass scale= (for "
+                             "example the data covariance plus a small multiple of the identity)")
+    if (covariance == "diag" and v0.ndim == 1 and v0.shape != (D,)) or (v0.ndim == 2 and v0.shape != (D, D)):
+        want = f"a ({D},) vector or a ({D}, {D}) matrix" if covariance == "diag" else f"a ({D}, {D}) matrix"
+        raise ModelError(f"'scale' must be {want} for X with {D} features, got shape {v0.shape}")
     with Model(f"gaussian_mixture_{covariance}_K{K}") as m:
         n = plate("n", N)
         k = plate("k", K)

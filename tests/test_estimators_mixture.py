@@ -90,7 +90,7 @@ def test_singular_data_covariance_is_regularised():
     gm = VariationalGaussianMixture(2, random_state=0).fit(X)
     assert np.isfinite(gm.evidence_) and np.all(np.isfinite(gm.score_samples(X)))
     assert np.isfinite(VariationalGaussianMixture(2, "diag").fit(X).evidence_)
-    with pytest.raises(ValueError, match="positive definite"):
+    with pytest.raises(ValueError, match="'theta'.*positive definite"):
         VariationalGaussianMixture(2, reg_covar=0.0).fit(X)
 
 

@@ -11,6 +11,7 @@ import scipy.stats as st
 
 import factorgraph as fg
 from distributions import GaussianWishart, Wishart
+from factorgraph import models
 
 D = 3
 
@@ -275,3 +276,31 @@ def test_bad_input_names_the_variable():
             fg.mv_gaussian("w", th, precision=2.0, plates=[n])
         with pytest.raises(fg.ModelError, match="'v'.*do not pass covariance= or sd="):
             fg.mv_gaussian("v", th, sd=2.0, plates=[n])
+
+
+def test_gaussian_mixture_bad_input_names_what_is_wrong():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(10, 2))
+    with pytest.raises(fg.ModelError, match="'X': the default scale .* singular .*eigenvalue"):
+        models.gaussian_mixture_model(np.c_[X, X[:, 0] - X[:, 1]], 2)  # collinear features
+    with pytest.raises(fg.ModelError, match="'X': the default scale .* singular .*variance 0.0"):
+        models.gaussian_mixture_model(np.c_[X, np.ones(10)], 2, "diag")  # a constant feature
+    with pytest.raises(fg.ModelError, match=r"'scale' must be a \(2,\) vector or a \(2, 2\) matrix"):
+        models.gaussian_mixture_model(X, 2, "diag", scale=np.ones(3))
+    with pytest.raises(fg.ModelError, match=r"'scale' must be a \(2, 2\) matrix"):
+        models.gaussian_mixture_model(X, 2, "full", scale=np.eye(3))
+    with pytest.raises(fg.ModelError, match="'theta'.*positive definite"):
+        models.gaussian_mixture_model(X, 2, scale=np.array([[1.0, 2.0], [2.0, 1.0]]))
+    with pytest.raises(fg.ModelError, match="'theta'.*dof must exceed D − 1 = 1"):
+        models.gaussian_mixture_model(X, 2, dof=1.0)
+    with pytest.raises(fg.ModelError, match="'theta'.*inconsistent dimensions"):
+        models.gaussian_mixture_model(X, 2, mean_prior=np.zeros(3))
+    with pytest.raises(fg.ModelError, match="'L'.*dof must be finite"):
+        with fg.Model("bad"):
+            fg.wishart("L", dof=np.nan, scale=np.eye(2))
+    with pytest.raises(fg.ModelError, match="'L'.*dof has shape"):
+        with fg.Model("bad"):
+            fg.wishart("L", dof=np.array([3.0, 4.0, 5.0]), scale=np.eye(2), plates=[fg.plate("k", 2)])
+    with pytest.raises(fg.ModelError, match="'T'.*beta must be positive"):
+        with fg.Model("bad"):
+            fg.gaussian_wishart("T", mean=np.zeros(2), beta=0.0)
