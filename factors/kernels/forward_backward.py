@@ -18,6 +18,44 @@ import numpy as np
 from numba import njit, prange
 
 
+@njit(cache=True)
+def _forward_filter(phi_n, log_pi, trans, L, alpha, b, scale):  # pragma: no cover - compiled
+    """Scaled forward pass of one sequence: fills the normalised α_t, the shifted emission weights
+    b_t(k) = exp(φ_t(k) − max_k φ_t(k)) and the scales c_t; returns log Z (−∞ if no path is possible)."""
+    K = phi_n.shape[1]
+    total = 0.0
+    for t in range(L):
+        m = -np.inf
+        for k in range(K):
+            v = phi_n[t, k] + (log_pi[k] if t == 0 else 0.0)
+            if v > m:
+                m = v
+        if m == -np.inf:
+            m = 0.0
+        for k in range(K):
+            v = phi_n[t, k] + (log_pi[k] if t == 0 else 0.0)
+            b[t, k] = np.exp(v - m)
+        s = 0.0
+        for k in range(K):
+            if t == 0:
+                a = b[0, k]
+            else:
+                a = 0.0
+                for j in range(K):
+                    a += alpha[t - 1, j] * trans[j, k]
+                a *= b[t, k]
+            alpha[t, k] = a
+            s += a
+        if s <= 0.0:  # every state impossible: log Z = −∞
+            total = -np.inf
+            s = 1.0
+        for k in range(K):
+            alpha[t, k] /= s
+        scale[t] = s
+        total += np.log(s) + m
+    return total
+
+
 @njit(cache=True, parallel=True)
 def _forward_backward(phi, log_pi, trans, lengths, gamma, xi, logz):  # pragma: no cover - compiled
     N, T, K = phi.shape
@@ -26,36 +64,7 @@ def _forward_backward(phi, log_pi, trans, lengths, gamma, xi, logz):  # pragma: 
         alpha = np.zeros((L, K))
         b = np.zeros((L, K))
         scale = np.zeros(L)
-        total = 0.0
-        for t in range(L):
-            m = -np.inf
-            for k in range(K):
-                v = phi[n, t, k] + (log_pi[k] if t == 0 else 0.0)
-                if v > m:
-                    m = v
-            if m == -np.inf:
-                m = 0.0
-            for k in range(K):
-                v = phi[n, t, k] + (log_pi[k] if t == 0 else 0.0)
-                b[t, k] = np.exp(v - m)
-            s = 0.0
-            for k in range(K):
-                if t == 0:
-                    a = b[0, k]
-                else:
-                    a = 0.0
-                    for j in range(K):
-                        a += alpha[t - 1, j] * trans[j, k]
-                    a *= b[t, k]
-                alpha[t, k] = a
-                s += a
-            if s <= 0.0:  # every state impossible: log Z = −∞
-                total = -np.inf
-                s = 1.0
-            for k in range(K):
-                alpha[t, k] /= s
-            scale[t] = s
-            total += np.log(s) + m
+        total = _forward_filter(phi[n], log_pi, trans, L, alpha, b, scale)
         logz[n] = total
         beta = np.ones(K)
         nxt = np.zeros(K)
@@ -109,28 +118,7 @@ def _backward_sample(phi, log_pi, trans, lengths, u, out):  # pragma: no cover -
     for n in prange(N):
         L = lengths[n]
         alpha = np.zeros((L, K))
-        for t in range(L):
-            m = -np.inf
-            for k in range(K):
-                v = phi[n, t, k] + (log_pi[k] if t == 0 else 0.0)
-                if v > m:
-                    m = v
-            if m == -np.inf:
-                m = 0.0
-            s = 0.0
-            for k in range(K):
-                e = np.exp(phi[n, t, k] + (log_pi[k] if t == 0 else 0.0) - m)
-                if t > 0:
-                    a = 0.0
-                    for j in range(K):
-                        a += alpha[t - 1, j] * trans[j, k]
-                    e *= a
-                alpha[t, k] = e
-                s += e
-            if s <= 0.0:
-                s = 1.0
-            for k in range(K):
-                alpha[t, k] /= s
+        _forward_filter(phi[n], log_pi, trans, L, alpha, np.zeros((L, K)), np.zeros(L))
         w = np.zeros(K)
         for d in range(S):
             for t in range(T - 1, L - 1, -1):
