@@ -137,12 +137,11 @@ def test_structured_messages_are_gradients(edge):
     np.testing.assert_allclose(msg, grad, rtol=1e-6, atol=1e-8)
 
 
-def test_chain_entropy_and_normaliser_by_enumeration():
-    """log Z, the marginals, pair counts and H[q] of a short chain against brute-force enumeration."""
+def _enumerated_chain(seed, K, T):
+    """A short chain's q by forward–backward, with every path, its exact probability and log Z by enumeration."""
     import itertools
 
-    rng = np.random.default_rng(4)
-    K, T = 3, 4
+    rng = np.random.default_rng(seed)
     m, p = _structured_case(rng, N=1, T=T, K=K)
     p["lengths"] = np.array([T])
     phi = rng.normal(size=(1, T, K))
@@ -151,7 +150,13 @@ def test_chain_entropy_and_normaliser_by_enumeration():
     paths = np.array(list(itertools.product(range(K), repeat=T)))
     logw = lpi[paths[:, 0]] + la[paths[:, :-1], paths[:, 1:]].sum(1) + phi[0, np.arange(T), paths].sum(1)
     logz = np.logaddexp.reduce(logw)
-    w = np.exp(logw - logz)
+    return q, paths, np.exp(logw - logz), logz, rng
+
+
+def test_chain_entropy_and_normaliser_by_enumeration():
+    """log Z, the marginals, pair counts and H[q] of a short chain against brute-force enumeration."""
+    K, T = 3, 4
+    q, paths, w, logz, _ = _enumerated_chain(4, K, T)
     assert abs(q.log_normalizer[0] - logz) < 1e-12
     assert abs(q.joint_entropy[0] + (w * np.log(w)).sum()) < 1e-12
     marg = np.stack([np.bincount(paths[:, t], weights=w, minlength=K) for t in range(T)])
@@ -166,20 +171,10 @@ def test_chain_entropy_and_normaliser_by_enumeration():
 def test_joint_draws_follow_the_chain_posterior_by_enumeration():
     """q.sample draws whole paths: their frequencies match the exact path probabilities of a short chain
     (a chi-square test over all K^T paths), not only the one-step marginals."""
-    import itertools
-
     from scipy import stats
 
-    rng = np.random.default_rng(7)
     K, T = 2, 4
-    m, p = _structured_case(rng, N=1, T=T, K=K)
-    p["lengths"] = np.array([T])
-    phi = rng.normal(size=(1, T, K))
-    q = chain_posterior(m, p, phi)
-    lpi, la = m["initial"][0], m["transition"][0]
-    paths = np.array(list(itertools.product(range(K), repeat=T)))
-    logw = lpi[paths[:, 0]] + la[paths[:, :-1], paths[:, 1:]].sum(1) + phi[0, np.arange(T), paths].sum(1)
-    w = np.exp(logw - np.logaddexp.reduce(logw))
+    q, paths, w, _, rng = _enumerated_chain(7, K, T)
     S = 40000
     draws = q.sample(S, rng=3)
     assert draws.shape == (S, 1, T)
