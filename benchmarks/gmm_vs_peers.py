@@ -65,18 +65,9 @@ def _sklearn(X, resp, K, m0, V0, max_iter: int, tol: float):
 
 
 def _bayespy_per_sweep(X, z0, K, sweeps: int) -> float:
-    from bayespy.inference import VB
-    from bayespy.nodes import Categorical, Dirichlet, Gaussian, Mixture, Wishart
+    from .peers.bayespy_peer import gmm_nodes
 
-    N, D = X.shape
-    alpha = Dirichlet(1e-5 * np.ones(K))
-    Z = Categorical(alpha, plates=(N,))
-    mu = Gaussian(np.zeros(D), 1e-5 * np.identity(D), plates=(K,))
-    Lam = Wishart(D, 1e-5 * np.identity(D), plates=(K,))
-    Y = Mixture(Z, Gaussian, mu, Lam)
-    Y.observe(X)
-    Z.initialize_from_value(z0)
-    Q = VB(Y, mu, Lam, Z, alpha)
+    Q, _, _ = gmm_nodes(X, K, z0)
     times = []
     for _ in range(sweeps + 1):
         t = time.perf_counter()

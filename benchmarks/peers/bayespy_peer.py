@@ -168,6 +168,23 @@ def linreg_ard(
     return out
 
 
+def gmm_nodes(X: np.ndarray, K: int, z_init: np.ndarray):
+    """BayesPy's full-covariance VB mixture (Gaussian means, Wishart precisions, Dirichlet weights, all with
+    1e-5 prior strength) on X, q(z) started at the labels ``z_init``: returns (VB, Z, mu)."""
+    from bayespy.inference import VB
+    from bayespy.nodes import Categorical, Dirichlet, Gaussian, Mixture, Wishart
+
+    N, D = X.shape
+    alpha = Dirichlet(1e-5 * np.ones(K))
+    Z = Categorical(alpha, plates=(N,))
+    mu = Gaussian(np.zeros(D), 1e-5 * np.identity(D), plates=(K,))
+    Lam = Wishart(D, 1e-5 * np.identity(D), plates=(K,))
+    Y = Mixture(Z, Gaussian, mu, Lam)
+    Y.observe(X)
+    Z.initialize_from_value(z_init)
+    return VB(Y, mu, Lam, Z, alpha), Z, mu
+
+
 def gmm(
     X,
     K: int,
@@ -195,8 +212,6 @@ def gmm(
     (N,)), ``resp`` (q(z), (N, K)), ``counts`` (expected points per component), ``means`` (E mu, (K, D))
     and ``z_init``.
     """
-    from bayespy.inference import VB
-    from bayespy.nodes import Categorical, Dirichlet, Gaussian, Mixture, Wishart
 
     from .data import initial_assignments
 
@@ -210,14 +225,7 @@ def gmm(
     z_init = np.asarray(z_init)
 
     def build():
-        alpha = Dirichlet(1e-5 * np.ones(K))
-        Z = Categorical(alpha, plates=(N,))
-        mu = Gaussian(np.zeros(D), 1e-5 * np.identity(D), plates=(K,))
-        Lam = Wishart(D, 1e-5 * np.identity(D), plates=(K,))
-        Y = Mixture(Z, Gaussian, mu, Lam)
-        Y.observe(X)
-        Z.initialize_from_value(z_init)
-        Q = VB(Y, mu, Lam, Z, alpha)
+        Q, Z, mu = gmm_nodes(X, K, z_init)
 
         def summary(Q):
             resp = np.array(Z.get_moments()[0])
