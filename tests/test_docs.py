@@ -96,3 +96,13 @@ def test_block_parser(tmp_path: Path) -> None:
     p = tmp_path / "probe.md"
     p.write_text(text, encoding="utf-8")
     assert python_blocks(p) == [(4, "x = 1", False), (9, "raise SystemExit", True), (16, "y = x + 1", False)]
+
+
+def test_ci_runs_the_readme_test_command_and_the_strict_docs_build() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    command = re.search(r"Run the tests:\s*```bash\n(.+?)\n```", readme).group(1)
+    assert command in ci, f"the README's test command {command!r} is not a line of .ci/run"
+    assert 'pip install -e ".[docs]" && mkdocs build --strict -f docs/mkdocs.yml' in ci
+    assert (ROOT / "docs" / "pages" / "maths.md").resolve() == (ROOT / "docs" / "maths.md").resolve()
+    assert (ROOT / "docs" / "pages" / "design.md").resolve() == (ROOT / "docs" / "design.md").resolve()
