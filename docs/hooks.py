@@ -1,13 +1,18 @@
-"""MkDocs hook: render the numpydoc ``.. math::`` blocks of docstrings with MathJax.
+"""MkDocs hooks for the docstrings that mkdocstrings renders.
 
-mkdocstrings renders docstrings as Markdown, where a ``.. math::`` directive comes out as a paragraph
-followed by an indented (code) block of LaTeX.  This hook turns that pair, and the one-line form
-``.. math:: expr``, into display maths that docs/pages/javascripts/mathjax.js typesets.
+* numpydoc ``.. math::`` directives come out of Markdown as a paragraph followed by an indented (code)
+  block of LaTeX; that pair, and the one-line form ``.. math:: expr``, become display maths that
+  docs/pages/javascripts/mathjax.js typesets.
+* citations "docs/maths.md §N" and "docs/design.md §N" become links to that section of the site's page.
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
+from pathlib import Path
+
+from markdown.extensions.toc import slugify
 
 _BLOCK = re.compile(
     r'<p>\.\. math::</p>\s*<div class="highlight"><pre><span></span><code>(.*?)</code></pre></div>', re.S
@@ -19,6 +24,29 @@ def _display(tex: str) -> str:
     return f'<div class="arithmatex">\\[{tex.strip()}\\]</div>'
 
 
-def on_page_content(html: str, **kwargs) -> str:
+_CITE = re.compile(r"docs/(maths|design)\.md §(\d+)")
+_HEADING = re.compile(r"^## ((\d+)\..*)$", re.M)
+
+
+@cache
+def _anchors(note: str) -> dict[str, str]:
+    """Section number → heading anchor of docs/<note>.md (the toc extension's default slugs)."""
+    text = (Path(__file__).parent / f"{note}.md").read_text(encoding="utf-8")
+    return {m.group(2): slugify(m.group(1), "-") for m in _HEADING.finditer(text)}
+
+
+def _link(match: re.Match, up: str) -> str:
+    note, number = match.groups()
+    anchor = _anchors(note).get(number)
+    if anchor is None:
+        raise ValueError(f"a docstring cites {match.group(0)!r}, but docs/{note}.md has no section {number}")
+    return f'<a href="{up}{note}/#{anchor}">{match.group(0)}</a>'
+
+
+def on_page_content(html: str, page, **kwargs) -> str:
     html = _BLOCK.sub(lambda m: _display(m.group(1)), html)
-    return _INLINE.sub(lambda m: _display(m.group(1)), html)
+    html = _INLINE.sub(lambda m: _display(m.group(1)), html)
+    if page.file.src_uri in ("maths.md", "design.md"):
+        return html
+    up = "../" * page.url.count("/")
+    return _CITE.sub(lambda m: _link(m, up), html)
