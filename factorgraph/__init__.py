@@ -49,7 +49,7 @@ from .scales import exponential, half_cauchy, half_normal, half_student_t
 from .sequences import markov_chain
 
 _LAZY = {name: "schedules" for name in
-         ("infer", "VMP", "NCVMP", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
+         ("infer", "VMP", "NCVMP", "SVI", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
 _LAZY.update({"site": "schedules", "projection_log_expectation": "schedules"})  # site terms for fg.approximate
 
 
@@ -68,7 +68,7 @@ def __getattr__(name: str):
 __all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "bernoulli", "bernoulli_logit",
            "beta", "categorical_softmax", "cauchy_site", "laplace_site", "probit", "student_t_site",
            "categorical", "compare", "dirichlet", "gamma", "gaussian", "gaussian_gamma", "infer", "inner",
-           "mv_gaussian", "plate", "select", "InferenceError", "Laplace", "MVI", "NCVMP", "VIDiag", "VMP",
+           "mv_gaussian", "plate", "select", "InferenceError", "Laplace", "MVI", "NCVMP", "SVI", "VIDiag", "VMP",
            "approximate", "models", "AIKL", "BVI", "index",
            "binomial", "binomial_logit", "multinomial", "multinomial_softmax", "poisson", "poisson_log"]
 __all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t"]

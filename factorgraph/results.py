@@ -14,6 +14,9 @@ LOWER_BOUND = "lower bound"
 LATTICE_BOUND = "lower bound up to lattice error"
 APPROXIMATION = "approximation"
 ESTIMATE = "Monte Carlo estimate of a lower bound"
+# SVI's running figure: the minibatch-rescaled bound, smoothed (an unbiased estimate of the ELBO at the
+# batch's local optimum, not a bound itself, and noisy by subsampling rather than by Monte Carlo draws)
+STOCHASTIC = "stochastic estimate of a lower bound"
 
 
 def combine_kinds(kinds: set[str]) -> str:
@@ -27,6 +30,8 @@ def combine_kinds(kinds: set[str]) -> str:
         return LATTICE_BOUND
     if kinds <= bounds | {LATTICE_BOUND, ESTIMATE}:
         return ESTIMATE
+    if kinds <= bounds | {LATTICE_BOUND, ESTIMATE, STOCHASTIC}:
+        return STOCHASTIC
     return APPROXIMATION
 
 
@@ -70,6 +75,10 @@ class Result:
     # scales made by fg.half_cauchy and the like: ``posteriors`` holds their Gamma over σ⁻², ``posterior``
     # reports them on the σ scale
     scales: set[str] = field(default_factory=set)
+    # fg.SVI: the last smoothed minibatch-rescaled bound and the unsmoothed one of every step (Result.elbo
+    # is then the exact full-data ELBO of the final pass when the data were in memory)
+    elbo_estimate: float | None = None
+    elbo_estimates: np.ndarray | None = None
 
     def hyperparameters(self, name: str) -> dict[str, Any]:
         """Hyperparameters the handler of ``name`` learned (``fg.MVI("lr", learn=("prior_precision", "scale"))``).
@@ -204,6 +213,11 @@ def compare(results: dict[str, Result]) -> Comparison:
     elif kinds[0] == LOWER_BOUND:
         note = ("note: lower bounds; their difference estimates a log Bayes factor only if the bounds are "
                 "equally tight")
+    if STOCHASTIC in kinds:
+        note = "\n".join(filter(None, [note, (
+            "note: stochastic estimates (SVI's smoothed minibatch bound) are noisy estimates of lower bounds, not "
+            "bounds; their se is the spread of the minibatch estimates; compare exact ELBOs where you can "
+            "(SVI on in-memory data reports one)")]))
     close = [f"{names[best]} and {names[i]} differ by less than 2 se ({ev[best] - ev[i]:.3g} < "
              f"2 × {np.hypot(se[best], se[i]):.3g}), within the Monte Carlo error of the figures"
              for best in [int(np.argmax(ev))] for i in range(len(names))

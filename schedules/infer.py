@@ -25,7 +25,8 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
           param_tol: Any = _AUTO, init: dict[str, Any] | None = None,
           schedule: Sequence[str] | None = None, warmup: Sequence[str] = (),
           damping: dict[str, float] | None = None, handlers: dict[str, Any] | None = None,
-          callbacks: Sequence[Callable] = (), progress: bool | None = None, seed: int | None = 0) -> Result:
+          callbacks: Sequence[Callable] = (), progress: bool | None = None, seed: int | None = 0,
+          data: Any = None) -> Result:
     """Run inference on a model.
 
     Parameters
@@ -33,8 +34,9 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     model
         An ``fg.Model``.
     algorithm
-        ``fg.VMP()`` or ``fg.NCVMP()``.  By default (None) VMP when every factor has a VMP message rule
-        (conjugate factors, and the quadratic bounds of the logistic and softmax factors), NCVMP
+        ``fg.VMP()``, ``fg.NCVMP()`` or ``fg.SVI(batch_size=..., learning_rate=...)`` (stochastic variational
+        inference: ``max_iter`` minibatch steps; see ``fg.SVI``).  By default (None) VMP when every factor
+        has a VMP message rule (conjugate factors, and the quadratic bounds of the logistic and softmax factors), NCVMP
         otherwise (non-conjugate factors that no global handler claims); ``Result.algorithm`` and a
         note say which ran and why.
     max_iter
@@ -82,17 +84,32 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         ``True``: always; ``False``: never.
     seed
         Seeds the random responsibilities that break the symmetry of a mixture's selector when no
-        ``init`` is given for it (the only randomness in VMP).
+        ``init`` is given for it (the only randomness in VMP), and SVI's minibatches.
+    data
+        SVI only: an iterable of batches streamed in place of the model's own rows, each a dict of row
+        arrays for the data plate keyed by observed variable name (and, for ``fg.inner`` inputs, by the
+        expression's name, or ``"X"`` when there is one); the model built on any rows fixes the shapes and
+        ``fg.SVI(n_data=N)`` the rescaling.  The run stops at ``max_iter`` steps or when the stream ends.
     """
     if not isinstance(model, Model):
         raise ModelError(f"infer needs an fg.Model, got {type(model).__name__}")
     if algorithm is not None and not isinstance(getattr(algorithm, "name", None), str):
-        raise ModelError(f"algorithm must be fg.VMP() or fg.NCVMP(), got {checks._short(algorithm)}")
+        raise ModelError(f"algorithm must be fg.VMP(), fg.NCVMP() or fg.SVI(...), got {checks._short(algorithm)}")
+    if getattr(algorithm, "name", None) == "svi":
+        from .svi import run_svi
+
+        if handlers or schedule is not None or warmup or damping:
+            raise ModelError("SVI takes no handlers, schedule, warmup or damping")
+        _, _, max_iter, seed, progress, init, _, _, _, _, callbacks = _options(
+            None, None, max_iter, seed, progress, init, None, (), None, None, callbacks)
+        return run_svi(model, algorithm, data, max_iter, init, callbacks, progress, seed)
+    if data is not None:
+        raise ModelError("data= streams batches to fg.SVI only; other algorithms use the data in the model")
     chosen = ""
     if algorithm is None:
         algorithm, chosen = _default_algorithm(model, handlers)
     if not hasattr(algorithm, "name") or algorithm.name not in ("vmp", "ncvmp"):
-        raise ModelError(f"algorithm must be fg.VMP() or fg.NCVMP(), got {algorithm!r}")
+        raise ModelError(f"algorithm must be fg.VMP(), fg.NCVMP() or fg.SVI(...), got {algorithm!r}")
     tol, param_tol, max_iter, seed, progress, init, schedule, warmup, damping, handlers, callbacks = _options(
         tol, param_tol, max_iter, seed, progress, init, schedule, warmup, damping, handlers, callbacks)
     monotone = getattr(algorithm, "monotone", True)

@@ -1,0 +1,268 @@
+"""The pieces of stochastic variational inference that know the model's structure.
+
+``data_layout`` finds the data plate and splits the latent variables into globals and locals, checking
+that the model fits SVI's pattern; ``batch_model`` builds the model restricted to some rows of the data
+plate (a copy with the plate resized and the row arrays replaced); ``local_step`` is the minibatch step,
+a function of (current global posteriors, one batch model) only, returning the intermediate global natural
+parameters λ̂ and the rescaled bound.  ``schedules.svi`` drives them.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from factorgraph.expressions import _LETTERS
+from factorgraph.model import Model
+from factorgraph.nodes import Deterministic, Gate, Indexed, ModelError, Plate, Variable
+from factors.plating import reduce
+
+from .algorithms import VMP
+from .compiled import compile_model
+from .engine import Engine
+
+
+@dataclass
+class Layout:
+    """Where the rows of the data plate live in a model.
+
+    ``arrays`` maps a batch key (an observed variable's name, or an ``fg.inner`` expression's name, with
+    ``"X"`` an alias when there is one) to (the array, its row axis, a setter on a copied model)."""
+
+    plate: Plate
+    globals: list[Variable]
+    locals: list[Variable]
+    local_factors: set[str]
+    arrays: dict[str, tuple[np.ndarray, int]]
+    aliases: dict[str, str]
+
+
+def _plate_axis(node: Any, plate: Plate) -> int | None:
+    return node.plates.index(plate) if plate in node.plates else None
+
+
+def data_layout(model: Model, plate: str | None = None) -> Layout:
+    """The data plate (given, or detected), the global and local latent variables and the row arrays.
+
+    Detection: among the plates of the observed variables, the one carrying the most latent variables
+    (ties: the larger plate).  Raises ``ModelError`` when the model does not fit SVI's pattern."""
+    observed = [v for v in model.variables.values() if v.mask is not None and not v.is_latent]
+    latent = [v for v in model.variables.values() if v.is_latent]
+    if not observed:
+        raise ModelError(f"SVI: model {model.name!r} has no observed variable, so no data plate to subsample")
+    if plate is not None:
+        if plate not in model.plates:
+            raise ModelError(f"SVI: plate={plate!r} is not a plate of model {model.name!r}; its plates are "
+                             f"{sorted(model.plates)}")
+        P = model.plates[plate]
+    else:
+        cands = {p for v in observed for p in v.plates}
+        if not cands:
+            raise ModelError(f"SVI: the observed variables of model {model.name!r} are on no plate: nothing to "
+                             "subsample")
+        P = max(cands, key=lambda p: (sum(p in v.plates for v in latent), p.size, -p.index))
+    if not any(P in v.plates for v in observed):
+        raise ModelError(f"SVI: no observed variable is on the data plate {P.name!r}")
+    locals_ = [v for v in latent if P in v.plates]
+    globals_ = [v for v in latent if P not in v.plates]
+    if not globals_:
+        raise ModelError(f"SVI: model {model.name!r} has no global latent variable (every latent variable is on "
+                         f"the data plate {P.name!r}): there is nothing for stochastic steps to learn")
+    # data on a second plate with latent variables of its own: those would be neither global nor local
+    for v in observed:
+        if P in v.plates:
+            continue
+        for g in globals_:
+            shared = [p.name for p in set(v.plates) & set(g.plates)]
+            if shared and v.value.size > 1:
+                raise ModelError(f"SVI: observed {v.name!r} is not on the data plate {P.name!r} but shares plates "
+                                 f"{shared} with latent {g.name!r}: local variables on two plates (data on "
+                                 f"{shared} and on {P.name!r}) do not fit SVI's one-data-plate pattern; pass plate= "
+                                 "or restructure the model")
+    local_factors = set()
+    for f in model.factors:
+        if P in f.plates:
+            local_factors.add(f.name)
+        if f.ftype.structured is not None and P in f.plates:
+            raise ModelError(f"SVI: factor {f.name!r} ({f.ftype.name}) couples the rows of the data plate "
+                             f"{P.name!r} (a chain): rows are not conditionally independent given the globals")
+    # globals must be conjugate-exponential: every factor sending them messages has a conjugate VMP rule
+    for g in globals_:
+        for f in model.factors:
+            touches = any((a.source if isinstance(a, Gate) else a) is g or _feeds(a, g) for a in f.edges.values())
+            if touches and not f.ftype.conjugate:
+                raise ModelError(f"SVI: global variable {g.name!r} is not conjugate-exponential: factor {f.name!r} "
+                                 f"({f.ftype.name}, method {f.method!r}) is non-conjugate; SVI's step needs every "
+                                 "message to a global variable to be conjugate")
+    arrays: dict[str, tuple[np.ndarray, int]] = {}
+    for v in model.variables.values():
+        if v.mask is not None and P in v.plates:
+            arrays[v.name] = (v.value, _plate_axis(v, P))
+    for d in model.deterministics:
+        if d.op.name == "inner" and P in d.plates:
+            sx = d.params["subscripts"][0]
+            letter = _LETTERS[P.index]
+            if letter in sx:
+                arrays[d.name] = (d.params["X"], sx.index(letter))
+    for v in model.variables.values():
+        if v.mask is not None and v.is_latent and P in v.plates:
+            raise ModelError(f"SVI: {v.name!r} is partly observed on the data plate {P.name!r}; SVI needs the "
+                             "data-plate variables fully observed or fully latent")
+    aliases = {}
+    inners = [k for k in arrays if k not in model.variables]
+    if len(inners) == 1:
+        aliases["X"] = inners[0]
+    _check_others(model, P)
+    return Layout(P, globals_, locals_, local_factors, arrays, aliases)
+
+
+def _feeds(arg: Any, g: Variable) -> bool:
+    """Whether a factor argument is a deterministic/indexed expression of ``g``."""
+    node = arg.source if isinstance(arg, Gate) else arg
+    if isinstance(node, Deterministic | Indexed):
+        return any(p is g for p in node.stochastic_parents())
+    return False
+
+
+def _check_others(model: Model, P: Plate) -> None:
+    for f in model.factors:
+        for e, a in f.edges.items():
+            if isinstance(a, np.ndarray) and P in f.plates and a.ndim and a.size > 1:
+                raise ModelError(f"SVI: factor {f.name!r} has a constant array on its edge {e!r} that may vary over "
+                                 f"the data plate {P.name!r}; pass it as observed data instead")
+    for d in model.deterministics:
+        if P in d.plates and d.op.name != "inner":
+            for role, p in d.parents.items():
+                if isinstance(p, np.ndarray) and p.size > 1:
+                    raise ModelError(f"SVI: expression {d.name!r} has a constant array {role!r} that may vary over "
+                                     f"the data plate {P.name!r}; SVI cannot subsample it")
+    for v in model.variables.values():
+        if isinstance(v, Indexed):
+            raise ModelError(f"SVI: indexed views ({v.name!r}) are not supported")
+
+
+def batch_arrays(layout: Layout, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """The row arrays of in-memory data restricted to ``rows`` of the data plate."""
+    return {k: np.take(a, rows, axis=ax) for k, (a, ax) in layout.arrays.items()}
+
+
+def check_batch(layout: Layout, batch: Any) -> tuple[dict[str, np.ndarray], int]:
+    """Validate a streamed batch (a dict of row arrays); returns it keyed by layout key and its size."""
+    if not isinstance(batch, dict):
+        raise ModelError(f"SVI: a batch must be a dict of row arrays keyed by {sorted(layout.arrays)}, got "
+                         f"{type(batch).__name__}")
+    out = {}
+    for k, a in batch.items():
+        key = layout.aliases.get(k, k)
+        if key not in layout.arrays:
+            raise ModelError(f"SVI: batch key {k!r} is not a row array of the data plate; keys are "
+                             f"{sorted(layout.arrays)}" + (" (or 'X')" if layout.aliases else ""))
+        out[key] = np.asarray(a, dtype=float)
+    missing = set(layout.arrays) - set(out)
+    if missing:
+        raise ModelError(f"SVI: the batch lacks {sorted(missing)}")
+    sizes = set()
+    for k, a in out.items():
+        ref, ax = layout.arrays[k]
+        shape = list(ref.shape)
+        shape[ax] = a.shape[ax] if a.ndim == ref.ndim else -1
+        if a.ndim != ref.ndim or tuple(shape) != a.shape:
+            raise ModelError(f"SVI: batch array {k!r} has shape {a.shape}; expected {ref.shape} with any number "
+                             f"of rows on axis {ax}")
+        if not np.all(np.isfinite(a)):
+            raise ModelError(f"SVI: batch array {k!r} has non-finite values")
+        sizes.add(a.shape[ax])
+    if len(sizes) != 1 or 0 in sizes:
+        raise ModelError(f"SVI: the batch arrays have different (or zero) row counts {sorted(sizes)}")
+    return out, sizes.pop()
+
+
+def batch_model(model: Model, layout: Layout, arrays: dict[str, np.ndarray], size: int) -> Model:
+    """A copy of ``model`` with the data plate resized to ``size`` and its row arrays replaced."""
+    P = layout.plate
+    memo: dict[int, Any] = {id(P): Plate(P.name, size, P.index)}
+    for f in model.factors:
+        memo[id(f.ftype)] = f.ftype  # factor types and their rule tables are shared, not copied
+    for d in model.deterministics:
+        memo[id(d.op)] = d.op
+        if "products" in d.params:
+            memo[id(d.params["products"])] = {}
+    for key, a in arrays.items():
+        ref = layout.arrays[key][0]
+        memo[id(ref)] = a
+        v = model.variables.get(key)
+        if v is not None:
+            memo[id(v.mask)] = np.ones(a.shape[:len(v.plates)], dtype=bool)
+    out = copy.deepcopy(model, memo)
+    for d in out.deterministics:
+        if "shape" in d.params:  # cached plate sizes of an inner product
+            d.params["shape"] = tuple(p.size for p in d.plates)
+    return out
+
+
+def local_step(model: Model, layout: Layout, q_globals: dict[str, Any], scale: float, local_iter: int,
+               local_tol: float, rng: np.random.Generator, engine: Engine | None = None
+               ) -> tuple[dict[str, tuple], float, Engine]:
+    """One minibatch step: local coordinate ascent given the globals, then the intermediate globals.
+
+    Returns λ̂ by global variable — λ̂ = Σ_{f global} m_f + scale · Σ_{f local} m_f with m_f the engine's
+    conjugate message (the prior's included) at the batch's local optimum — the rescaled bound
+    Σ_{f global} E[log f] + H[q_globals] + scale · (Σ_{f local} E[log f] + H[q_locals]), and the engine.
+    """
+    if engine is None:
+        c = compile_model(model, VMP())
+        eng = Engine(c)
+        eng.initialise({}, rng)
+    else:  # an engine already set up on this batch model (the starting step)
+        eng, c = engine, engine.c
+    for g in layout.globals:
+        eng.set_posterior(model.variables[g.name], q_globals[g.name])
+    names = {v.name for v in layout.locals}
+    order = [v for v in c.order if v.name in names]
+    for _ in range(local_iter):
+        eng.max_change = 0.0
+        for v in order:
+            eng.update(v)
+        if eng.max_change <= local_tol:
+            break
+    lam = {}
+    for g in layout.globals:
+        v = model.variables[g.name]
+        total = [z.copy() for z in v.family._zero_natural(v.shape, v.event_shape)]
+        for cons in c.consumers.get(id(v), []):
+            s = scale if _is_local(cons, layout) else 1.0
+            for i, a in enumerate(eng.consumer_message(cons)):
+                total[i] = total[i] + s * a
+        for f in c.selector_factors.get(id(v), []):
+            s = scale if f.name in layout.local_factors else 1.0
+            total[0] = total[0] + s * eng.selector_message(f)[0]
+        lam[g.name] = tuple(total)
+    return lam, rescaled_bound(eng, layout, scale), eng
+
+
+def _is_local(cons: Any, layout: Layout) -> bool:
+    P = layout.plate
+    if cons.factor is not None:
+        return cons.factor.name in layout.local_factors
+    node = cons.det if cons.det is not None else cons.index
+    return any(p.name == P.name for p in node.plates)
+
+
+def rescaled_bound(eng: Engine, layout: Layout, scale: float) -> float:
+    """The ELBO with the local terms (factors and entropies on the data plate) multiplied by ``scale``."""
+    total = 0.0
+    for f in eng.c.factors:
+        e = eng.factor_evidence(f)
+        r = eng.instance_weights(f)
+        if r is not None:
+            e = e * r
+        s = scale if f.name in layout.local_factors else 1.0
+        total += s * float(np.sum(reduce(e, f.plates, (), f.sizes, 0)))
+    names = {v.name for v in layout.locals}
+    for v in eng.c.latent:
+        ent = float(np.sum(np.broadcast_to(eng.q[v.name].entropy(), v.shape)))
+        total += (scale if v.name in names else 1.0) * ent
+    return total
