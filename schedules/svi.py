@@ -66,8 +66,8 @@ class SVI:
         with τ₀ ≥ 0 (ρ_t = (t + τ₀)^(−κ), capped at 1), or a callable t ↦ ρ_t ∈ (0, 1] (a constant step:
         ``lambda t: 0.05``).
     plate
-        Name of the data plate; by default the plate of the observed data that carries the most latent
-        variables (ties: the larger plate).
+        Name of the data plate; by default the largest plate that every observed array is on (ties: the
+        one carrying more latent variables).
     n_data
         N, the notional data size for the rescaling, needed for streamed data (``fg.infer(data=...)``);
         for in-memory data it is the plate size.
@@ -241,11 +241,18 @@ def _initial_globals(model: Model, layout, init: dict, alg: SVI, rng: np.random.
     c = compile_model(bm, VMP(), init=init)
     eng = Engine(c)
     eng.initialise(dict(init), rng)
-    start = {g: eng.q[g] for g in glob}
+    q = {g: eng.q[g] for g in glob}
     if set(init) >= glob:
-        return start
-    lam, _, _ = local_step(bm, layout, start, (alg.n_data or N) / B, 0, 0.0, rng, engine=eng)
-    return {g: start[g] if g in init else _step(bm.variables[g], start[g], lam[g], 1.0) for g in glob}
+        return q
+    # VMP on the first batch with the local terms rescaled by N/|B| (sweeps of a full step, ρ = 1), from the
+    # engine's random start: it separates components as full-data VMP does
+    for sweep in range(_WARM_SWEEPS):
+        lam, _, _ = local_step(bm, layout, q, (alg.n_data or N) / B, min(sweep, 1), 0.0, rng, engine=eng)
+        q = {g: q[g] if g in init else _step(bm.variables[g], q[g], lam[g], 1.0) for g in glob}
+    return q
+
+
+_WARM_SWEEPS = 20  # VMP sweeps on the first batch that give SVI its starting globals
 
 
 def _full_pass(model: Model, layout, q: dict, alg: SVI, rng: np.random.Generator) -> tuple[float, Engine]:

@@ -47,8 +47,8 @@ def _plate_axis(node: Any, plate: Plate) -> int | None:
 def data_layout(model: Model, plate: str | None = None) -> Layout:
     """The data plate (given, or detected), the global and local latent variables and the row arrays.
 
-    Detection: among the plates of the observed variables, the one carrying the most latent variables
-    (ties: the larger plate).  Raises ``ModelError`` when the model does not fit SVI's pattern."""
+    Detection: among the plates every observed array is on, the largest (ties: the one carrying more
+    latent variables, then the one declared first).  Raises ``ModelError`` when the model does not fit SVI's pattern."""
     observed = [v for v in model.variables.values() if v.mask is not None and not v.is_latent]
     latent = [v for v in model.variables.values() if v.is_latent]
     if not observed:
@@ -59,11 +59,13 @@ def data_layout(model: Model, plate: str | None = None) -> Layout:
                              f"{sorted(model.plates)}")
         P = model.plates[plate]
     else:
-        cands = {p for v in observed for p in v.plates}
+        cands = set.intersection(*(set(v.plates) for v in observed if v.value.size > 1) or [set()])
         if not cands:
-            raise ModelError(f"SVI: the observed variables of model {model.name!r} are on no plate: nothing to "
-                             "subsample")
-        P = max(cands, key=lambda p: (sum(p in v.plates for v in latent), p.size, -p.index))
+            where = ", ".join(f"{v.name!r} on {[p.name for p in v.plates]}" for v in observed)
+            raise ModelError(f"SVI: the observed variables of model {model.name!r} share no plate ({where}): data "
+                             "and local variables on two plates do not fit SVI's one-data-plate pattern (pass "
+                             "plate= if the data off that plate are fixed)")
+        P = max(cands, key=lambda p: (p.size, sum(p in v.plates for v in latent), -p.index))
     if not any(P in v.plates for v in observed):
         raise ModelError(f"SVI: no observed variable is on the data plate {P.name!r}")
     locals_ = [v for v in latent if P in v.plates]
