@@ -8,7 +8,8 @@ minibatch B of rows (without replacement within an epoch, seeded), or takes the 
    variables only) with the global posteriors held at their current natural parameters λ;
 2. forms the intermediate global natural parameters from the engine's own conjugate messages,
    λ̂ = Σ_{f global} m_f + (N/|B|) Σ_{f on the data plate} m_f   (the prior is a global factor);
-3. steps λ ← (1 − ρ_t) λ + ρ_t λ̂ with ρ_t = (t + τ₀)^(−κ), κ ∈ (0.5, 1].
+3. steps λ ← (1 − ρ_t) λ + ρ_t λ̂ with ρ_t = (t + τ₀)^(−κ), κ ∈ (0.5, 1], one global block at a time
+   (each λ̂ sees the globals already stepped; with |B| = N and ρ = 1 a step is a VMP sweep).
 
 λ̂ − λ is the natural gradient of the ELBO estimated from the batch (Hoffman et al. 2013, eq. 24), so the
 iteration is stochastic natural-gradient ascent and converges to a local optimum of the ELBO under the
@@ -51,11 +52,22 @@ class SVI:
               \\qquad \\lambda \\leftarrow (1-\\rho_t)\\lambda + \\rho_t\\hat\\lambda,
               \\qquad \\rho_t = (t + \\tau_0)^{-\\kappa},
 
-    where m_f are the engine's conjugate VMP messages to the global (its prior among them).  ``fg.infer``
+    where m_f are the engine's conjugate VMP messages to the global (its prior among them); the globals
+    are stepped one block at a time (elements of a mean-field vector in turn), each λ̂ seeing the globals
+    already stepped, so that |B| = N with ρ = 1 is exactly a VMP sweep.  ``fg.infer``
     runs ``max_iter`` steps; ``Result.elbo_trace`` is the smoothed minibatch-rescaled bound (evidence kind
     "stochastic estimate of a lower bound").  With in-memory data (``exact_elbo=True``, the default) the
     run ends with one full pass: the local posteriors of all N rows are fitted to the final globals and
     ``Result.elbo`` is the exact full-data ELBO (a lower bound); streamed runs report the smoothed estimate.
+    ``Result.elbo_estimate`` is the last smoothed estimate and ``Result.elbo_estimates`` every step's
+    unsmoothed one.  SVI has no stopping rule: ``Result.converged`` only says the run made its ``max_iter``
+    steps or the stream ended; judge convergence from ``elbo_trace``.  The starting globals come from VMP
+    sweeps on one batch with the local terms rescaled (``init=`` may give some or all of them); like VMP's
+    random start, a mixture's may lead to a poorer local optimum, so compare a few seeds.
+
+    Limits: one data plate, fully observed on it (no missing entries); no global handlers; no indexed
+    views (``x[labels]``) or chains on the data plate.  Each step compiles the batch's model: a cost
+    O(graph size), not O(N), that dominates on very small batches.
 
     Parameters
     ----------
@@ -178,9 +190,8 @@ def run_svi(model: Model, alg: SVI, data: Iterable | None, max_iter: int, init: 
                 pos += alg.batch_size
                 arrays, B = batch_arrays(layout, rows), alg.batch_size
             bm = batch_model(model, layout, arrays, B)
-            lam_hat, bound, eng = local_step(bm, layout, q, N / B, alg.local_iter, alg.local_tol, rng)
-            rho = alg.step_size(it - 1)
-            q = {g: _step(bm.variables[g], q[g], lam_hat[g], rho) for g in q}
+            q, bound, eng = local_step(bm, layout, q, N / B, alg.step_size(it - 1), alg.local_iter, alg.local_tol,
+                                       rng)
             raw.append(bound)
             smooth = bound if smooth is None else alg.smoothing * smooth + (1.0 - alg.smoothing) * bound
             trace.append(smooth)
@@ -216,16 +227,6 @@ def run_svi(model: Model, alg: SVI, data: Iterable | None, max_iter: int, init: 
     return res
 
 
-def _step(v, q_old, lam_hat: tuple, rho: float):
-    """λ ← (1 − ρ)λ + ρλ̂, as a posterior object; a proper λ̂ keeps the mixture proper (convex sets)."""
-    nat = tuple((1.0 - rho) * a + rho * b for a, b in zip(q_old.natural, lam_hat, strict=True))
-    q = v.family.from_natural(*nat)
-    if not np.all(np.asarray(q.is_proper())):
-        from .engine import InferenceError
-        raise InferenceError(f"SVI: the step gave an improper posterior for {v.name!r}; check its prior")
-    return q
-
-
 def _initial_globals(model: Model, layout, init: dict, alg: SVI, rng: np.random.Generator) -> dict[str, Any]:
     """Starting q of the globals: ``init`` where given; the rest from one batch with the engine's starting
     local posteriors (random responsibilities for selectors, priors otherwise) and a full step (ρ = 1),
@@ -247,8 +248,8 @@ def _initial_globals(model: Model, layout, init: dict, alg: SVI, rng: np.random.
     # VMP on the first batch with the local terms rescaled by N/|B| (sweeps of a full step, ρ = 1), from the
     # engine's random start: it separates components as full-data VMP does
     for sweep in range(_WARM_SWEEPS):
-        lam, _, _ = local_step(bm, layout, q, (alg.n_data or N) / B, min(sweep, 1), 0.0, rng, engine=eng)
-        q = {g: q[g] if g in init else _step(bm.variables[g], q[g], lam[g], 1.0) for g in glob}
+        new, _, _ = local_step(bm, layout, q, (alg.n_data or N) / B, 1.0, min(sweep, 1), 0.0, rng, engine=eng)
+        q = {g: q[g] if g in init else new[g] for g in glob}
     return q
 
 

@@ -22,7 +22,7 @@ from factors.plating import reduce
 
 from .algorithms import VMP
 from .compiled import compile_model
-from .engine import Engine
+from .engine import Engine, InferenceError, _summary
 
 
 @dataclass
@@ -205,52 +205,95 @@ def batch_model(model: Model, layout: Layout, arrays: dict[str, np.ndarray], siz
     return out
 
 
-def local_step(model: Model, layout: Layout, q_globals: dict[str, Any], scale: float, local_iter: int,
+def local_step(model: Model, layout: Layout, q_globals: dict[str, Any], scale: float, rho: float, local_iter: int,
                local_tol: float, rng: np.random.Generator, engine: Engine | None = None
-               ) -> tuple[dict[str, tuple], float, Engine]:
-    """One minibatch step: local coordinate ascent given the globals, then the intermediate globals.
+               ) -> tuple[dict[str, Any], float, Engine]:
+    """One minibatch step: local coordinate ascent given the globals, then the step of the globals.
 
-    Returns λ̂ by global variable — λ̂ = Σ_{f global} m_f + scale · Σ_{f local} m_f with m_f the engine's
-    conjugate message (the prior's included) at the batch's local optimum — the rescaled bound
-    Σ_{f global} E[log f] + H[q_globals] + scale · (Σ_{f local} E[log f] + H[q_locals]), and the engine.
+    ``model`` is the batch's model (``batch_model``); ``q_globals`` the current global posteriors (natural
+    parameters λ).  The batch's local posteriors are fitted by VMP sweeps over the local variables with the
+    globals held; then each global in schedule order (element by element over a mean-field plate) moves to
+    λ ← (1 − ρ)λ + ρλ̂ (``intermediate``), seeing the globals already stepped: with ρ = 1 and the whole data
+    as the batch this is exactly a VMP sweep.  Returns the new global posteriors, the rescaled bound at
+    (the old globals, the batch's local optimum) and the engine.
     """
     if engine is None:
         c = compile_model(model, VMP())
         eng = Engine(c)
         eng.initialise({}, rng)
-    else:  # an engine already set up on this batch model (the starting step)
+    else:  # an engine already set up on this batch model (the starting sweeps)
         eng, c = engine, engine.c
     for g in layout.globals:
         eng.set_posterior(model.variables[g.name], q_globals[g.name])
     names = {v.name for v in layout.locals}
-    order = [v for v in c.order if v.name in names]
     for _ in range(local_iter):
         eng.max_change = 0.0
-        for v in order:
-            eng.update(v)
+        for v in c.order:
+            if v.name in names:
+                eng.update(v)
         if eng.max_change <= local_tol:
             break
-    lam = {}
-    for g in layout.globals:
-        v = model.variables[g.name]
-        total = [z.copy() for z in v.family._zero_natural(v.shape, v.event_shape)]
-        for cons in c.consumers.get(id(v), []):
-            s = scale if _is_local(cons, layout) else 1.0
-            for i, a in enumerate(eng.consumer_message(cons)):
-                total[i] = total[i] + s * a
-        for f in c.selector_factors.get(id(v), []):
-            s = scale if f.name in layout.local_factors else 1.0
-            total[0] = total[0] + s * eng.selector_message(f)[0]
-        lam[g.name] = tuple(total)
-    return lam, rescaled_bound(eng, layout, scale), eng
+    bound = rescaled_bound(eng, layout, scale)
+    glob = {g.name for g in layout.globals}
+    for v in c.order:
+        if v.name not in glob:
+            continue
+        plate = c.sequential.get(v.name)
+        if plate is None:
+            eng.set_posterior(v, step(v, eng.q[v.name], intermediate(eng, layout, v, scale), rho))
+            continue
+        axis = [p.index for p in v.plates].index(plate.index)
+        for j in range(plate.size):  # a mean-field vector: its elements are coupled, step them in turn
+            lam = intermediate(eng, layout, v, scale)
+            cur = eng.q[v.name].natural
+            idx = (slice(None),) * axis + (j,)
+            mixed = []
+            for a, b in zip(cur, lam, strict=True):
+                a = np.array(np.broadcast_to(a, b.shape))
+                a[idx] = (1.0 - rho) * a[idx] + rho * b[idx]
+                mixed.append(a)
+            eng.set_posterior(v, step(v, eng.q[v.name], tuple(mixed), 1.0))
+    return {g: eng.q[g] for g in glob}, bound, eng
 
 
-def _is_local(cons: Any, layout: Layout) -> bool:
-    P = layout.plate
+def intermediate(eng: Engine, layout: Layout, v: Variable, scale: float) -> tuple:
+    """λ̂ of global ``v``: Σ_{f global} m_f + scale · Σ_{f on the data plate} m_f, from the engine's own
+    messages (factor edges, expressions' pull-backs and gates' selector messages) at its current state."""
+    c = eng.c
+    total = [z.copy() for z in v.family._zero_natural(v.shape, v.event_shape)]
+    for cons in c.consumers.get(id(v), []):
+        s = scale if _is_local(cons, layout, c) else 1.0
+        for i, a in enumerate(eng.consumer_message(cons)):
+            total[i] = total[i] + s * a
+    for f in c.selector_factors.get(id(v), []):
+        s = scale if f.name in layout.local_factors else 1.0
+        total[0] = total[0] + s * eng.selector_message(f)[0]
+    return tuple(total)
+
+
+def step(v: Variable, q_old: Any, lam_hat: tuple, rho: float) -> Any:
+    """λ ← (1 − ρ)λ + ρλ̂ as a posterior object (a convex combination of proper parameters is proper)."""
+    nat = tuple((1.0 - rho) * a + rho * b for a, b in zip(q_old.natural, lam_hat, strict=True))
+    q = v.family.from_natural(*nat)
+    if not np.all(np.asarray(q.is_proper())):
+        raise InferenceError(f"SVI: the step gave an improper posterior for {v.name!r} (natural parameters "
+                             f"{_summary(nat)}); check its prior")
+    return q
+
+
+def _is_local(cons: Any, layout: Layout, c: Any) -> bool:
+    """Whether a consumer's message sums terms of the data plate's rows: a factor on the plate, or an
+    expression on it or feeding (through expressions off the plate, like a·b in a·b + c_n) only such."""
     if cons.factor is not None:
         return cons.factor.name in layout.local_factors
     node = cons.det if cons.det is not None else cons.index
-    return any(p.name == P.name for p in node.plates)
+    if any(p.name == layout.plate.name for p in node.plates):
+        return True
+    kinds = {_is_local(k, layout, c) for k in c.consumers.get(id(node), [])}
+    if len(kinds) > 1:
+        raise ModelError(f"SVI: expression {node.name!r} feeds both factors on the data plate {layout.plate.name!r} "
+                         "and factors off it; its messages cannot be rescaled by N/|B| as one")
+    return kinds == {True}
 
 
 def rescaled_bound(eng: Engine, layout: Layout, scale: float) -> float:
