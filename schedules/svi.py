@@ -78,8 +78,10 @@ class SVI:
         with τ₀ ≥ 0 (ρ_t = (t + τ₀)^(−κ), capped at 1), or a callable t ↦ ρ_t ∈ (0, 1] (a constant step:
         ``lambda t: 0.05``).
     plate
-        Name of the data plate; by default the largest plate that every observed array is on (ties: the
-        one carrying more latent variables).
+        Name of the data plate.  By default, among the plates every observed array is on, the one carrying
+        the most per-row latent variables (on the plate and on no plate the data lack) when it is also the
+        largest; if the two criteria disagree a ModelError asks for ``plate=``.  ``Result.notes[0]`` says
+        which plate was used.
     n_data
         N, the notional data size for the rescaling, needed for streamed data (``fg.infer(data=...)``);
         for in-memory data it is the plate size.
@@ -182,7 +184,7 @@ def run_svi(model: Model, alg: SVI, data: Iterable | None, max_iter: int, init: 
                     it -= 1
                     stopped = "the data stream ended"
                     break
-                arrays, B = check_batch(layout, batch)
+                arrays, B = check_batch(model, layout, batch)
             else:
                 if pos + alg.batch_size > N_mem:
                     perm, pos = rng.permutation(N_mem), 0

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from distributions import Categorical
+from factorgraph import checks
 from factorgraph.expressions import _LETTERS
 from factorgraph.model import Model
 from factorgraph.nodes import Deterministic, Gate, Indexed, ModelError, Plate, Variable
@@ -47,8 +49,11 @@ def _plate_axis(node: Any, plate: Plate) -> int | None:
 def data_layout(model: Model, plate: str | None = None) -> Layout:
     """The data plate (given, or detected), the global and local latent variables and the row arrays.
 
-    Detection: among the plates every observed array is on, the largest (ties: the one carrying more
-    latent variables, then the one declared first).  Raises ``ModelError`` when the model does not fit SVI's pattern."""
+    Detection: among the plates every observed array is on, the one carrying the most per-row latent
+    variables (on the plate and on no plate the data lack: z_n and θ_d, not μ over [k, d]) if it is
+    also the largest; when the two criteria pick different plates, a ModelError asks for ``plate=``.
+
+    Raises ``ModelError`` when the model does not fit SVI's pattern."""
     observed = [v for v in model.variables.values() if v.mask is not None and not v.is_latent]
     latent = [v for v in model.variables.values() if v.is_latent]
     if not observed:
@@ -65,7 +70,16 @@ def data_layout(model: Model, plate: str | None = None) -> Layout:
             raise ModelError(f"SVI: the observed variables of model {model.name!r} share no plate ({where}): data "
                              "and local variables on two plates do not fit SVI's one-data-plate pattern (pass "
                              "plate= if the data off that plate are fixed)")
-        P = max(cands, key=lambda p: (p.size, sum(p in v.plates for v in latent), -p.index))
+        # per-row latent variables: on the plate, with no plate the data lack (z_n, θ_d; not μ over [k, d])
+        def rows(p: Plate) -> int:
+            return sum(p in v.plates and any(set(v.plates) <= set(o.plates) for o in observed) for v in latent)
+
+        P = max(cands, key=lambda p: (rows(p), p.size, -p.index))
+        big = max(cands, key=lambda p: (p.size, rows(p), -p.index))
+        if big is not P:
+            raise ModelError(f"SVI: the data plate of model {model.name!r} is ambiguous: {P.name!r} carries more "
+                             f"per-row latent variables ({rows(P)} against {rows(big)}) but {big.name!r} is larger "
+                             f"({big.size} against {P.size}); pass fg.SVI(plate=...)")
     if not any(P in v.plates for v in observed):
         raise ModelError(f"SVI: no observed variable is on the data plate {P.name!r}")
     locals_ = [v for v in latent if P in v.plates]
@@ -113,12 +127,34 @@ def data_layout(model: Model, plate: str | None = None) -> Layout:
         if v.mask is not None and v.is_latent and P in v.plates:
             raise ModelError(f"SVI: {v.name!r} is partly observed on the data plate {P.name!r}; SVI needs the "
                              "data-plate variables fully observed or fully latent")
+    for x in indexed_views(model):
+        if x.plate is P:  # x[labels] gathered onto the data plate: the labels are row data
+            arrays[x.name] = (x.labels, 0)
+        elif P in x.plates:
+            raise ModelError(f"SVI: indexed view {x.name!r} is gathered along {x.along.name!r} onto {x.plate.name!r} "
+                             f"under the data plate {P.name!r}; SVI can only subsample labels on the data plate")
     aliases = {}
-    inners = [k for k in arrays if k not in model.variables]
+    inners = [d.name for d in model.deterministics if d.name in arrays]
     if len(inners) == 1:
         aliases["X"] = inners[0]
+    views = [x for x in indexed_views(model) if x.name in arrays]
+    for x in views:  # "mu[n]" for the labels of mu[labels] on plate n (when that names one view)
+        short = f"{x.source.name}[{P.name}]"
+        if sum(f"{y.source.name}[{P.name}]" == short for y in views) == 1 and short not in arrays:
+            aliases[short] = x.name
     _check_others(model, P)
     return Layout(P, globals_, locals_, local_factors, arrays, aliases)
+
+
+def indexed_views(model: Model) -> list[Indexed]:
+    """Every ``x[labels]`` view the model's factors and expressions use."""
+    out: dict[int, Indexed] = {}
+    for node in [*(a for f in model.factors for a in f.edges.values()),
+                 *(p for d in model.deterministics for p in d.parents.values())]:
+        node = node.source if isinstance(node, Gate) else node
+        if isinstance(node, Indexed):
+            out[id(node)] = node
+    return list(out.values())
 
 
 def _feeds(arg: Any, g: Variable) -> bool:
@@ -141,9 +177,6 @@ def _check_others(model: Model, P: Plate) -> None:
                 if isinstance(p, np.ndarray) and p.size > 1:
                     raise ModelError(f"SVI: expression {d.name!r} has a constant array {role!r} that may vary over "
                                      f"the data plate {P.name!r}; SVI cannot subsample it")
-    for v in model.variables.values():
-        if isinstance(v, Indexed):
-            raise ModelError(f"SVI: indexed views ({v.name!r}) are not supported")
 
 
 def batch_arrays(layout: Layout, rows: np.ndarray) -> dict[str, np.ndarray]:
@@ -151,8 +184,11 @@ def batch_arrays(layout: Layout, rows: np.ndarray) -> dict[str, np.ndarray]:
     return {k: np.take(a, rows, axis=ax) for k, (a, ax) in layout.arrays.items()}
 
 
-def check_batch(layout: Layout, batch: Any) -> tuple[dict[str, np.ndarray], int]:
-    """Validate a streamed batch (a dict of row arrays); returns it keyed by layout key and its size."""
+def check_batch(model: Model, layout: Layout, batch: Any) -> tuple[dict[str, np.ndarray], int]:
+    """Validate a streamed batch (a dict of row arrays); returns it keyed by layout key and its size.
+
+    Values come as the model was given them: class labels 0..K−1 for a Categorical (stored one-hot),
+    booleans or 0/1 for a Bernoulli, integer labels for an indexed view ``x[labels]``."""
     if not isinstance(batch, dict):
         raise ModelError(f"SVI: a batch must be a dict of row arrays keyed by {sorted(layout.arrays)}, got "
                          f"{type(batch).__name__}")
@@ -161,11 +197,12 @@ def check_batch(layout: Layout, batch: Any) -> tuple[dict[str, np.ndarray], int]
         key = layout.aliases.get(k, k)
         if key not in layout.arrays:
             raise ModelError(f"SVI: batch key {k!r} is not a row array of the data plate; keys are "
-                             f"{sorted(layout.arrays)}" + (" (or 'X')" if layout.aliases else ""))
-        out[key] = np.asarray(a, dtype=float)
+                             f"{sorted(layout.arrays)}" + (f" (aliases {layout.aliases})" if layout.aliases else ""))
+        out[key] = _batch_value(model, layout, key, a)
     missing = set(layout.arrays) - set(out)
     if missing:
-        raise ModelError(f"SVI: the batch lacks {sorted(missing)}")
+        back = {v: k for k, v in layout.aliases.items()}
+        raise ModelError(f"SVI: the batch lacks {sorted(back.get(k, k) for k in missing)}")
     sizes = set()
     for k, a in out.items():
         ref, ax = layout.arrays[k]
@@ -175,11 +212,34 @@ def check_batch(layout: Layout, batch: Any) -> tuple[dict[str, np.ndarray], int]
             raise ModelError(f"SVI: batch array {k!r} has shape {a.shape}; expected {ref.shape} with any number "
                              f"of rows on axis {ax}")
         if not np.all(np.isfinite(a)):
-            raise ModelError(f"SVI: batch array {k!r} has non-finite values")
+            raise ModelError(f"SVI: batch array {k!r} has non-finite values (SVI's batches cannot have missing "
+                             "entries)")
         sizes.add(a.shape[ax])
     if len(sizes) != 1 or 0 in sizes:
         raise ModelError(f"SVI: the batch arrays have different (or zero) row counts {sorted(sizes)}")
     return out, sizes.pop()
+
+
+def _batch_value(model: Model, layout: Layout, key: str, a: Any) -> np.ndarray:
+    ref, ax = layout.arrays[key]
+    v = model.variables.get(key)
+    name = f"batch array {key!r}"
+    if v is None and ref.dtype.kind in "iu":  # labels of an indexed view
+        x = next(x for x in indexed_views(model) if x.name == key)
+        lab = np.asarray(a)
+        if lab.ndim != 1 or lab.dtype.kind not in "iu" or np.any(lab < 0) or np.any(lab >= x.along.size):
+            raise ModelError(f"SVI: {name} must be a 1-d array of integer labels in [0, {x.along.size}), got "
+                             f"{checks._short(a)}")
+        return lab.astype(np.int64)
+    if v is not None and v.family is Categorical:
+        arr = np.asarray(a)
+        if arr.ndim == ref.ndim - 1:  # class labels, stored one-hot
+            K = ref.shape[-1]
+            lab, _ = checks.integer_labels(arr, None, arr.shape, K, name)
+            return np.eye(K)[lab]
+    a = checks.bool_as_float(a)
+    arr, _ = checks.as_float_array(a, name)
+    return arr
 
 
 def batch_model(model: Model, layout: Layout, arrays: dict[str, np.ndarray], size: int) -> Model:
@@ -199,6 +259,12 @@ def batch_model(model: Model, layout: Layout, arrays: dict[str, np.ndarray], siz
         if v is not None:
             memo[id(v.mask)] = np.ones(a.shape[:len(v.plates)], dtype=bool)
     out = copy.deepcopy(model, memo)
+    for x in indexed_views(out):
+        if x.plate.name == P.name:  # rows per label, of the batch
+            if np.any(x.labels < 0) or np.any(x.labels >= x.along.size):
+                raise ModelError(f"SVI: labels of {x.name!r} must lie in [0, {x.along.size})")
+            x.labels = np.asarray(x.labels, dtype=np.int64)
+            x.counts = np.bincount(x.labels, minlength=x.along.size).astype(float)
     for d in out.deterministics:
         if "shape" in d.params:  # cached plate sizes of an inner product
             d.params["shape"] = tuple(p.size for p in d.plates)

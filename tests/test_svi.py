@@ -226,7 +226,7 @@ def test_whole_data_batches_with_unit_steps_are_vmp(build):
     vmp = max((fg.infer(m, seed=s, max_iter=2000, tol=1e-12) for s in range(3)), key=lambda r: r.elbo)
     N = next(p.size for p in m.plates.values() if p.name == "n")
     seeds = 3 if build == "mixture" else 1  # VMP's and SVI's random starts may reach different optima
-    svi = max((fg.infer(m, algorithm=fg.SVI(batch_size=N, learning_rate=lambda t: 1.0, local_tol=1e-12),
+    svi = max((fg.infer(m, algorithm=fg.SVI(batch_size=N, learning_rate=lambda t: 1.0, local_tol=1e-12, plate="n"),
                         max_iter=80, seed=s) for s in range(seeds)), key=lambda r: r.elbo)
     assert rel(svi.elbo, vmp.elbo) < 1e-7
 
@@ -264,3 +264,49 @@ def _prior_like(m, g, rng):
     eng.initialise({}, np.random.default_rng(0))
     nat = eng.q[g.name].natural
     return (nat[0] + 0.3 * rng.normal(size=np.shape(nat[0])),) + tuple(nat[1:])
+
+
+def test_streamed_lda_recovers_the_topics():
+    """Documents streamed ten at a time as word ids (the model was built on ten documents, so the word plate
+    is the larger one there and the data plate must be named)."""
+    words, phi = make_corpus(300, 30, np.random.default_rng(0))
+    m = build_lda(words[:10], 4)
+    with pytest.raises(fg.ModelError, match="ambiguous: 'doc' carries more per-row latent variables .2 against 1. but "
+                                            "'w' is larger .30 against 10.; pass fg.SVI.plate=...."):
+        fg.infer(m, algorithm=fg.SVI(batch_size=10, n_data=300), data=[])
+    r = fg.infer(m, algorithm=fg.SVI(batch_size=10, n_data=300, plate="doc"), max_iter=1000, seed=0,
+                 data=({"words": words[i:i + 10]} for _ in range(3) for i in range(0, 300, 10)))
+    assert r.n_iter == 90 and r.notes[0].startswith("SVI on data plate 'doc'")
+    tv = 0.5 * np.abs(r.posterior("phi").mean()[:, None, :] - phi[None]).sum(-1)
+    assert np.all(tv.min(1) < 0.08) and len(set(tv.argmin(1))) == 4  # each true topic found once
+
+
+def test_indexed_groups_in_memory_and_streamed():
+    """A hierarchy through x[labels]: the labels are row data (sliced, or streamed as "mu[n]")."""
+    rng = np.random.default_rng(0)
+    G, N = 8, 400
+    mu_true = rng.normal(0, 2, G)
+    g = rng.integers(0, G, N)
+
+    def build(y, g):
+        with fg.Model("groups") as m:
+            n, grp = fg.plate("n", len(y)), fg.plate("g", G)
+            mu = fg.gaussian("mu", fg.gaussian("m0", 0.0, 0.01), 1.0, plates=[grp])
+            fg.gaussian("y", mean=mu[g], precision=fg.gamma("tau", 1.0, 1.0), plates=[n], observed=y)
+        return m
+
+    m = build(mu_true[g] + rng.normal(size=N), g)
+    vmp = fg.infer(m)
+    svi = fg.infer(m, algorithm=fg.SVI(batch_size=40), max_iter=200)
+    assert rel(svi.elbo, vmp.elbo) < 1e-4
+
+    def stream():
+        for i in range(200):
+            r = np.random.default_rng(i)
+            gg = r.integers(0, G, 40)
+            yield {"y": mu_true[gg] + r.normal(size=40), "mu[n]": gg}
+
+    s = fg.infer(m, algorithm=fg.SVI(batch_size=40, n_data=400), data=stream(), max_iter=200)
+    np.testing.assert_allclose(s.posterior("mu").mean(), mu_true, atol=0.2)
+    with pytest.raises(fg.ModelError, match=r"integer labels in \[0, 8\)"):
+        fg.infer(m, algorithm=fg.SVI(batch_size=40, n_data=400), data=[{"y": np.zeros(3), "mu[n]": [0, 9, 1]}])
