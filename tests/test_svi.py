@@ -310,3 +310,36 @@ def test_indexed_groups_in_memory_and_streamed():
     np.testing.assert_allclose(s.posterior("mu").mean(), mu_true, atol=0.2)
     with pytest.raises(fg.ModelError, match=r"integer labels in \[0, 8\)"):
         fg.infer(m, algorithm=fg.SVI(batch_size=40, n_data=400), data=[{"y": np.zeros(3), "mu[n]": [0, 9, 1]}])
+
+
+def test_rescaled_bound_averages_to_the_elbo():
+    """Over the disjoint batches of an epoch the minibatch-rescaled bound averages to the exact ELBO (at fixed
+    globals, with each batch's locals at their optimum, which is the full data's), and with |B| = N it is it."""
+    from schedules.algorithms import VMP
+    from schedules.compiled import compile_model
+    from schedules.engine import Engine
+    from schedules.svi_batch import batch_arrays, batch_model, data_layout, local_step, rescaled_bound
+    from tests import conjugate_models as cm
+
+    m = cm.mixture(np.random.default_rng(2))
+    layout = data_layout(m)
+    N = layout.plate.size
+    full = Engine(compile_model(m, VMP()))
+    full.initialise({}, np.random.default_rng(0))
+    for _ in range(30):
+        for v in full.c.order:
+            full.update(v)
+    q = {g.name: full.q[g.name] for g in layout.globals}
+    for _ in range(50):  # the locals at their optimum given these globals
+        for v in layout.locals:
+            full.update(full.c.model.variables[v.name])
+    exact = full.elbo()
+    assert rescaled_bound(full, layout, 1.0) == pytest.approx(exact, rel=1e-12)
+    perm = np.random.default_rng(1).permutation(N)
+    bounds = []
+    for rows in perm.reshape(6, -1):
+        bm = batch_model(m, layout, batch_arrays(layout, np.sort(rows)), len(rows))
+        _, b, _ = local_step(bm, layout, q, N / len(rows), 0.5, 200, 1e-13, np.random.default_rng(0))
+        bounds.append(b)
+    assert np.mean(bounds) == pytest.approx(exact, rel=1e-9)
+    assert np.std(bounds) > 1e-3 * abs(exact)  # each one is a noisy estimate
