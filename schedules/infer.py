@@ -100,6 +100,9 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
 
         if handlers or schedule is not None or warmup or damping:
             raise ModelError("SVI takes no handlers, schedule, warmup or damping")
+        if not (isinstance(tol, str) and tol == _AUTO and isinstance(param_tol, str) and param_tol == _AUTO):
+            raise ModelError("SVI has no stopping rule (tol, param_tol): it runs max_iter steps or until the stream "
+                             "ends; stop it earlier with a callback")
         _, _, max_iter, seed, progress, init, _, _, _, _, callbacks = _options(
             None, None, max_iter, seed, progress, init, None, (), None, None, callbacks)
         return run_svi(model, algorithm, data, max_iter, init, callbacks, progress, seed)

@@ -213,6 +213,8 @@ def test_models_that_do_not_fit_svi():
         fg.infer(m4, algorithm=fg.SVI(batch_size=5, n_data=50), data=iter([{"x": np.zeros(5)}]))
     with pytest.raises(fg.ModelError, match="data= streams batches to fg.SVI only"):
         fg.infer(m4, data=iter([]))
+    with pytest.raises(fg.ModelError, match="SVI has no stopping rule"):
+        fg.infer(m4, algorithm=fg.SVI(batch_size=5), tol=1e-6)
 
 
 @pytest.mark.parametrize("build", ["product_and_sum", "regression_mean_field", "hierarchical_rate", "mixture"])
