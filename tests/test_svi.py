@@ -76,6 +76,15 @@ def test_mixture_reaches_the_full_batch_elbo():
     a, b = np.sort(vmp.posterior("mus").mean()[:, 0]), np.sort(svi.posterior("mus").mean()[:, 0])
     np.testing.assert_allclose(a, b, atol=0.1)
     assert svi.posterior("z").probs.shape == (240, 3)  # locals of every row from the final full pass
+    # init= starts globals where given (the rest from the first batch); from near the clusters every seed gets there
+    from distributions import Gaussian
+
+    start = {"mus": Gaussian(mean=np.array([[-4.0, 0.0], [4.0, 0.0], [0.0, 5.0]]), var=np.ones((3, 2)))}
+    for seed in (1, 2):
+        r = fg.infer(m, algorithm=fg.SVI(batch_size=40), max_iter=100, seed=seed, init=start)
+        assert rel(r.elbo, vmp.elbo) < 1e-3
+    with pytest.raises(fg.ModelError, match="init gives 'z', which is not a global latent variable"):
+        fg.infer(m, algorithm=fg.SVI(batch_size=40), init={"z": np.full((240, 3), 1 / 3)})
 
 
 def test_lda_reaches_the_full_batch_elbo():
