@@ -20,6 +20,7 @@ the ELBO at (λ, the batch's local optimum), smoothed by an exponential moving a
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -84,7 +85,7 @@ class SVI:
         which plate was used.
     n_data
         N, the notional data size for the rescaling, needed for streamed data (``fg.infer(data=...)``);
-        for in-memory data it is the plate size.
+        for in-memory data it is the plate size.  A stream's first batch also gives the starting globals.
     local_iter, local_tol
         Local coordinate ascent: at most ``local_iter`` sweeps over the batch's local variables, stopping
         when no natural parameter changes by more than ``local_tol`` (relative).
@@ -160,14 +161,22 @@ def run_svi(model: Model, alg: SVI, data: Iterable | None, max_iter: int, init: 
                              f"{checks._short(data)}")
         source = iter(data)
         N = alg.n_data
+        try:
+            first = check_batch(model, layout, next(source))
+        except StopIteration:
+            raise ModelError("SVI: the data stream is empty") from None
+        source = itertools.chain([None], source)  # the first batch, already checked, is stepped on first
     else:
-        N = alg.n_data or N_mem
+        if alg.n_data is not None and alg.n_data != N_mem:
+            raise ModelError(f"SVI: n_data={alg.n_data} is for streamed data; the model's data plate "
+                             f"{layout.plate.name!r} has {N_mem} rows")
+        N, first = N_mem, None
         if alg.batch_size > N_mem:
             raise ModelError(f"SVI: batch_size {alg.batch_size} exceeds the {N_mem} rows of the data plate "
                              f"{layout.plate.name!r}")
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
-    q = _initial_globals(model, layout, init or {}, alg, rng)
+    q = _initial_globals(model, layout, init or {}, alg, rng, first)
     trace: list[float] = []
     raw: list[float] = []
     perm, pos = rng.permutation(N_mem), 0
@@ -184,7 +193,7 @@ def run_svi(model: Model, alg: SVI, data: Iterable | None, max_iter: int, init: 
                     it -= 1
                     stopped = "the data stream ended"
                     break
-                arrays, B = check_batch(model, layout, batch)
+                arrays, B = first if batch is None else check_batch(model, layout, batch)
             else:
                 if pos + alg.batch_size > N_mem:
                     perm, pos = rng.permutation(N_mem), 0
@@ -229,18 +238,23 @@ def run_svi(model: Model, alg: SVI, data: Iterable | None, max_iter: int, init: 
     return res
 
 
-def _initial_globals(model: Model, layout, init: dict, alg: SVI, rng: np.random.Generator) -> dict[str, Any]:
-    """Starting q of the globals: ``init`` where given; the rest from one batch with the engine's starting
-    local posteriors (random responsibilities for selectors, priors otherwise) and a full step (ρ = 1),
-    which breaks the symmetry of mixture components and topics as VMP's random start does."""
+def _initial_globals(model: Model, layout, init: dict, alg: SVI, rng: np.random.Generator,
+                     first: tuple | None) -> dict[str, Any]:
+    """Starting q of the globals: ``init`` where given; the rest from VMP sweeps on one batch (a random one
+    of the rows in memory, or the stream's first) from the engine's starting local posteriors (random
+    responsibilities for selectors, priors otherwise), with full steps (ρ = 1): this breaks the symmetry of
+    mixture components and topics as VMP's random start does."""
     glob = {g.name for g in layout.globals}
     for name in init:
         if name not in glob:
             raise ModelError(f"SVI: init gives {name!r}, which is not a global latent variable ({sorted(glob)})")
-    N = layout.plate.size
-    B = min(N, alg.batch_size)
-    rows = np.sort(rng.choice(N, size=B, replace=False))
-    bm = batch_model(model, layout, batch_arrays(layout, rows), B)
+    N = alg.n_data if first is not None else layout.plate.size
+    if first is None:
+        B = min(N, alg.batch_size)
+        arrays = batch_arrays(layout, np.sort(rng.choice(N, size=B, replace=False)))
+    else:
+        arrays, B = first
+    bm = batch_model(model, layout, arrays, B)
     c = compile_model(bm, VMP(), init=init)
     eng = Engine(c)
     eng.initialise(dict(init), rng)
@@ -250,7 +264,7 @@ def _initial_globals(model: Model, layout, init: dict, alg: SVI, rng: np.random.
     # VMP on the first batch with the local terms rescaled by N/|B| (sweeps of a full step, ρ = 1), from the
     # engine's random start: it separates components as full-data VMP does
     for sweep in range(_WARM_SWEEPS):
-        new, _, _ = local_step(bm, layout, q, (alg.n_data or N) / B, 1.0, min(sweep, 1), 0.0, rng, engine=eng)
+        new, _, _ = local_step(bm, layout, q, N / B, 1.0, min(sweep, 1), 0.0, rng, engine=eng)
         q = {g: q[g] if g in init else new[g] for g in glob}
     return q
 
@@ -267,10 +281,16 @@ def _full_pass(model: Model, layout, q: dict, alg: SVI, rng: np.random.Generator
         eng.set_posterior(model.variables[g.name], q[g.name])
     names = {v.name for v in layout.locals}
     order = [v for v in c.order if v.name in names]
-    for _ in range(max(alg.local_iter, 200)):
+    sweeps = max(alg.local_iter, 200)
+    for _ in range(sweeps):
         eng.max_change = 0.0
         for v in order:
             eng.update(v)
         if eng.max_change <= alg.local_tol:
             break
+    else:
+        if order:
+            convergence.warn(f"{model.name}: SVI's final pass: the local posteriors did not settle in {sweeps} sweeps "
+                             f"(last relative change {eng.max_change:.3g} > local_tol {alg.local_tol:.3g}); the exact "
+                             "ELBO is at these locals")
     return eng.elbo(), eng

@@ -222,6 +222,10 @@ def test_models_that_do_not_fit_svi():
         fg.infer(m4, algorithm=fg.SVI(batch_size=5, n_data=50), data=iter([{"x": np.zeros(5)}]))
     with pytest.raises(fg.ModelError, match="data= streams batches to fg.SVI only"):
         fg.infer(m4, data=iter([]))
+    with pytest.raises(fg.ModelError, match="the data stream is empty"):
+        fg.infer(m4, algorithm=fg.SVI(batch_size=5, n_data=50), data=iter([]))
+    with pytest.raises(fg.ModelError, match="n_data=50 is for streamed data"):
+        fg.infer(m4, algorithm=fg.SVI(batch_size=5, n_data=50))
     with pytest.raises(fg.ModelError, match="SVI has no stopping rule"):
         fg.infer(m4, algorithm=fg.SVI(batch_size=5), tol=1e-6)
 
@@ -285,9 +289,13 @@ def test_streamed_lda_recovers_the_topics():
     with pytest.raises(fg.ModelError, match="ambiguous: 'doc' carries more per-row latent variables .2 against 1. but "
                                             "'w' is larger .30 against 10.; pass fg.SVI.plate=...."):
         fg.infer(m, algorithm=fg.SVI(batch_size=10, n_data=300), data=[])
-    r = fg.infer(m, algorithm=fg.SVI(batch_size=10, n_data=300, plate="doc"), max_iter=1000, seed=0,
-                 data=({"words": words[i:i + 10]} for _ in range(3) for i in range(0, 300, 10)))
-    assert r.n_iter == 90 and r.notes[0].startswith("SVI on data plate 'doc'")
+    # like VMP's, SVI's random start may merge topics: a few seeds, the best by the smoothed estimate (whose
+    # differences here are many standard errors)
+    runs = [fg.infer(m, algorithm=fg.SVI(batch_size=10, n_data=300, plate="doc"), max_iter=1000, seed=seed,
+                     data=({"words": words[i:i + 10]} for _ in range(2) for i in range(0, 300, 10)))
+            for seed in range(4)]
+    r = max(runs, key=lambda r: r.elbo)
+    assert r.n_iter == 60 and r.notes[0].startswith("SVI on data plate 'doc'") and r.evidence_kind == STOCHASTIC
     tv = 0.5 * np.abs(r.posterior("phi").mean()[:, None, :] - phi[None]).sum(-1)
     assert np.all(tv.min(1) < 0.08) and len(set(tv.argmin(1))) == 4  # each true topic found once
 
