@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .nodes import Gate, ModelError, Node, Plate, PrecisionOf
+from .nodes import Data, Gate, ModelError, Node, Plate, PrecisionOf
 
 #: largest magnitude of a value: its square (1e300) and sums of many squares stay finite in float64
 MAX_ABS = 1e150
@@ -84,6 +84,9 @@ def as_float_array(value: Any, what: str) -> tuple[np.ndarray, np.ndarray | None
     bytes, dates, objects that are not numbers, ragged nested lists and integers too large for a float.
     Data frames and series convert through ``numpy.asarray``."""
     missing = None
+    if isinstance(value, Data):
+        raise ModelError(f"{what}: the data node {value.name!r} cannot be used here; data nodes are accepted as the "
+                         "X of fg.inner and as array arguments of the builders (fg.gaussian(..., observed=...), ...)")
     if isinstance(value, str | bytes | dict | set) or callable(value):
         raise ModelError(f"{what} must be numeric (a number or an array of numbers), got {_short(value)}")
     if np.ma.isMaskedArray(value):

@@ -15,7 +15,7 @@ from factorgraph.results import Result, combine_kinds
 from factors.base import RuleNotFound
 
 from .algorithms import NCVMP, VMP
-from .compiled import _feeds_handler, _needs_messages, compile_model
+from .compiled import _feeds_handler, _needs_messages, compile_model, rebind
 from .engine import run
 
 _AUTO = "auto"  # tol/param_tol: chosen from the algorithm (see the docstring)
@@ -101,7 +101,17 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     if param_tol is _AUTO:
         param_tol = None if monotone else 1e-8
     t0 = time.perf_counter()
-    c = compile_model(model, algorithm, schedule, init, damping, handlers)
+    key = _compile_key(model, algorithm, schedule, init, damping, handlers)
+    cached = model._compiled
+    if cached is not None and cached[0] == key:
+        c = cached[1]  # the same graph and options: only what the data determine is derived again
+        rebind(c)
+        reused = True
+    else:
+        model._compiled = None
+        c = compile_model(model, algorithm, schedule, init, damping, handlers)
+        model._compiled = (key, c, handlers)
+        reused = False
     compile_time = time.perf_counter() - t0
     warm = []
     for name in warmup:
@@ -139,12 +149,29 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         hyper.update(dofs)
     result = Result(model.name, algorithm.name, dict(eng.q), float(trace[-1]), kind, trace, out["n_iter"],
                     out["converged"], out["time"], compile_time, out["warnings"], elbo_se, notes)
+    if reused:
+        result.notes.append("compiled structure reused from the last fg.infer on this model (set_data or a refit)")
+    result.model = model  # for fg.predict; the data of the fit, in case set_data replaces them later
+    result.fitted_data = {k: d.value for k, d in model.data.items()}
+    result.data_version = model.data_version
     result.joint.update(eng.joint)
     result.hyper.update(hyper)
     result.scales.update(n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.is_latent)
     for text in out["unconverged"]:
         convergence.warn(text)
     return result
+
+
+def _compile_key(model: Model, algorithm: Any, schedule: Any, init: Any, damping: Any, handlers: Any) -> tuple:
+    """What a compiled model depends on besides the data: the graph (its nodes, which variables are latent,
+    fully or partly observed) and the options of ``infer`` that shape the compilation.  Handlers are
+    matched by identity (they hold state; the cache keeps a reference)."""
+    graph = (tuple(model.plates), len(model.factors), len(model.deterministics), tuple(
+        (name, v.is_latent, v.mask is None, v.mask is not None and bool(v.mask.all()),
+         getattr(v, "coord_mask", None) is None or bool(np.all(v.coord_mask)))
+        for name, v in model.variables.items()))
+    return (graph, algorithm, None if schedule is None else tuple(schedule), frozenset(init or ()),
+            tuple(sorted((damping or {}).items())), tuple((k, id(h)) for k, h in (handlers or {}).items()))
 
 
 def _default_algorithm(model: Model, handlers: Any) -> tuple[Any, str]:
