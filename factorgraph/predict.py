@@ -97,6 +97,7 @@ def predict(result: Result, data: dict[str, Any] | None = None, draws: int = 100
     keep = frozenset(v.name for v in leaves if not set(getattr(v, "data_roles", {}).values()) & set(values))
     with swapped(model, values, keep):
         fwd = _Forward(model, S, np.random.default_rng(int(fwd_seed)))
+        fwd.hyper = dict(getattr(result, "hyper", {}))
         for v in model.variables.values():
             if v in leaves:
                 fwd.variable(v)

@@ -53,6 +53,7 @@ class _Forward:
         self.out: dict[str, np.ndarray] = {}
         self.views: dict[int, np.ndarray] = {}
         self.precision: dict[str, np.ndarray] = {}  # scale variables (fg.half_cauchy, ...): σ⁻², as parents use it
+        self.hyper: dict[str, dict[str, Any]] = {}  # learned hyperparameters by variable (a fit's result.hyper)
 
     # ------------------------------------------------------------------ values of parents
     def value(self, node: Node) -> np.ndarray:
@@ -328,6 +329,15 @@ def _site(noise):
     return draw
 
 
+def _student_t(s: _Forward, v, f, frame, full):
+    """y = mean + ε/√(λτ), λ ~ Gam(ν/2, ν/2): the scale mixture fg.student_t is built as (a learned ν from the fit)."""
+    m = np.broadcast_to(s.arg(f.edges["mean"], frame, v.name), full)
+    t = np.broadcast_to(s.arg(f.edges["precision"], frame, v.name), full)
+    nu = float(s.hyper.get(v.name, {}).get("dof", f.params["dof"]))
+    lam = s.rng.gamma(0.5 * nu, 2.0 / nu, full)
+    s.put(v, m + s.rng.standard_normal(full) / np.sqrt(lam * t), full)
+
+
 def _probit(s: _Forward, v, f, frame, full):
     x = np.broadcast_to(s.arg(f.edges["x"], frame, v.name), full)
     s.put(v, np.where(x + s.rng.standard_normal(full) > 0, 1.0, -1.0), full)  # labels ±1, as stored
@@ -355,7 +365,7 @@ _DRAWS = {
     "LaplaceSite": _site(lambda rng, p, shape: rng.laplace(0.0, p["scale"], shape)),
     "CauchySite": _site(lambda rng, p, shape: p["scale"] * rng.standard_cauchy(shape)),
     "StudentTSite": _site(lambda rng, p, shape: p["scale"] * rng.standard_t(p["dof"], shape)),
-    "Probit": _probit, "ScalePrior": _scale_prior, "MarkovChain": _markov_chain,
+    "Probit": _probit, "ScalePrior": _scale_prior, "MarkovChain": _markov_chain, "StudentT": _student_t,
 }
 
 

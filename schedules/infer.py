@@ -105,12 +105,13 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     cached = model._compiled
     if cached is not None and cached[0] == key:
         c = cached[1]  # the same graph and options: only what the data determine is derived again
+        c.handlers = dict(handlers or {})  # the claims depend on which variables are handled, not by what
         rebind(c)
         reused = True
     else:
         model._compiled = None
         c = compile_model(model, algorithm, schedule, init, damping, handlers)
-        model._compiled = (key, c, handlers)
+        model._compiled = (key, c)
         reused = False
     compile_time = time.perf_counter() - t0
     warm = []
@@ -164,14 +165,14 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
 
 def _compile_key(model: Model, algorithm: Any, schedule: Any, init: Any, damping: Any, handlers: Any) -> tuple:
     """What a compiled model depends on besides the data: the graph (its nodes, which variables are latent,
-    fully or partly observed) and the options of ``infer`` that shape the compilation.  Handlers are
-    matched by identity (they hold state; the cache keeps a reference)."""
+    fully or partly observed) and the options of ``infer`` that shape the compilation (of the handlers,
+    which variables they take over)."""
     graph = (tuple(model.plates), len(model.factors), len(model.deterministics), tuple(
         (name, v.is_latent, v.mask is None, v.mask is not None and bool(v.mask.all()),
          getattr(v, "coord_mask", None) is None or bool(np.all(v.coord_mask)))
         for name, v in model.variables.items()))
     return (graph, algorithm, None if schedule is None else tuple(schedule), frozenset(init or ()),
-            tuple(sorted((damping or {}).items())), tuple((k, id(h)) for k, h in (handlers or {}).items()))
+            tuple(sorted((damping or {}).items())), tuple(handlers or ()))
 
 
 def _default_algorithm(model: Model, handlers: Any) -> tuple[Any, str]:
