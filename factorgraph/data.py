@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from . import checks
+from .expressions import inner as _inner
 from .model import Model, current_model
 from .nodes import Data, Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
 
@@ -153,10 +154,8 @@ def recorded(fn: Callable[..., Any]) -> Callable[..., Any]:
     return builder
 
 
+@functools.wraps(_inner)
 def inner(X: Any, w: Any, plates: Any = ()) -> Deterministic:
-    """``fg.inner`` that accepts a data node as X (see ``factorgraph.expressions.inner``)."""
-    from .expressions import inner as _inner
-
     if not isinstance(X, Data):
         return _inner(X, w, plates)
     det = _inner(X.value, w, plates)
@@ -168,8 +167,10 @@ def inner(X: Any, w: Any, plates: Any = ()) -> Deterministic:
     return det
 
 
-inner.__doc__ = (inner.__doc__ or "") + "\n\n" + (
-    __import__("factorgraph.expressions", fromlist=["inner"]).inner.__doc__ or "")
+inner.__doc__ = (_inner.__doc__ or "") + """
+    X may be a data node (``fg.data("X", X)``): ``model.set_data(X=...)`` and ``fg.predict(result,
+    data={"X": ...})`` then replace it, possibly with a new number of rows.
+"""
 
 
 # ------------------------------------------------------------------------------------ set_data

@@ -35,6 +35,19 @@ def _logistic(X, y, use_data=True):
     return m
 
 
+def _mixture(X, y, use_data=True):
+    """A two-component mixture of the rows of y (X unused: the data plate is defined by y alone)."""
+    wrap = fg.data if use_data else (lambda name, v: v)
+    with fg.Model("mix") as m:
+        n, k = fg.plate("n", len(y)), fg.plate("k", 2)
+        pi = fg.dirichlet("pi", np.ones(2))
+        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        tau = fg.gamma("tau", 1.0, 1.0)
+        z = fg.categorical("z", pi, plates=[n])
+        fg.gaussian("y", mean=mu[z], precision=tau, plates=[n], observed=wrap("y", y))
+    return m
+
+
 def _same(a, b, names):
     assert abs(a.elbo - b.elbo) <= 1e-12 * max(1.0, abs(b.elbo))
     assert a.n_iter == b.n_iter
@@ -54,7 +67,8 @@ def test_data_nodes_build_the_same_model_as_arrays():
     assert "data 'X'" in repr(m.data["X"])
 
 
-@pytest.mark.parametrize("build, names", [(_linear, ["w", "tau"]), (_logistic, ["w"])])
+@pytest.mark.parametrize("build, names", [(_linear, ["w", "tau"]), (_logistic, ["w"]),
+                                          (_mixture, ["pi", "mu", "tau", "z"])])
 def test_set_data_refit_reuses_the_compilation_and_equals_a_fresh_build(build, names):
     X, y = _regression_data(40, seed=1)
     if build is _logistic:
@@ -65,7 +79,7 @@ def test_set_data_refit_reuses_the_compilation_and_equals_a_fresh_build(build, n
     X2, y2 = _regression_data(55, seed=2)  # a new size of the data plate
     if build is _logistic:
         y2 = (y2 > 0).astype(float)
-    m.set_data(X=X2, y=y2)
+    m.set_data(**({"y": y2} if build is _mixture else {"X": X2, "y": y2}))
     assert m.plates["n"].size == 55
     refit = fg.infer(m)
     assert m.compilations == 1  # not compiled again
@@ -73,7 +87,7 @@ def test_set_data_refit_reuses_the_compilation_and_equals_a_fresh_build(build, n
     fresh = fg.infer(build(X2, y2))
     _same(refit, fresh, names)
     # and back to the first data, the first fit again
-    m.set_data(X=X, y=y)
+    m.set_data(**({"y": y} if build is _mixture else {"X": X, "y": y}))
     _same(fg.infer(m), fg.infer(build(X, y)), names)
     assert m.compilations == 1
 
