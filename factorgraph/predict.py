@@ -26,6 +26,22 @@ if TYPE_CHECKING:
     from .results import Result
 
 
+class FitRecord:
+    """What ``fg.predict`` needs from a fit besides q: its model and the data it was fitted to.
+
+    Kept on the result as ``result.fit_record``; it pickles empty (a model holds closures and compiled
+    rules), so a result that went through pickle keeps its posteriors but cannot predict."""
+
+    def __init__(self, model: Any = None, data: dict[str, Any] | None = None, version: int = 0) -> None:
+        self.model, self.data, self.version = model, dict(data or {}), version
+
+    def __reduce__(self) -> tuple:
+        return (FitRecord, ())
+
+    def __repr__(self) -> str:
+        return f"FitRecord({getattr(self.model, 'name', None)!r})"
+
+
 def predict(result: Result, data: dict[str, Any] | None = None, draws: int = 1000,
             seed: int | None = 0) -> dict[str, np.ndarray]:
     """Draws from the posterior predictive of the observed variables of a fit, at new data or at its own.
@@ -71,10 +87,11 @@ def predict(result: Result, data: dict[str, Any] | None = None, draws: int = 100
     """
     from .model import Model
 
-    model = getattr(result, "model", None)
+    record = getattr(result, "fit_record", None)
+    model = getattr(record, "model", None)
     if not isinstance(model, Model):
-        raise ModelError("predict needs a fg.Result of fg.infer (it keeps its model), got "
-                         f"{type(result).__name__}")
+        raise ModelError("predict needs a fg.Result of fg.infer in this session (it keeps its model; a result "
+                         f"loaded from a pickle does not), got {type(result).__name__}")
     S = _check_draws(draws)
     if data is not None and not isinstance(data, dict):
         raise ModelError(f"predict: data must be a dict of data-node name -> array, got {type(data).__name__}")
@@ -84,11 +101,11 @@ def predict(result: Result, data: dict[str, Any] | None = None, draws: int = 100
             raise ModelError(f"predict: model {model.name!r} has no data node {name!r}; its data nodes are "
                              f"{sorted(model.data)}")
     leaves = _leaves(model)
-    fitted = getattr(result, "fitted_data", {})
+    fitted = record.data
     # the data of the fit, then the new data; the observed values of the leaves need not be given
     values = {k: v for k, v in fitted.items() if k in model.data and k not in _leaf_data(model, leaves)}
     values.update(data)
-    if model.data_version == getattr(result, "data_version", model.data_version) and not data:
+    if model.data_version == record.version and not data:
         values = {}
     local = data_plates(model, data)
     rng = np.random.default_rng(seed)
@@ -172,4 +189,4 @@ def _observed_roles(v: Variable) -> set[str]:
     return {n for r, n in roles.items() if r in ("observed", "mask")}
 
 
-__all__ = ["predict"]
+__all__ = ["FitRecord", "predict"]

@@ -11,6 +11,7 @@ import numpy as np
 from factorgraph import checks, convergence
 from factorgraph.model import Model
 from factorgraph.nodes import Deterministic, Gate, ModelError, Variable
+from factorgraph.predict import FitRecord
 from factorgraph.results import Result, combine_kinds
 from factors.base import RuleNotFound
 
@@ -152,9 +153,8 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
                     out["converged"], out["time"], compile_time, out["warnings"], elbo_se, notes)
     if reused:
         result.notes.append("compiled structure reused from the last fg.infer on this model (set_data or a refit)")
-    result.model = model  # for fg.predict; the data of the fit, in case set_data replaces them later
-    result.fitted_data = {k: d.value for k, d in model.data.items()}
-    result.data_version = model.data_version
+    # for fg.predict: the model and the data of the fit (set_data may replace them later)
+    result.fit_record = FitRecord(model, {k: d.value for k, d in model.data.items()}, model.data_version)
     result.joint.update(eng.joint)
     result.hyper.update(hyper)
     result.scales.update(n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.is_latent)

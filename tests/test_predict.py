@@ -4,6 +4,8 @@ Tolerances are Monte Carlo standard errors (4 SE) of the predictive draws; the r
 computed independently of the sampler (closed forms, Gauss–Hermite quadrature).
 """
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -167,6 +169,10 @@ def test_predict_errors():
         fg.predict(r, data=[X])
     with pytest.raises(ModelError, match="needs a fg.Result of fg.infer"):
         fg.predict(object())
+    loaded = pickle.loads(pickle.dumps(r))  # the posteriors travel, the model does not
+    np.testing.assert_array_equal(loaded.posterior("w").mean(), r.posterior("w").mean())
+    with pytest.raises(ModelError, match="loaded from a pickle"):
+        fg.predict(loaded)
 
 
 def test_softmax_and_student_t_predictives():
