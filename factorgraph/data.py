@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,38 +130,53 @@ def recorded(fn: Callable[..., Any]) -> Callable[..., Any]:
         if _DEPTH[0]:
             return fn(*args, **kwargs)
         found = _found(args, kwargs)
+        if found:
+            _same_model(found, fn.__name__)
         _DEPTH[0] += 1
         try:
-            out = fn(*(_plain(a) for a in args), **{k: _plain(v) for k, v in kwargs.items()})
+            with _scratch(current_model(fn.__name__)) if found else nullcontext() as undo:
+                out = fn(*(_plain(a) for a in args), **{k: _plain(v) for k, v in kwargs.items()})
+                if isinstance(out, Variable):
+                    roles = {key if isinstance(key, str) else list(sig.parameters)[key]: d for key, d in found}
+                    for role, d in roles.items():
+                        if role in ("observed", "mask") or d.shape[:len(out.plates)] == out.shape and out.plates:
+                            _bind_axes(d, out.plates, f"{out.name!r}")
+                if undo is not None:
+                    undo.keep()
         finally:
             _DEPTH[0] -= 1
         if not isinstance(out, Variable):
             return out
-        model = out.model
         for _, d in found:
-            if d.model is not model:
-                raise ModelError(f"{out.name!r}: the data node {d.name!r} belongs to model {d.model.name!r}")
-        for key, d in found:
-            role = key if isinstance(key, str) else list(sig.parameters)[key]
-            if role in ("observed", "mask") or d.shape[:len(out.plates)] == out.shape and out.plates:
-                _bind_axes(d, out.plates, f"{out.name!r}")
             if out not in d.uses:
                 d.uses.append(out)
-        model.calls[out.name] = Call(fn, tuple(args), dict(kwargs))
-        out.data_roles = {key if isinstance(key, str) else list(sig.parameters)[key]: d.name for key, d in found}
+        out.model.calls[out.name] = Call(fn, tuple(args), dict(kwargs))
+        out.data_roles = {role: d.name for role, d in roles.items()} if found else {}
         return out
 
     return builder
+
+
+def _same_model(found: list[tuple[Any, Data]], what: str) -> None:
+    model = current_model(what)
+    for _, d in found:
+        if d.model is not model:
+            raise ModelError(f"{what}: the data node {d.name!r} belongs to model {d.model.name!r}, not to the active "
+                             f"model {model.name!r}")
 
 
 @functools.wraps(_inner)
 def inner(X: Any, w: Any, plates: Any = ()) -> Deterministic:
     if not isinstance(X, Data):
         return _inner(X, w, plates)
+    _same_model([(0, X)], "inner")
+    rows = checks.plate_list(plates, X.model, "inner")
+    for i, p in enumerate(rows):
+        if X.axes.get(i, p) is not p:
+            raise ModelError(f"data {X.name!r}: axis {i} runs over plate {X.axes[i].name!r} in one use and over "
+                             f"{p.name!r} in fg.inner({X.name!r}, ...)")
     det = _inner(X.value, w, plates)
-    if X.model is not det.model:
-        raise ModelError(f"inner: the data node {X.name!r} belongs to model {X.model.name!r}")
-    _bind_axes(X, checks.plate_list(plates, det.model, "inner"), f"fg.inner({X.name!r}, {w.name!r})")
+    _bind_axes(X, rows, f"fg.inner({X.name!r}, ...)")
     det.params["data"] = X.name
     X.uses.append(det)
     return det
@@ -322,16 +337,25 @@ def _rerun(model: Model, v: Variable, call: Call, new: dict[str, Any]) -> None:
         _transplant(v, tmp)
 
 
+class _Undo:
+    kept = False
+
+    def keep(self) -> None:
+        self.kept = True
+
+
 @contextmanager
-def _scratch(model: Model) -> Iterator[None]:
-    """Whatever a block adds to the model's containers is removed when it ends."""
+def _scratch(model: Model) -> Iterator[_Undo]:
+    """Whatever a block adds to the model's containers is removed when it ends (unless it calls ``keep()``)."""
     plates, variables, names = dict(model.plates), dict(model.variables), set(model._names)
     dets, factors = list(model.deterministics), list(model.factors)
+    undo = _Undo()
     try:
-        yield
+        yield undo
     finally:
-        model.plates, model.variables, model._names = plates, variables, names
-        model.deterministics, model.factors = dets, factors
+        if not undo.kept:
+            model.plates, model.variables, model._names = plates, variables, names
+            model.deterministics, model.factors = dets, factors
 
 
 def _transplant(v: Variable, tmp: Variable) -> None:

@@ -212,3 +212,16 @@ def test_a_handler_refit_after_set_data_equals_a_fresh_build():
     refit = fg.infer(m, handlers={"w": fg.Laplace()})  # a new handler object: the claims are the same
     assert m.compilations == 1
     _same(refit, fg.infer(_logistic(X2, (y2 > 0).astype(float)), handlers={"w": fg.Laplace()}), ["w"])
+
+
+def test_a_data_node_on_two_plates_is_refused_and_leaves_no_node_behind():
+    y = np.arange(4.0)
+    with fg.Model("two") as m:
+        n, k = fg.plate("n", 4), fg.plate("k", 4)
+        d = fg.data("y", y)
+        fg.gaussian("a", 0.0, 1.0, plates=[n], observed=d)
+        with pytest.raises(ModelError, match=r"data 'y': axis 0 runs over plate 'n' in one use and over 'k'"):
+            fg.gaussian("b", 0.0, 1.0, plates=[k], observed=d)
+        assert "b" not in m.variables and len(m.factors) == 1
+        fg.gaussian("b", 0.0, 1.0, plates=[k], observed=y)  # the name is free again
+    assert [p.name for p in d.plates] == ["n"] and d.uses == [m["a"]]
