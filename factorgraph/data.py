@@ -1,20 +1,20 @@
 """Data nodes: ``fg.data("X", array)``, ``model.set_data(X=..., y=...)`` and the bookkeeping behind them.
 
-A data node is a named array that enters the model as the inputs of ``fg.inner`` or as an array
-argument of a builder (``observed=``, ``mask=``, a constant parameter).  Every public builder call is
-recorded on the model (``model.calls``: variable name → the function and its arguments, data nodes
-included), so that ``set_data`` can replace data by re-running the builders that read them: the new
-values pass exactly the checks of construction, and everything a builder derives from its data (the
-one-hot labels of a categorical, the sufficient statistics XᵀX, Xᵀy of a normal–gamma regression, ...) is
-derived again.  The re-run builds a scratch copy of the variable in the same model; its values and its
-prior factor's constant arrays are moved onto the original variable and the scratch nodes removed, so
-the graph (its nodes, edges and compiled rules) is unchanged.
+A data node is a named array that enters the model as the inputs of ``fg.inner``, as the labels of an
+indexed view ``x[g]``, or as an array argument of a builder (``observed=``, ``mask=``, a constant
+parameter).  Every public builder call is recorded on the model (``model.calls``: variable name → the
+function and its arguments, data nodes included), so that ``set_data`` can replace data by re-running the
+builders that read them: the new values pass exactly the checks of construction, and everything a builder
+derives from its data (the one-hot labels of a categorical, the sufficient statistics XᵀX, Xᵀy of a
+normal–gamma regression, ...) is derived again.  The re-run builds a scratch copy of the variable in the
+same model; its values and its prior factor's constant arrays are moved onto the original variable and the
+scratch nodes removed, so the graph (its nodes, edges and compiled rules) is unchanged.
 
 Plates spanned by data may change size: a data node spans the plates of its leading axes (``Data.axes``),
 and a plate's new size is read off the new arrays.  Every data node on a resized plate must be replaced
-in the same call, and nothing else may pin the plate's size (constant labels of ``x[idx]``, a constant
-array in an expression): otherwise a ``ModelError`` names the node and the sizes.  A failed call leaves
-the model as it was.
+in the same call, and nothing else may pin the plate's size (constant labels of ``x[idx]``, the constant
+X of an ``fg.inner``, a constant array in an expression): otherwise a ``ModelError`` names the node and the
+sizes.  A failed call leaves the model as it was.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ def data(name: str, value: Any) -> Data:
         The node's name (its own namespace: a data node and the variable observed through it may share
         a name, as in ``fg.gaussian("y", ..., observed=fg.data("y", y))``).
     value
-        The array: inputs X (use as ``fg.inner(X, w, plates=[n])``), observed values (``observed=``),
-        a mask, or a constant parameter of a builder.
+        The array: inputs X (use as ``fg.inner(X, w, plates=[n])``), group labels (``a[g]``), observed
+        values (``observed=``), a mask, or a constant parameter of a builder.
 
     Returns
     -------
@@ -65,9 +65,10 @@ def data(name: str, value: Any) -> Data:
 
     Notes
     -----
-    The node spans the plates of its leading axes: the ``plates`` of ``fg.inner``, the plates of the
-    variable it is observed on (``observed=`` or ``mask=``), or of the variable it parameterises when its
-    leading axes have that variable's plate sizes.  Those plates' sizes are then defined by the data.
+    The node spans the plates of its leading axes: the ``plates`` of ``fg.inner``, the plate labels run
+    over, the plates of the variable it is observed on (``observed=`` or ``mask=``), or of the variable it
+    parameterises when its leading axes have that variable's plate sizes.  Those plates' sizes are then
+    defined by the data.
     """
     model = current_model(f"data {name!r}")
     if not isinstance(name, str) or not name:
@@ -208,6 +209,7 @@ def set_data(model: Model, values: dict[str, Any], keep: frozenset[str] = frozen
         for p, s in resized.items():
             object.__setattr__(p, "size", checks.plate_size(s, p.name))
         _update_expressions(model, new, resized)
+        _update_labels(model, new)
         for v in list(model.variables.values()):
             if v.name in keep:
                 continue
@@ -271,6 +273,8 @@ def _check_resizable(model: Model, new: dict[str, Any], sizes: dict, resized: di
                             raise ModelError(f"set_data: plate {p.name!r} changes size from {p.size} to {s}, but "
                                              f"{d.name!r} has a constant operand of shape {np.shape(a)} on it")
         for x in _indexed(model):
+            if p is x.plate and getattr(x, "data", None) in new:
+                continue
             if p is x.plate or p is x.along:
                 raise ModelError(f"set_data: plate {p.name!r} changes size from {p.size} to {s}, but the indexed view "
                                  f"{x.name!r} has constant labels on it")
@@ -307,6 +311,21 @@ def _update_expressions(model: Model, new: dict[str, Any], resized: dict[Plate, 
                         "w_shape": tuple(q.size for q in _w_plates(d))}
         elif "sizes" in d.params:
             d.params = {**d.params, "sizes": tuple(q.size for q in d.plates)}
+
+
+def _update_labels(model: Model, new: dict[str, Any]) -> None:
+    """New labels of the indexed views ``x[fg.data("g", labels)]``, checked as at construction."""
+    from .indexing import _labels
+
+    for x in _indexed(model):
+        name = getattr(x, "data", None)
+        if name in new:
+            labels = _labels(x.source.name, new[name], x.along.size)
+            if labels.size != x.plate.size:
+                raise ModelError(f"set_data: {name!r} has {labels.size} labels but plate {x.plate.name!r} has size "
+                                 f"{x.plate.size}")
+            x.labels = labels
+            x.counts = np.bincount(labels, minlength=x.along.size).astype(float)
 
 
 def _w_plates(d: Deterministic) -> tuple[Plate, ...]:
@@ -385,6 +404,7 @@ def _snapshot(model: Model) -> dict[str, Any]:
         "vars": {k: (v.value, v.mask, v.__dict__.get("coord_mask", _NONE)) for k, v in model.variables.items()},
         "factors": [(f, dict(f.edges), dict(f.params)) for f in model.factors],
         "dets": [(d, d.params) for d in model.deterministics],
+        "labels": [(x, x.labels, x.counts) for x in _indexed(model)],
     }
 
 
@@ -410,6 +430,8 @@ def _restore(model: Model, s: dict[str, Any]) -> None:
         f.params.update(params)
     for d, params in s["dets"]:
         d.params = params
+    for x, labels, counts in s["labels"]:
+        x.labels, x.counts = labels, counts
 
 
 @contextmanager

@@ -262,11 +262,12 @@ class Indexed(Node):
 class Data:
     """``fg.data("X", array)``: a named array of data that ``model.set_data`` and ``fg.predict`` can replace.
 
-    A data node is accepted as the inputs ``X`` of ``fg.inner`` and as any array argument of a builder
-    (``observed=``, ``mask=``, a constant ``mean``, ``precision``, ``trials``, ``exposure``, ...).  It spans
-    the plates of its leading axes: the ``plates`` of ``fg.inner``, the plates of the variable it is
-    observed on, or of the variable it parameterises when its leading axes have that variable's plate
-    sizes; ``axes`` maps each such axis to its plate (filled in as the node is used).
+    A data node is accepted as the inputs ``X`` of ``fg.inner``, as the integer labels of ``x[labels]``
+    (``fg.index``), and as any array argument of a builder (``observed=``, ``mask=``, a constant ``mean``,
+    ``precision``, ``trials``, ``exposure``, ...).  It spans the plates of its leading axes: the ``plates`` of
+    ``fg.inner``, the plate the labels run over, the plates of the variable it is observed on, or of the
+    variable it parameterises when its leading axes have that variable's plate sizes; ``axes`` maps each
+    such axis to its plate (filled in as the node is used).
     """
 
     def __init__(self, model: Model, name: str, value: Any) -> None:

@@ -225,3 +225,30 @@ def test_a_data_node_on_two_plates_is_refused_and_leaves_no_node_behind():
         assert "b" not in m.variables and len(m.factors) == 1
         fg.gaussian("b", 0.0, 1.0, plates=[k], observed=y)  # the name is free again
     assert [p.name for p in d.plates] == ["n"] and d.uses == [m["a"]]
+
+
+def _groups(g, y, use_data=True):
+    wrap = fg.data if use_data else (lambda name, v: v)
+    with fg.Model("groups") as m:
+        n, k = fg.plate("n", len(y)), fg.plate("k", 4)
+        mu = fg.gaussian("mu", 0.0, 0.01)
+        a = fg.gaussian("a", mu, 1.0, plates=[k])
+        tau = fg.gamma("tau", 1.0, 1.0)
+        fg.gaussian("y", mean=a[wrap("g", g)], precision=tau, plates=[n], observed=wrap("y", y))
+    return m
+
+
+def test_labels_as_data_resize_their_plate():
+    rng = np.random.default_rng(2)
+    g, g2 = rng.integers(0, 4, 30), rng.integers(0, 4, 45)
+    effects = np.array([-1.0, 0.0, 1.0, 2.0])
+    y, y2 = effects[g] + rng.normal(size=30), effects[g2] + rng.normal(size=45)
+    m = _groups(g, y)
+    _same(fg.infer(m), fg.infer(_groups(g, y, False)), ["mu", "a", "tau"])
+    with pytest.raises(ModelError, match=r"data node 'y' \(shape \(30,\)\) also spans it"):
+        m.set_data(g=g2)
+    with pytest.raises(ModelError, match=r"labels of 'a' must lie in 0..3, got 4"):
+        m.set_data(g=np.full(45, 4), y=y2)
+    m.set_data(g=g2, y=y2)
+    _same(fg.infer(m), fg.infer(_groups(g2, y2, False)), ["mu", "a", "tau"])
+    assert m.compilations == 1

@@ -205,3 +205,20 @@ def test_softmax_and_student_t_predictives():
     dev = draws - draws.mean(0)
     se_var = np.sqrt(((dev**4).mean(0) - draws.var(0) ** 2) / S)  # from the draws' fourth moment
     assert np.all(np.abs(draws.var(0) - var) < 4 * se_var)
+
+
+def test_hierarchical_predictive_at_new_rows_gathers_the_group_effects():
+    rng = np.random.default_rng(11)
+    g = rng.integers(0, 4, 80)
+    y = np.array([-2.0, 0.0, 1.0, 3.0])[g] + 0.5 * rng.normal(size=80)
+    with fg.Model("groups") as m:
+        n, k = fg.plate("n", 80), fg.plate("k", 4)
+        a = fg.gaussian("a", 0.0, 0.01, plates=[k])
+        fg.gaussian("y", mean=a[fg.data("g", g)], precision=4.0, plates=[n], observed=fg.data("y", y))
+    r = fg.infer(m)
+    q = r.posterior("a")
+    new = np.array([3, 3, 0, 1, 2])
+    draws = fg.predict(r, data={"g": new}, draws=S, seed=12)["y"]
+    var = q.var()[new] + 0.25
+    assert draws.shape == (S, 5)
+    assert np.all(np.abs(draws.mean(0) - q.mean()[new]) < 4 * np.sqrt(var / S))
