@@ -102,11 +102,12 @@ def predict(result: Result, data: dict[str, Any] | None = None, draws: int = 100
                              f"{sorted(model.data)}")
     leaves = _leaves(model)
     fitted = record.data
-    # the data of the fit, then the new data; the observed values of the leaves need not be given
-    values = {k: v for k, v in fitted.items() if k in model.data and k not in _leaf_data(model, leaves)}
-    values.update(data)
-    if model.data_version == record.version and not data:
-        values = {}
+    # the new data, on top of the data of the fit where set_data has replaced them since; the observed
+    # values of the leaves need not be given
+    values = dict(data)
+    if model.data_version != record.version:
+        leaf_data = _leaf_data(model, leaves)
+        values.update({k: v for k, v in fitted.items() if k not in values and k not in leaf_data})
     local = data_plates(model, data)
     rng = np.random.default_rng(seed)
     post_seed, fwd_seed = rng.integers(2**63, size=2)
