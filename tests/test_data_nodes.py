@@ -131,6 +131,10 @@ def test_a_data_node_as_a_constant_parameter_and_a_mask():
     _same(fg.infer(m), fg.infer(build(X, y, prec, mask, False)), ["w"])
     X2, y2 = _regression_data(20, seed=5)
     prec2, mask2 = rng.uniform(0.5, 2.0, 20), rng.random(20) > 0.5
+    with pytest.raises(ModelError, match=r"'y': precision must be positive"):
+        m.set_data(prec=-prec)  # the constant's build-time check, naming the variable
+    with pytest.raises(ModelError, match=r"'mask' \(shape \(30,\)\) also spans it"):
+        m.set_data(X=X2, y=y2, prec=prec2)
     m.set_data(X=X2, y=y2, prec=prec2, mask=mask2)
     _same(fg.infer(m), fg.infer(build(X2, y2, prec2, mask2, False)), ["w"])
     assert m.compilations == 1
