@@ -392,9 +392,15 @@ def _transplant(v: Variable, tmp: Variable) -> None:
     for k, a in tmp.prior.edges.items():
         if isinstance(a, np.ndarray) and k in v.prior.edges:
             v.prior.edges[k] = a
-    for k, a in tmp.prior.params.items():
-        if not callable(a) and not isinstance(a, Node | Gate):
-            v.prior.params[k] = a
+    # the data-derived parameters are the scratch factor's (a key it lacks is dropped: e.g. the rows present
+    # when the old data had missing rows); closures and gates stay the original's
+    def derived(a: Any) -> bool:
+        return not callable(a) and not isinstance(a, Node | Gate)
+
+    params = {k: a for k, a in v.prior.params.items() if not derived(a)}
+    params.update({k: a for k, a in tmp.prior.params.items() if derived(a)})
+    v.prior.params.clear()
+    v.prior.params.update(params)
 
 
 def _snapshot(model: Model) -> dict[str, Any]:

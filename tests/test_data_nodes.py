@@ -256,3 +256,25 @@ def test_labels_as_data_resize_their_plate():
     m.set_data(g=g2, y=y2)
     _same(fg.infer(m), fg.infer(_groups(g2, y2, False)), ["mu", "a", "tau"])
     assert m.compilations == 1
+
+
+def test_student_t_rows_missing_before_and_not_after():
+    X, y = _regression_data(30)
+    mask = np.ones(30, bool)
+    mask[:5] = False
+
+    def build(X, y, mask, use_data=True):
+        wrap = fg.data if use_data else (lambda name, v: v)
+        with fg.Model("robust") as m:
+            n = fg.plate("n", len(y))
+            w = fg.mv_gaussian("w", 0.0, 1e-2, dim=3)
+            fg.student_t("y", mean=fg.inner(wrap("X", X), w, plates=[n]), precision=4.0,
+                         observed=wrap("y", y), mask=wrap("mask", mask))
+        return m
+
+    m = build(X, y, mask)
+    _same(fg.infer(m), fg.infer(build(X, y, mask, False)), ["w"])
+    full = np.ones(30, bool)
+    m.set_data(mask=full)
+    _same(fg.infer(m), fg.infer(build(X, y, full, False)), ["w"])
+    assert "present" not in m["y"].prior.params
