@@ -291,7 +291,12 @@ def _binomial_logit(s: _Forward, v, f, frame, full):
 def _multinomial_p(s, v, p, full):
     if v.value is None:
         raise ModelError(f"sampling: the numbers of trials of {v.name!r} come from its observed counts, which it lacks")
-    n = np.broadcast_to(np.nansum(v.value, axis=-1).astype(np.int64), full)
+    n = np.nansum(v.value, axis=-1).astype(np.int64)
+    if n.shape != full[1:]:  # fg.predict at a new number of rows without new counts
+        raise ModelError(f"sampling: the numbers of trials of {v.name!r} come from its observed counts, of shape "
+                         f"{v.value.shape}; at plates of sizes {full[1:]} give counts of that shape (their row "
+                         "sums are the trials)")
+    n = np.broadcast_to(n, full)
     p = np.broadcast_to(p, full + p.shape[-1:])
     p = p / p.sum(-1, keepdims=True)
     s.put(v, s.rng.multinomial(n, p).astype(float), full)
