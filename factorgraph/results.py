@@ -70,6 +70,8 @@ class Result:
     # scales made by fg.half_cauchy and the like: ``posteriors`` holds their Gamma over σ⁻², ``posterior``
     # reports them on the σ scale
     scales: set[str] = field(default_factory=set)
+    # the fitted model (for to_arviz's observed data and log-likelihoods); set by fg.infer
+    model: Any = field(default=None, repr=False, compare=False)
 
     def hyperparameters(self, name: str) -> dict[str, Any]:
         """Hyperparameters the handler of ``name`` learned (``fg.MVI("lr", learn=("prior_precision", "scale"))``).
@@ -129,6 +131,43 @@ class Result:
         from .summary import summary
 
         return summary(self, prob, draws, seed)
+
+    def to_arviz(self, draws: int = 1000, seed: int | None = 0, prior: bool = False) -> Any:
+        """The fit as an ``arviz.InferenceData``, for ArviZ's summaries, plots, LOO and WAIC.
+
+        Parameters
+        ----------
+        draws
+            Number of draws S from q (``result.sample``).
+        seed
+            Seed of the draws (of q and, with ``prior=True``, of the prior).
+        prior
+            Also add ``prior`` (latent variables) and ``prior_predictive`` (observed variables) groups of
+            ``draws`` forward draws (``fg.sample_prior``).
+
+        Returns
+        -------
+        arviz.InferenceData
+            ``posterior``: one chain of S independent draws from q, variables named as in the model (a
+            normal–gamma block ``w`` adds ``"w.tau"``), dims named after the plates and event axes
+            ``<name>_dim_<i>`` (a Dirichlet's categories: its Categoricals' category plate), coords 0..size−1;
+            ``observed_data``: the observed variables, NaN where missing; ``log_likelihood``: log p(y_i | θ⁽ˢ⁾)
+            per observation and draw (``factorgraph.loglik``): with the observation's plates as dims, a
+            mixture's rows marginalised over their label, and for a variable with missing entries only its
+            observed entries, along ``<name>_observed`` (coordinate: the entry's flat index).
+
+        Notes
+        -----
+        ``az.loo(idata)`` then estimates elpd = Σ_i log p(y_i | y_−i) by Pareto-smoothed importance sampling
+        of the draws from q with weights 1/p(y_i | θ) (Vehtari, Gelman & Gabry 2017); it treats q as the
+        posterior, so it scores the model *as fitted by this approximation*.  With several observed variables
+        name one (``az.loo(idata, var_name="y")``).  The draws are independent: R-hat and ESS of
+        ``az.summary`` describe Monte Carlo error only, not convergence of the fit.  Save with
+        ``idata.to_netcdf(path)`` and load with ``az.from_netcdf(path)``.  Needs ``pip install 'fgvmp[after]'``.
+        """
+        from .arviz_io import to_arviz
+
+        return to_arviz(self, draws, seed, prior)
 
     @property
     def time_per_iter(self) -> float:

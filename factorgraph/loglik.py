@@ -1,0 +1,365 @@
+"""Pointwise log-likelihoods of the observed variables at parameter draws (for LOO and WAIC).
+
+``pointwise_log_likelihood(model, draws)`` evaluates, for every observed variable y and every draw θ⁽ˢ⁾
+of the latent variables, log p(y_i | θ⁽ˢ⁾) per observation i: an array ``(S, *plates of y)`` with NaN
+at missing (masked) entries.  The parents of each observed factor are evaluated on the draws by the
+forward sampler's machinery (``factorgraph.sampling``: gates, indexed views, deterministic nodes), and
+one log-density function per factor type, vectorised over draws and rows, does the rest (``_LOGPDF``).
+
+A factor with an argument gated by a latent selector z (a mixture, ``mus[z]``) is marginalised over
+that row's z: log p(y_n | θ) = log Σ_k π_k Π_j p(y_nj | θ_k), the product over the plates of y that z
+lacks, π_k the selector's prior probabilities at the draw (a Dirichlet's draw, softmax logits, ...);
+where z is observed the sum has its one term.  The result is then indexed by the selector's plates.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from scipy.special import gammaln, log_ndtr, logsumexp
+
+from .nodes import Gate, ModelError, Node, Variable
+from .sampling import _expand, _Forward, _softmax_logits
+
+if TYPE_CHECKING:
+    from .model import Model
+
+_LOG2PI = np.log(2.0 * np.pi)
+
+
+def _fparam(f, v: Variable, arr: Any) -> np.ndarray:
+    """A per-row constant stored on the factor's plates → the observed variable's plates (the factor's
+    extra plates, e.g. a gate's category plate, are singletons in such constants)."""
+    arr = np.asarray(arr, float)
+    fplates = list(f.plates)
+    if arr.ndim < len(fplates):
+        return arr
+    keep = tuple(slice(None) if p in v.plates else 0 for p in fplates)
+    return arr[keep]
+
+
+def _log_sigmoid(x: np.ndarray) -> np.ndarray:
+    return -np.logaddexp(0.0, -x)
+
+
+# ---------------------------------------------------------------------- one log density per factor type
+def _gaussian(s: _Forward, v, f, frame, y):
+    m = s.arg(f.edges["mean"], frame, v.name)
+    t = s.arg(f.edges["precision"], frame, v.name)
+    return 0.5 * (np.log(t) - _LOG2PI - t * (y - m) ** 2)
+
+
+def _student_t(s: _Forward, v, f, frame, y):
+    m = s.arg(f.edges["mean"], frame, v.name)
+    t = s.arg(f.edges["precision"], frame, v.name)
+    nu = float(f.params.get("state", {}).get("dof", f.params["dof"]))
+    z2 = t * (y - m) ** 2
+    return (gammaln(0.5 * (nu + 1.0)) - gammaln(0.5 * nu) + 0.5 * np.log(t / (nu * np.pi))
+            - 0.5 * (nu + 1.0) * np.log1p(z2 / nu))
+
+
+def _normal_gamma_regression(s: _Forward, v, f, frame, y):
+    w = f.edges["w"]
+    inner = [d for d in s.model.deterministics if d.op.name == "inner" and d.parents["w"] is w
+             and tuple(d.plates) == tuple(frame)]
+    if len(inner) != 1:
+        raise ModelError(f"log-likelihood: cannot tell which fg.inner(X, {w.name!r}) is the mean of {v.name!r}")
+    m = s.value(inner[0])
+    t = s.out[f"{w.name}.tau"].reshape((s.S,) + (1,) * len(frame))
+    return 0.5 * (np.log(t) - _LOG2PI - t * (y - m) ** 2)
+
+
+def _mv_gaussian(s: _Forward, v, f, frame, y):
+    D = y.shape[-1]
+    m = s.arg(f.edges["mean"], frame, v.name)
+    r = y - m
+    if "precision" in f.edges and isinstance(f.edges["precision"], Node | Gate):
+        edge = f.edges["precision"]
+        if f.ftype.name == "MvGaussianWishart":  # a Wishart precision matrix per draw (and per row if gated)
+            lam = s.arg(edge, frame, v.name)
+            _, logdet = np.linalg.slogdet(lam)
+            quad = np.einsum("...i,...ij,...j->...", r, lam, r)
+            return 0.5 * (logdet - D * _LOG2PI - quad)
+        alpha = s.value(edge)
+        if f.params.get("ard"):  # diag(α) over the consumed plate
+            pl = edge.plates
+            alpha = np.moveaxis(alpha, 1 + list(pl).index(f.consumed["precision"]), -1)
+            rest = tuple(p for p in pl if p is not f.consumed["precision"])
+            alpha = _expand(alpha, rest, frame, v.name)
+        else:
+            alpha = _expand(alpha, edge.plates, frame, v.name)[..., None]
+        alpha = np.broadcast_to(alpha, r.shape)
+        return 0.5 * (np.log(alpha).sum(-1) - D * _LOG2PI - (alpha * r * r).sum(-1))
+    lam = np.asarray(f.params["precision_raw"], float)
+    if lam.ndim == 2:
+        _, logdet = np.linalg.slogdet(lam)
+        quad = np.einsum("...i,ij,...j->...", r, lam, r)
+    else:
+        lam = np.broadcast_to(lam, (D,))
+        logdet, quad = np.log(lam).sum(), (lam * r * r).sum(-1)
+    return 0.5 * (logdet - D * _LOG2PI - quad)
+
+
+def _bernoulli_p(y, p):
+    with np.errstate(divide="ignore"):
+        return np.where(y > 0.5, np.log(p), np.log1p(-p))
+
+
+def _bernoulli(s: _Forward, v, f, frame, y):
+    return _bernoulli_p(y, s.arg(f.edges["probs"], frame, v.name))
+
+
+def _bernoulli_logit(s: _Forward, v, f, frame, y):
+    x = s.arg(f.edges["logit"], frame, v.name)
+    return _log_sigmoid(np.where(y > 0.5, x, -x))
+
+
+def _probit(s: _Forward, v, f, frame, y):  # labels stored as ±1
+    return log_ndtr(y * s.arg(f.edges["x"], frame, v.name))
+
+
+def _log_probs_at(logp: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """log p[y] for class-last log probabilities and integer labels."""
+    full = np.broadcast_shapes(logp.shape[:-1], y.shape)
+    logp = np.broadcast_to(logp, full + logp.shape[-1:])
+    lab = np.broadcast_to(y.astype(np.intp), full)[..., None]
+    return np.take_along_axis(logp, lab, axis=-1)[..., 0]
+
+
+def _categorical(s: _Forward, v, f, frame, y):
+    with np.errstate(divide="ignore"):
+        return _log_probs_at(np.log(s.arg(f.edges["probs"], frame, v.name)), y)
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    return x - logsumexp(x, axis=-1, keepdims=True)
+
+
+def _categorical_softmax(s: _Forward, v, f, frame, y):
+    return _log_probs_at(_log_softmax(_softmax_logits(s, v, f, frame, "logits")), y)
+
+
+def _poisson_log_rate(v, f, y, log_rate):
+    le = _fparam(f, v, f.params.get("log_exposure", 0.0))
+    return y * (log_rate + le) - np.exp(log_rate + le) - gammaln(y + 1.0)
+
+
+def _poisson(s: _Forward, v, f, frame, y):
+    with np.errstate(divide="ignore"):
+        return _poisson_log_rate(v, f, y, np.log(s.arg(f.edges["rate"], frame, v.name)))
+
+
+def _poisson_log(s: _Forward, v, f, frame, y):
+    return _poisson_log_rate(v, f, y, s.arg(f.edges["log_rate"], frame, v.name))
+
+
+def _log_choose(n, y):
+    return gammaln(n + 1.0) - gammaln(y + 1.0) - gammaln(n - y + 1.0)
+
+
+def _binomial(s: _Forward, v, f, frame, y):
+    n = _fparam(f, v, f.params["trials"])
+    p = s.arg(f.edges["probs"], frame, v.name)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _log_choose(n, y) + np.where(y > 0, y * np.log(p), 0.0) + np.where(n > y, (n - y) * np.log1p(-p), 0.0)
+
+
+def _binomial_logit(s: _Forward, v, f, frame, y):
+    n = _fparam(f, v, f.params["trials"])
+    x = s.arg(f.edges["logit"], frame, v.name)
+    return _log_choose(n, y) + y * _log_sigmoid(x) + (n - y) * _log_sigmoid(-x)
+
+
+def _multinomial_logp(y, logp):
+    n = y.sum(-1)
+    terms = np.where(y > 0, y * logp, 0.0)
+    return gammaln(n + 1.0) - gammaln(y + 1.0).sum(-1) + terms.sum(-1)
+
+
+def _multinomial(s: _Forward, v, f, frame, y):
+    p = s.arg(f.edges["probs"], frame, v.name)
+    with np.errstate(divide="ignore"):
+        return _multinomial_logp(y, np.log(p / p.sum(-1, keepdims=True)))
+
+
+def _multinomial_softmax(s: _Forward, v, f, frame, y):
+    return _multinomial_logp(y, _log_softmax(_softmax_logits(s, v, f, frame, "logits")))
+
+
+def _site(logpdf):
+    def lp(s: _Forward, v, f, frame, y):
+        return logpdf(y - s.arg(f.edges["x"], frame, v.name), f.params)
+
+    return lp
+
+
+def _laplace(r, p):
+    return -np.log(2.0 * p["scale"]) - np.abs(r) / p["scale"]
+
+
+def _cauchy(r, p):
+    g = p["scale"]
+    return -np.log(np.pi * g) - np.log1p((r / g) ** 2)
+
+
+def _student_t_site(r, p):
+    nu, sc = p["dof"], p["scale"]
+    return (gammaln(0.5 * (nu + 1.0)) - gammaln(0.5 * nu) - 0.5 * np.log(nu * np.pi) - np.log(sc)
+            - 0.5 * (nu + 1.0) * np.log1p((r / sc) ** 2 / nu))
+
+
+_LOGPDF = {
+    "Gaussian": _gaussian, "StudentT": _student_t, "NormalGammaRegression": _normal_gamma_regression,
+    "MvGaussian": _mv_gaussian, "MvGaussianFixedPrecision": _mv_gaussian, "MvGaussianWishart": _mv_gaussian,
+    "Bernoulli": _bernoulli, "BernoulliLogit": _bernoulli_logit, "Probit": _probit,
+    "Categorical": _categorical, "CategoricalSoftmax": _categorical_softmax,
+    "Poisson": _poisson, "PoissonLog": _poisson_log, "Binomial": _binomial, "BinomialLogit": _binomial_logit,
+    "Multinomial": _multinomial, "MultinomialSoftmax": _multinomial_softmax,
+    "LaplaceSite": _site(_laplace), "CauchySite": _site(_cauchy), "StudentTSite": _site(_student_t_site),
+}
+
+
+# ---------------------------------------------------------------------- gates: marginalising the selector
+def _gate_of(f) -> Gate | None:
+    gates = [a for a in (*f.edges.values(), *f.params.values()) if isinstance(a, Gate)]
+    return gates[0] if gates else None
+
+
+def _log_weights(s: _Forward, z: Variable, K: int) -> np.ndarray:
+    """log π_k of the selector z at each draw: (S, *z plates, K)."""
+    f = z.prior
+    kind = f.ftype.name
+    frame = tuple(z.plates)
+    if kind == "Categorical":
+        p = s.arg(f.edges["probs"], frame, z.name)
+        with np.errstate(divide="ignore"):
+            lw = np.log(p / p.sum(-1, keepdims=True))
+    elif kind == "CategoricalSoftmax":
+        lw = _log_softmax(_softmax_logits(s, z, f, frame, "logits"))
+    elif kind in ("Bernoulli", "BernoulliLogit"):
+        x = s.arg(f.edges["probs" if kind == "Bernoulli" else "logit"], frame, z.name)
+        if kind == "Bernoulli":
+            with np.errstate(divide="ignore"):
+                lw = np.stack([np.log1p(-x), np.log(x)], axis=-1)
+        else:
+            lw = np.stack([_log_sigmoid(-x), _log_sigmoid(x)], axis=-1)
+    else:
+        raise ModelError(f"log-likelihood: the selector {z.name!r} has a {kind} prior, whose labels are not "
+                         "independent given the parameters (e.g. a Markov chain): pointwise log-likelihoods "
+                         "need a Categorical, CategoricalSoftmax, Bernoulli or BernoulliLogit selector")
+    lw = np.broadcast_to(lw, (s.S, *(p.size for p in frame), K))
+    if z.mask is not None:  # observed labels: their one term
+        obs = np.broadcast_to(z.mask, z.shape)[None, ..., None]
+        onehot = np.arange(K) == np.asarray(np.nan_to_num(z.value), np.intp)[None, ..., None]
+        lw = np.where(obs, np.where(onehot, 0.0, -np.inf), lw)
+    return lw
+
+
+# ---------------------------------------------------------------------- public entry point
+def _observed(model: Model) -> list[Variable]:
+    return [v for v in model.variables.values() if v.mask is not None and bool(np.any(v.mask))]
+
+
+def _present(v: Variable) -> np.ndarray:
+    m = np.broadcast_to(v.mask, v.shape)
+    if "present" in v.prior.params:  # fg.student_t keeps its missing rows apart
+        m = m & (np.broadcast_to(_fparam(v.prior, v, v.prior.params["present"]), v.shape) > 0)
+    return m
+
+
+def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """log p(y_i | θ⁽ˢ⁾) for every observed variable y, observation i and draw s.
+
+    Parameters
+    ----------
+    model
+        The fitted ``fg.Model``.
+    draws
+        Draws of the latent variables by name, each ``(S, *plates, *event)`` (``result.sample``); a
+        normal–gamma block ``w`` needs ``"w.tau"`` too, a scale variable (``fg.half_cauchy``, ...) is σ.
+
+    Returns
+    -------
+    dict
+        Observed variable name → array ``(S, *plates)`` (for a gated/mixture observation, ``(S, *plates of
+        the selector)``: the rows the selector marginalises over), NaN where the entry is missing.
+        Observations of a multivariate family (``mv_gaussian``, ``multinomial``) are one entry per row.
+
+    Raises
+    ------
+    ModelError
+        For an observed factor type without a log density here (the message lists those with one), or a
+        mixture whose selector's labels are not independent given the parameters (a Markov chain).
+    """
+    obs = _observed(model)
+    S = None
+    base: dict[str, np.ndarray] = {}
+    for name, x in draws.items():
+        base[name] = np.asarray(x)
+        S = base[name].shape[0] if S is None else S
+    if S is None:
+        S = 1
+    for v in obs:  # observed entries of observed variables are known at every draw
+        val = np.broadcast_to(v.value, (S, *v.value.shape))
+        if v.name in base and not v.is_observed:
+            m = np.broadcast_to(v.mask, v.shape).reshape(v.shape + (1,) * len(v.event_shape))
+            val = np.where(m, val, base[v.name].reshape(val.shape))
+        base[v.name] = val
+    scales = {n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and n in base}
+
+    def forward(over: dict[str, np.ndarray] | None = None) -> _Forward:
+        fwd = _Forward(model, S, np.random.default_rng(0))
+        fwd.out = {**base, **(over or {})}
+        fwd.precision = {n: fwd.out[n] ** -2.0 for n in scales}
+        return fwd
+
+    out: dict[str, np.ndarray] = {}
+    for v in obs:
+        f = v.prior
+        fn = _LOGPDF.get(f.ftype.name)
+        if fn is None:
+            raise ModelError(f"log-likelihood: no log density for the observed {f.ftype.name} factor of {v.name!r}; "
+                             f"log densities exist for {sorted(_LOGPDF)}")
+        frame = tuple(v.plates)
+        full = (S, *v.shape)
+        present = _present(v)
+        y = np.asarray(v.value, float)
+        fill = np.expand_dims(present, tuple(range(present.ndim, y.ndim)))
+        y = np.where(fill, y, np.nanmax(np.where(fill, y, np.nan)) if np.any(fill) else 0.0)  # harmless stand-in
+        gate = _gate_of(f)
+        z = gate.selector if gate is not None else None
+        if z is None or not z.is_latent:
+            lp = np.broadcast_to(fn(forward(), v, f, frame, y), full)
+            out[v.name] = np.where(present, lp, np.nan)
+            continue
+        K = gate.plate.size
+        zfull = (S, *z.shape)
+        terms = []
+        for k in range(K):  # a loop over the K components, each vectorised over draws and rows
+            lk = np.broadcast_to(fn(forward({z.name: np.full(zfull, k)}), v, f, frame, y), full)
+            lk = np.where(present, lk, 0.0)
+            extra = tuple(1 + i for i, p in enumerate(frame) if p not in z.plates)
+            lk = lk.sum(axis=extra)  # (S, *[p in frame ∩ z plates])
+            kept = tuple(p for p in frame if p in z.plates)
+            terms.append(np.broadcast_to(_expand(lk, kept, z.plates, v.name), zfull))
+        lw = _log_weights(forward(), z, K)
+        with np.errstate(invalid="ignore"):
+            lp = logsumexp(np.stack(terms, axis=-1) + lw, axis=-1)
+        kept = tuple(p for p in frame if p in z.plates)
+        seen = present.any(axis=tuple(i for i, p in enumerate(frame) if p not in z.plates))  # a row with data
+        any_row = np.broadcast_to(_expand(seen[None], kept, z.plates, v.name)[0], z.shape)
+        out[v.name] = np.where(any_row, lp, np.nan)
+    return out
+
+
+def observed_plates(model: Model, name: str) -> tuple:
+    """The plates that index the pointwise log-likelihood of observed variable ``name``."""
+    v = model[name]
+    gate = _gate_of(v.prior)
+    if gate is not None and gate.selector.is_latent:
+        return tuple(gate.selector.plates)
+    return tuple(v.plates)
+
+
+__all__ = ["observed_plates", "pointwise_log_likelihood"]
