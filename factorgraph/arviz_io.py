@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .loglik import observed_plates, pointwise_log_likelihood
+from distributions import Categorical
+
+from .loglik import labels, observed_plates, pointwise_log_likelihood
 from .nodes import ModelError, Variable
 
 if TYPE_CHECKING:
@@ -94,7 +96,9 @@ def to_arviz(result: Result, draws: int = 1000, seed: int | None = 0, prior: boo
     obs_data = {}
     for v in observed:
         y = np.asarray(v.value, float)
-        m = np.broadcast_to(v.mask, v.shape).reshape(v.shape + (1,) * len(v.event_shape))
+        if v.family is Categorical and np.all(np.isin(y[v.mask], (0.0, 1.0))) and np.all(y[v.mask].sum(-1) == 1):
+            y = labels(v).astype(float)  # stored one-hot; the data are labels, as the posterior's draws are
+        m = np.broadcast_to(v.mask, v.shape).reshape(v.shape + (1,) * (y.ndim - len(v.shape)))
         obs_data[v.name] = np.where(m, y, np.nan)
         dims.setdefault(v.name, _dims(model, v.name, y.ndim, 0))
     loglik, ll_dims, coords = _log_likelihood(model, post)

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy.special import gammaln, log_ndtr, logsumexp
 
+from distributions import Categorical
+
 from .nodes import Gate, ModelError, Node, Variable
 from .sampling import _expand, _Forward, _softmax_logits
 
@@ -119,17 +121,16 @@ def _probit(s: _Forward, v, f, frame, y):  # labels stored as ±1
     return log_ndtr(y * s.arg(f.edges["x"], frame, v.name))
 
 
-def _log_probs_at(logp: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """log p[y] for class-last log probabilities and integer labels."""
-    full = np.broadcast_shapes(logp.shape[:-1], y.shape)
-    logp = np.broadcast_to(logp, full + logp.shape[-1:])
-    lab = np.broadcast_to(y.astype(np.intp), full)[..., None]
-    return np.take_along_axis(logp, lab, axis=-1)[..., 0]
+def _categorical_logp(y: np.ndarray, logp: np.ndarray) -> np.ndarray:
+    """Σ_k y_k log p_k: a label stored one-hot (its log probability), or the counts d_k of
+    ``categorical_softmax(..., counts=True)``."""
+    return np.where(y > 0, y * logp, 0.0).sum(-1)
 
 
 def _categorical(s: _Forward, v, f, frame, y):
+    p = s.arg(f.edges["probs"], frame, v.name)
     with np.errstate(divide="ignore"):
-        return _log_probs_at(np.log(s.arg(f.edges["probs"], frame, v.name)), y)
+        return _categorical_logp(y, np.log(p / p.sum(-1, keepdims=True)))
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:
@@ -137,7 +138,7 @@ def _log_softmax(x: np.ndarray) -> np.ndarray:
 
 
 def _categorical_softmax(s: _Forward, v, f, frame, y):
-    return _log_probs_at(_log_softmax(_softmax_logits(s, v, f, frame, "logits")), y)
+    return _categorical_logp(y, _log_softmax(_softmax_logits(s, v, f, frame, "logits")))
 
 
 def _poisson_log_rate(v, f, y, log_rate):
@@ -251,12 +252,17 @@ def _log_weights(s: _Forward, z: Variable, K: int) -> np.ndarray:
     lw = np.broadcast_to(lw, (s.S, *(p.size for p in frame), K))
     if z.mask is not None:  # observed labels: their one term
         obs = np.broadcast_to(z.mask, z.shape)[None, ..., None]
-        onehot = np.arange(K) == np.asarray(np.nan_to_num(z.value), np.intp)[None, ..., None]
+        onehot = (np.arange(K) == labels(z)[..., None])[None]
         lw = np.where(obs, np.where(onehot, 0.0, -np.inf), lw)
     return lw
 
 
 # ---------------------------------------------------------------------- public entry point
+def labels(v: Variable) -> np.ndarray:
+    """The observed labels of a Categorical variable (stored one-hot), 0 where missing."""
+    return np.argmax(np.nan_to_num(np.asarray(v.value, float)), axis=-1)
+
+
 def _observed(model: Model) -> list[Variable]:
     return [v for v in model.variables.values() if v.mask is not None and bool(np.any(v.mask))]
 
@@ -301,9 +307,10 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray]) -> dict
     if S is None:
         S = 1
     for v in obs:  # observed entries of observed variables are known at every draw
-        val = np.broadcast_to(v.value, (S, *v.value.shape))
+        value = labels(v) if v.family is Categorical else v.value  # draws of a Categorical are labels
+        val = np.broadcast_to(value, (S, *value.shape))
         if v.name in base and not v.is_observed:
-            m = np.broadcast_to(v.mask, v.shape).reshape(v.shape + (1,) * len(v.event_shape))
+            m = np.broadcast_to(v.mask, v.shape).reshape(v.shape + (1,) * (value.ndim - len(v.shape)))
             val = np.where(m, val, base[v.name].reshape(val.shape))
         base[v.name] = val
     scales = {n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and n in base}
