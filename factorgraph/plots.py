@@ -221,8 +221,8 @@ def posterior_marginals(result: Result, names: Sequence[str] | str, reference: M
             m, s = float(np.asarray(mean)[ix]), float(np.broadcast_to(sd, shape)[ix])
             lo, hi = m - 4.0 * s, m + 4.0 * s
 
-            def pdf(x, d=dist, i=ix, k=len(shape)):
-                return np.asarray(d.pdf(x.reshape(-1, *(1,) * k)))[(slice(None), *i)] if k else d.pdf(x)
+            def pdf(x, d=dist, i=ix):  # the frozen distribution is batched over the variable's entries
+                return np.asarray(d.pdf(x.reshape(-1, *(1,) * len(i))))[(slice(None), *i)] if i else d.pdf(x)
         else:  # a kernel density estimate of draws of q
             if sampled is None:
                 sampled = result.sample(draws, seed)
