@@ -101,3 +101,10 @@ def test_posterior_marginals_of_a_sampled_marginal_and_bad_names():
     np.testing.assert_allclose(q_line.get_ydata(), stats.gaussian_kde(draws)(q_line.get_xdata()))
     with pytest.raises(fg.ModelError, match="'nope' is not a latent variable"):
         plots.posterior_marginals(r, ["nope"])
+
+
+def test_quickstart_plot_flag_saves_the_evidence_chart():
+    from demos import quickstart
+
+    out = quickstart.main(small=True, plot=True)
+    assert out["figure"].exists() and out["figure"].stat().st_size > 0
