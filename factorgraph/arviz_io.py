@@ -48,10 +48,13 @@ def _event_dims(model: Model, name: str, v: Variable | None, ndim: int) -> list[
 
 def _dims(model: Model, name: str, arr_ndim: int, lead: int) -> list[str]:
     """Dims of an array (``lead`` leading axes excluded) of variable ``name`` (or ``"w.tau"``)."""
-    base = name[:-4] if name.endswith(".tau") and name not in model.variables else name
+    base = name.rsplit(".", 1)[0] if name not in model.variables else name
     v = model.variables.get(base)
-    if base != name:  # the precision of a normal–gamma block: one scalar per draw
+    if base != name and name.endswith(".tau"):  # the precision of a normal–gamma block: one scalar per draw
         return []
+    if base != name:  # a normal–Wishart block's precision matrices: its plates, then D × D
+        plates = [p.name for p in v.plates]
+        return plates + [f"{name}_dim_{i}" for i in range(arr_ndim - lead - len(plates))]
     plates = [p.name for p in v.plates] if v is not None else []
     return plates + _event_dims(model, name, v, arr_ndim - lead - len(plates))
 
@@ -90,7 +93,7 @@ def to_arviz(result: Result, draws: int = 1000, seed: int | None = 0, prior: boo
     if model is None:
         raise ModelError("to_arviz needs the fitted model; this Result was not made by fg.infer")
     post = result.sample(draws, seed)
-    names = [n for n in post if n.endswith(".tau") or n in model.variables]
+    names = [n for n in post if n in model.variables or n.rsplit(".", 1)[0] in model.variables]
     posterior, dims = _group(model, post, names)
     observed = [v for v in model.variables.values() if v.mask is not None and np.any(v.mask)]
     obs_data = {}

@@ -103,6 +103,22 @@ def _mv_gaussian(s: _Forward, v, f, frame, y):
     return 0.5 * (logdet - D * _LOG2PI - quad)
 
 
+def _mv_gaussian_normal_wishart(s: _Forward, v, f, frame, y):
+    """y ~ N(μ, Λ⁻¹) with (μ, Λ) a normal–Wishart block's joint draw (``"theta"``, ``"theta.precision"``)."""
+    edge = f.edges["params"]
+    src = edge.source if isinstance(edge, Gate) else edge
+    m = s.arg(edge, frame, v.name)
+    mean_draws = s.out[src.name]
+    s.out[src.name] = s.out[f"{src.name}.precision"]  # the same gate and plates select Λ
+    try:
+        lam = s.arg(edge, frame, v.name)
+    finally:
+        s.out[src.name] = mean_draws
+    r = y - m
+    _, logdet = np.linalg.slogdet(lam)
+    return 0.5 * (logdet - y.shape[-1] * _LOG2PI - np.einsum("...i,...ij,...j->...", r, lam, r))
+
+
 def _bernoulli_p(y, p):
     with np.errstate(divide="ignore"):
         return np.where(y > 0.5, np.log(p), np.log1p(-p))
@@ -213,6 +229,7 @@ def _student_t_site(r, p):
 _LOGPDF = {
     "Gaussian": _gaussian, "StudentT": _student_t, "NormalGammaRegression": _normal_gamma_regression,
     "MvGaussian": _mv_gaussian, "MvGaussianFixedPrecision": _mv_gaussian, "MvGaussianWishart": _mv_gaussian,
+    "MvGaussianNormalWishart": _mv_gaussian_normal_wishart,
     "Bernoulli": _bernoulli, "BernoulliLogit": _bernoulli_logit, "Probit": _probit,
     "Categorical": _categorical, "CategoricalSoftmax": _categorical_softmax,
     "Poisson": _poisson, "PoissonLog": _poisson_log, "Binomial": _binomial, "BinomialLogit": _binomial_logit,

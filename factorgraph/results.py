@@ -114,7 +114,8 @@ class Result:
         Arrays have shape ``(draws, *plates, *event)``.  Draws are joint where q is joint: a full-covariance
         Gaussian block draws whole vectors, and class-plated weights handled as one block (``joint``) draw
         all classes together from their joint q; distinct variables are independent under the mean-field
-        q.  A normal–gamma block ``w`` gives ``"w"`` and ``"w.tau"`` drawn jointly.
+        q.  A normal–gamma block ``w`` gives ``"w"`` and ``"w.tau"`` drawn jointly; a normal–Wishart block
+        ``theta`` gives its means ``"theta"`` and precision matrices ``"theta.precision"`` drawn jointly.
         """
         from .sampling import sample_posterior
 

@@ -226,3 +226,30 @@ def test_an_unsupported_observed_factor_is_named_with_the_supported_ones():
         fg.gamma("g", 2.0, b, plates=[n], observed=np.ones(N))
     with pytest.raises(fg.ModelError, match=r"no log density for the observed Gamma factor of 'g'.*'Bernoulli'"):
         pointwise_log_likelihood(m, {"b": np.ones(S)})
+
+
+def test_full_covariance_mixture_with_a_normal_wishart_block():
+    from factorgraph.gaussian_mixtures import gaussian_mixture_model
+
+    K, D = 2, 2
+    X = rng.normal(size=(N, D))
+    m = gaussian_mixture_model(X, K, "full")
+    A = rng.normal(size=(S, K, D, D))
+    lam = A @ np.swapaxes(A, -1, -2) + np.eye(D)
+    d = {"pi": rng.dirichlet(np.ones(K), size=S), "theta": rng.normal(size=(S, K, D)), "theta.precision": lam,
+         "z": rng.integers(0, K, size=(S, N))}
+    ll = _ll(m, d, "x")
+    comp = np.stack([[stats.multivariate_normal.logpdf(X, d["theta"][s, k], np.linalg.inv(lam[s, k]))
+                      for k in range(K)] for s in range(S)], 0)  # (S, K, N)
+    ref = logsumexp(comp + np.log(d["pi"])[:, :, None], axis=1)
+    np.testing.assert_allclose(ll, ref, rtol=1e-10)
+
+
+def test_result_sample_of_a_normal_wishart_block_is_joint():
+    from factorgraph.gaussian_mixtures import gaussian_mixture
+
+    X = np.r_[rng.normal(-2, 1, (20, 2)), rng.normal(2, 0.5, (20, 2))]
+    r = gaussian_mixture(X, 2, "full")
+    d = r.sample(50, 1)
+    assert d["theta"].shape == (50, 2, 2) and d["theta.precision"].shape == (50, 2, 2, 2)
+    np.testing.assert_allclose(d["theta.precision"], np.swapaxes(d["theta.precision"], -1, -2))
