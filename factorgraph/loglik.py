@@ -10,6 +10,9 @@ A factor with an argument gated by a latent selector z (a mixture, ``mus[z]``) i
 that row's z: log p(y_n | θ) = log Σ_k π_k Π_j p(y_nj | θ_k), the product over the plates of y that z
 lacks, π_k the selector's prior probabilities at the draw (a Dirichlet's draw, softmax logits, ...);
 where z is observed the sum has its one term.  The result is then indexed by the selector's plates.
+The labels of a hidden Markov model (``fg.markov_chain``) are not independent given θ, so its unit is the
+sequence: log p(y_n | θ) sums the label paths by a forward filter at the draw's (π, A), indexed by the
+sequence plates (one value for a single sequence).
 """
 
 from __future__ import annotations
@@ -263,15 +266,34 @@ def _log_weights(s: _Forward, z: Variable, K: int) -> np.ndarray:
         else:
             lw = np.stack([_log_sigmoid(-x), _log_sigmoid(x)], axis=-1)
     else:
-        raise ModelError(f"log-likelihood: the selector {z.name!r} has a {kind} prior, whose labels are not "
-                         "independent given the parameters (e.g. a Markov chain): pointwise log-likelihoods "
-                         "need a Categorical, CategoricalSoftmax, Bernoulli or BernoulliLogit selector")
+        raise ModelError(f"log-likelihood: no log-likelihood for observations gated by {z.name!r}, whose prior is "
+                         f"{kind}; selectors may be Categorical, CategoricalSoftmax, Bernoulli, BernoulliLogit "
+                         "or MarkovChain")
     lw = np.broadcast_to(lw, (s.S, *(p.size for p in frame), K))
     if z.mask is not None:  # observed labels: their one term
         obs = np.broadcast_to(z.mask, z.shape)[None, ..., None]
         onehot = (np.arange(K) == labels(z)[..., None])[None]
         lw = np.where(obs, np.where(onehot, 0.0, -np.inf), lw)
     return lw
+
+
+def _chain_log_likelihood(s: _Forward, z: Variable, phi: np.ndarray) -> np.ndarray:
+    """log p(y_n | θ) per sequence n of a hidden Markov model: the emission log-likelihoods ``phi`` (S, *z
+    plates, K) summed over the label paths by a forward filter at each draw's (π, A).  (S, *sequence plates)."""
+    from factors.kernels.forward_backward import chain_log_normalisers
+
+    f = z.prior
+    K = phi.shape[-1]
+    pi, A = f.edges["initial"], f.edges["transition"]
+    pi = s.value(pi).reshape(s.S, K) if isinstance(pi, Node) else np.broadcast_to(np.asarray(pi, float), (s.S, K))
+    A = (s.value(A).reshape(s.S, K, K) if isinstance(A, Node)
+         else np.broadcast_to(np.asarray(A, float), (s.S, K, K)))
+    lengths = np.asarray(f.params["lengths"]).reshape(-1)
+    seq = z.shape[:-1]
+    T = z.shape[-1]
+    with np.errstate(divide="ignore"):
+        logz = chain_log_normalisers(phi.reshape(s.S, -1, T, K), np.log(pi), A, lengths)
+    return logz.reshape((s.S, *seq))
 
 
 # ---------------------------------------------------------------------- public entry point
@@ -313,7 +335,7 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray]) -> dict
     ------
     ModelError
         For an observed factor type without a log density here (the message lists those with one), or a
-        mixture whose selector's labels are not independent given the parameters (a Markov chain).
+        mixture whose selector has a prior other than those listed in the message.
     """
     obs = _observed(model)
     S = None
@@ -367,6 +389,9 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray]) -> dict
             lk = lk.sum(axis=extra)  # (S, *[p in frame ∩ z plates])
             kept = tuple(p for p in frame if p in z.plates)
             terms.append(np.broadcast_to(_expand(lk, kept, z.plates, v.name), zfull))
+        if z.prior.ftype.name == "MarkovChain":  # one entry per sequence: its labels summed out by the forward filter
+            out[v.name] = _chain_log_likelihood(forward(), z, np.stack(terms, axis=-1))
+            continue
         lw = _log_weights(forward(), z, K)
         with np.errstate(invalid="ignore"):
             lp = logsumexp(np.stack(terms, axis=-1) + lw, axis=-1)
@@ -382,7 +407,8 @@ def observed_plates(model: Model, name: str) -> tuple:
     v = model[name]
     gate = _gate_of(v.prior)
     if gate is not None and gate.selector.is_latent:
-        return tuple(gate.selector.plates)
+        z = gate.selector
+        return tuple(z.plates[:-1]) if z.prior.ftype.name == "MarkovChain" else tuple(z.plates)
     return tuple(v.plates)
 
 

@@ -253,3 +253,38 @@ def test_result_sample_of_a_normal_wishart_block_is_joint():
     d = r.sample(50, 1)
     assert d["theta"].shape == (50, 2, 2) and d["theta.precision"].shape == (50, 2, 2, 2)
     np.testing.assert_allclose(d["theta.precision"], np.swapaxes(d["theta.precision"], -1, -2))
+
+
+def test_hidden_markov_model_sequences_sum_their_label_paths():
+    import itertools
+
+    K, T = 2, 4
+    y = np.array([[0.0, 3.0, 5.0, 1.0], [2.0, 2.0, 0.0, 0.0]])
+    lengths = np.array([4, 3])
+    with fg.Model("hmm") as m:
+        n, t, k = fg.plate("seq", 2), fg.plate("t", T), fg.plate("k", K)
+        pi = fg.dirichlet("pi", np.ones(K))
+        A = fg.dirichlet("A", np.ones(K), plates=[k])
+        lam = fg.gamma("lam", 1.0, 1.0, plates=[k])
+        z = fg.markov_chain("z", initial=pi, transition=A, plates=[n, t], lengths=lengths)
+        mask = np.arange(T)[None, :] < lengths[:, None]
+        mask[0, 1] = False  # a missing step: no emission there
+        fg.poisson("y", lam[z], plates=[n, t], observed=y, mask=mask)
+    d = {"pi": rng.dirichlet(np.ones(K), size=S), "A": rng.dirichlet(np.ones(K), size=(S, K)),
+         "lam": rng.gamma(2.0, 2.0, size=(S, K)), "z": rng.integers(0, K, size=(S, 2, T))}
+    ll = _ll(m, d, "y")
+    assert ll.shape == (S, 2)  # one entry per sequence
+    ref = np.zeros((S, 2))
+    for s in range(S):
+        for i in range(2):
+            L = lengths[i]
+            paths = []
+            for path in itertools.product(range(K), repeat=L):
+                lp = np.log(d["pi"][s, path[0]]) + sum(np.log(d["A"][s, path[j - 1], path[j]]) for j in range(1, L))
+                lp += sum(stats.poisson.logpmf(y[i, j], d["lam"][s, path[j]]) for j in range(L) if mask[i, j])
+                paths.append(lp)
+            ref[s, i] = logsumexp(paths)
+    np.testing.assert_allclose(ll, ref, rtol=1e-10)
+    from factorgraph.loglik import observed_plates
+
+    assert [p.name for p in observed_plates(m, "y")] == ["seq"]
