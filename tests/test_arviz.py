@@ -151,3 +151,32 @@ def test_psis_loo_agrees_with_a_brute_force_leave_one_out_refit():
     assert abs(loo.elpd_loo - brute.sum()) < 0.1 * loo.se  # one run: −19.574 against −19.550, se 2.54
     # the pointwise terms agree too (each to well within a tenth of a nat)
     np.testing.assert_allclose(loo.loo_i.values, brute, atol=0.1)
+
+
+def test_compare_loo_needs_the_variable_when_a_model_has_several():
+    rng = np.random.default_rng(4)
+    with fg.Model("two") as m:
+        n = fg.plate("n", 12)
+        mu = fg.gaussian("mu", 0.0, 1.0)
+        fg.gaussian("y1", mu, 1.0, plates=[n], observed=rng.normal(size=12))
+        fg.gaussian("y2", mu, 4.0, plates=[n], observed=rng.normal(size=12))
+    r = fg.infer(m)
+    with pytest.raises(fg.ModelError, match=r"several observed variables \['y1', 'y2'\].*loo='y1'"):
+        fg.compare({"two": r}, loo=True)
+    with pytest.raises(fg.ModelError, match="no observed variable 'y3'"):
+        fg.compare({"two": r}, loo="y3")
+    c = fg.compare({"two": r}, loo="y2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = az.loo(r.to_arviz(), var_name="y2")
+    assert c.elpd_loo[0] == pytest.approx(ref.elpd_loo) and c.elpd_diff_se[0] == 0.0
+
+
+def test_hmm_to_arviz_scores_sequences():
+    from factorgraph import models
+
+    y = np.random.default_rng(5).poisson(np.repeat([2.0, 9.0, 2.0], 15)).astype(float)
+    idata = models.hmm(y, 2, "poisson").to_arviz(draws=200)
+    ll = idata.log_likelihood["y"]
+    assert ll.dims == ("chain", "draw", "n") and ll.shape == (1, 200, 1)  # one entry per sequence (here one)
+    assert np.all(np.isfinite(idata.log_likelihood["y"].values))
