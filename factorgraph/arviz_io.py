@@ -15,7 +15,7 @@ import numpy as np
 
 from distributions import Categorical
 
-from .loglik import labels, observed_plates, pointwise_log_likelihood
+from .loglik import labels, observed_plates, pointwise_log_likelihood, present_entries
 from .nodes import ModelError, Variable
 
 if TYPE_CHECKING:
@@ -99,9 +99,10 @@ def to_arviz(result: Result, draws: int = 1000, seed: int | None = 0, prior: boo
     obs_data = {}
     for v in observed:
         y = np.asarray(v.value, float)
-        if v.family is Categorical and np.all(np.isin(y[v.mask], (0.0, 1.0))) and np.all(y[v.mask].sum(-1) == 1):
+        seen = present_entries(v)
+        if v.family is Categorical and np.all(np.isin(y[seen], (0.0, 1.0))) and np.all(y[seen].sum(-1) == 1):
             y = labels(v).astype(float)  # stored one-hot; the data are labels, as the posterior's draws are
-        m = np.broadcast_to(v.mask, v.shape).reshape(v.shape + (1,) * (y.ndim - len(v.shape)))
+        m = seen.reshape(v.shape + (1,) * (y.ndim - len(v.shape)))
         obs_data[v.name] = np.where(m, y, np.nan)
         dims.setdefault(v.name, _dims(model, v.name, y.ndim, 0))
     loglik, ll_dims, coords = _log_likelihood(model, post)

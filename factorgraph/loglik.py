@@ -306,7 +306,8 @@ def _observed(model: Model) -> list[Variable]:
     return [v for v in model.variables.values() if v.mask is not None and bool(np.any(v.mask))]
 
 
-def _present(v: Variable) -> np.ndarray:
+def present_entries(v: Variable) -> np.ndarray:
+    """Where an observed variable has data (plate-shaped booleans)."""
     m = np.broadcast_to(v.mask, v.shape)
     if "present" in v.prior.params:  # fg.student_t keeps its missing rows apart
         m = m & (np.broadcast_to(_fparam(v.prior, v, v.prior.params["present"]), v.shape) > 0)
@@ -369,7 +370,7 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray]) -> dict
                              f"log densities exist for {sorted(_LOGPDF)}")
         frame = tuple(v.plates)
         full = (S, *v.shape)
-        present = _present(v)
+        present = present_entries(v)
         y = np.asarray(v.value, float)
         fill = np.expand_dims(present, tuple(range(present.ndim, y.ndim)))
         y = np.where(fill, y, np.nanmax(np.where(fill, y, np.nan)) if np.any(fill) else 0.0)  # harmless stand-in
@@ -412,4 +413,4 @@ def observed_plates(model: Model, name: str) -> tuple:
     return tuple(v.plates)
 
 
-__all__ = ["observed_plates", "pointwise_log_likelihood"]
+__all__ = ["observed_plates", "pointwise_log_likelihood", "present_entries"]

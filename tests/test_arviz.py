@@ -180,3 +180,23 @@ def test_hmm_to_arviz_scores_sequences():
     ll = idata.log_likelihood["y"]
     assert ll.dims == ("chain", "draw", "n") and ll.shape == (1, 200, 1)  # one entry per sequence (here one)
     assert np.all(np.isfinite(idata.log_likelihood["y"].values))
+
+
+def test_student_t_missing_rows_are_missing_in_the_data_and_the_log_likelihood():
+    rng = np.random.default_rng(6)
+    y = rng.standard_t(3, size=15)
+    mask = np.ones(15, bool)
+    mask[[0, 9]] = False
+    with fg.Model("robust") as m:
+        n = fg.plate("n", 15)
+        mu = fg.gaussian("mu", 0.0, 0.01)
+        fg.student_t("y", mu, 1.0, dof=3.0, plates=[n], observed=y, mask=mask)
+    idata = fg.infer(m).to_arviz(draws=100)
+    obs = idata.observed_data["y"].values
+    assert np.all(np.isnan(obs[~mask])) and np.array_equal(obs[mask], y[mask])
+    np.testing.assert_array_equal(idata.log_likelihood["y_observed"].values, np.flatnonzero(mask))
+    mu_draws = idata.posterior["mu"].values[0]
+    from scipy import stats
+
+    ref = stats.t.logpdf(y[mask], 3.0, mu_draws[:, None], 1.0)
+    np.testing.assert_allclose(idata.log_likelihood["y"].values[0], ref, rtol=1e-12)
