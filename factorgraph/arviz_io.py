@@ -68,10 +68,10 @@ def _group(model: Model, draws: dict[str, np.ndarray], names: list[str]) -> tupl
     return data, dims
 
 
-def _log_likelihood(model: Model, draws: dict[str, np.ndarray]) -> tuple[dict, dict, dict]:
+def _log_likelihood(model: Model, draws: dict[str, np.ndarray], hyper: dict) -> tuple[dict, dict, dict]:
     """Pointwise log-likelihoods (chain, draw, *rows); variables with missing entries keep only their
     observed ones, along one dim ``<name>_observed`` whose coordinate is the flat index of the entry."""
-    ll = pointwise_log_likelihood(model, draws)
+    ll = pointwise_log_likelihood(model, draws, hyper)
     data, dims, coords = {}, {}, {}
     for n, x in ll.items():
         plates = [p.name for p in observed_plates(model, n)]
@@ -105,7 +105,7 @@ def to_arviz(result: Result, draws: int = 1000, seed: int | None = 0, prior: boo
         m = seen.reshape(v.shape + (1,) * (y.ndim - len(v.shape)))
         obs_data[v.name] = np.where(m, y, np.nan)
         dims.setdefault(v.name, _dims(model, v.name, y.ndim, 0))
-    loglik, ll_dims, coords = _log_likelihood(model, post)
+    loglik, ll_dims, coords = _log_likelihood(model, post, result.hyper)
     groups: dict[str, Any] = {"posterior": posterior, "observed_data": obs_data, "log_likelihood": loglik}
     if prior:
         from .sampling import sample_prior

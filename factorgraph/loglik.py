@@ -58,7 +58,7 @@ def _gaussian(s: _Forward, v, f, frame, y):
 def _student_t(s: _Forward, v, f, frame, y):
     m = s.arg(f.edges["mean"], frame, v.name)
     t = s.arg(f.edges["precision"], frame, v.name)
-    nu = float(f.params.get("state", {}).get("dof", f.params["dof"]))
+    nu = float(s.hyper.get(v.name, {}).get("dof", f.params["dof"]))  # a learned ν (result.hyper), else the given
     z2 = t * (y - m) ** 2
     return (gammaln(0.5 * (nu + 1.0)) - gammaln(0.5 * nu) + 0.5 * np.log(t / (nu * np.pi))
             - 0.5 * (nu + 1.0) * np.log1p(z2 / nu))
@@ -314,7 +314,8 @@ def present_entries(v: Variable) -> np.ndarray:
     return m
 
 
-def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray],
+                             hyper: dict[str, dict[str, Any]] | None = None) -> dict[str, np.ndarray]:
     """log p(y_i | θ⁽ˢ⁾) for every observed variable y, observation i and draw s.
 
     Parameters
@@ -324,6 +325,8 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray]) -> dict
     draws
         Draws of the latent variables by name, each ``(S, *plates, *event)`` (``result.sample``); a
         normal–gamma block ``w`` needs ``"w.tau"`` too, a scale variable (``fg.half_cauchy``, ...) is σ.
+    hyper
+        Learned hyperparameters by variable (``result.hyper``): a Student-t likelihood's learned ``"dof"``.
 
     Returns
     -------
@@ -359,6 +362,7 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray]) -> dict
         fwd = _Forward(model, S, np.random.default_rng(0))
         fwd.out = {**base, **(over or {})}
         fwd.precision = {n: fwd.out[n] ** -2.0 for n in scales}
+        fwd.hyper = hyper or {}
         return fwd
 
     out: dict[str, np.ndarray] = {}

@@ -200,3 +200,19 @@ def test_student_t_missing_rows_are_missing_in_the_data_and_the_log_likelihood()
 
     ref = stats.t.logpdf(y[mask], 3.0, mu_draws[:, None], 1.0)
     np.testing.assert_allclose(idata.log_likelihood["y"].values[0], ref, rtol=1e-12)
+
+
+def test_a_learned_student_t_dof_is_used():
+    from scipy import stats
+
+    y = np.random.default_rng(8).standard_t(2, size=60)
+    with fg.Model("robust-learn") as m:
+        n = fg.plate("n", 60)
+        mu = fg.gaussian("mu", 0.0, 0.01)
+        fg.student_t("y", mu, 1.0, dof="learn", plates=[n], observed=y)
+    r = fg.infer(m)
+    nu = r.hyperparameters("y")["dof"]
+    assert nu != pytest.approx(4.0, abs=0.05)  # moved from its start
+    idata = r.to_arviz(draws=50)
+    ref = stats.t.logpdf(y, nu, idata.posterior["mu"].values[0][:, None], 1.0)
+    np.testing.assert_allclose(idata.log_likelihood["y"].values[0], ref, rtol=1e-12)

@@ -68,6 +68,9 @@ def test_student_t():
     d = {"mu": rng.normal(size=S), "tau": rng.gamma(2.0, size=S)}
     ref = stats.t.logpdf(y, 3.5, d["mu"][:, None], d["tau"][:, None] ** -0.5)
     np.testing.assert_allclose(_ll(m, d, "y"), ref, rtol=1e-12)
+    # a learned ν (result.hyper) is the one used
+    ref = stats.t.logpdf(y, 1.7, d["mu"][:, None], d["tau"][:, None] ** -0.5)
+    np.testing.assert_allclose(pointwise_log_likelihood(m, d, {"y": {"dof": 1.7}})["y"], ref, rtol=1e-12)
 
 
 @pytest.mark.parametrize("precision", ["matrix", "gamma"])
