@@ -209,7 +209,11 @@ def _multinomial_softmax(s: _Forward, v, f, frame, y):
 
 def _site(logpdf):
     def lp(s: _Forward, v, f, frame, y):
-        return logpdf(y - s.arg(f.edges["x"], frame, v.name), f.params)
+        p = dict(f.params)
+        for h in s.hyper.values():  # a scale learned by a handler (learn=("scale",)): by factor name
+            if isinstance(h.get("scale"), dict) and f.name in h["scale"]:
+                p["scale"] = float(h["scale"][f.name])
+        return logpdf(y - s.arg(f.edges["x"], frame, v.name), p)
 
     return lp
 
@@ -326,7 +330,8 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray],
         Draws of the latent variables by name, each ``(S, *plates, *event)`` (``result.sample``); a
         normal–gamma block ``w`` needs ``"w.tau"`` too, a scale variable (``fg.half_cauchy``, ...) is σ.
     hyper
-        Learned hyperparameters by variable (``result.hyper``): a Student-t likelihood's learned ``"dof"``.
+        Learned hyperparameters by variable (``result.hyper``): a Student-t likelihood's learned ``"dof"``,
+        the ``"scale"`` of Laplace/Cauchy/Student-t sites learned by a handler.
 
     Returns
     -------

@@ -124,6 +124,9 @@ def test_probit_and_sites():
     np.testing.assert_allclose(out["la"], stats.laplace.logpdf(loc, d["x"], 0.7), rtol=1e-12)
     np.testing.assert_allclose(out["ca"], stats.cauchy.logpdf(loc, d["x"], 0.4), rtol=1e-12)
     np.testing.assert_allclose(out["st"], stats.t.logpdf(loc, 2.5, d["x"], 0.5), rtol=1e-12)
+    learned = pointwise_log_likelihood(m, d, {"x": {"scale": {m["la"].prior.name: 1.3}}})
+    np.testing.assert_allclose(learned["la"], stats.laplace.logpdf(loc, d["x"], 1.3), rtol=1e-12)
+    np.testing.assert_allclose(learned["ca"], out["ca"], rtol=1e-12)
 
 
 def test_categorical_and_categorical_softmax():
