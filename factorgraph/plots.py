@@ -71,7 +71,7 @@ def elbo_trace(results: Result | Mapping[str, Result], ax: Any = None, *, relati
 
 
 def evidence_comparison(comparison: Comparison | Mapping[str, Result], ax: Any = None, *, k: float = 2.0,
-                        relative: bool = False) -> Any:
+                        relative: bool = False, loo: bool = False) -> Any:
     """A bar chart of the models' evidence figures, with ± k standard errors where a figure carries one.
 
     Parameters
@@ -85,21 +85,33 @@ def evidence_comparison(comparison: Comparison | Mapping[str, Result], ax: Any =
         have none).  Default 2, the width ``fg.compare`` uses to call two figures indistinguishable.
     relative
         Plot log Bayes factors against the best model (evidence − best evidence) instead of the evidence.
+    loo
+        Plot PSIS-LOO's elpd_loo (± k of its standard errors) instead: the comparison must have its LOO columns
+        (``fg.compare(..., loo=True)``), or, given results, they are computed here.
 
     Returns
     -------
     matplotlib.axes.Axes
-        The Axes: bar i (in the table's order) has height evidence_i (or its log Bayes factor) and an error
-        bar of half-width k·se_i (absent where se_i = 0).  Bars of figures of another kind than the first
+        The Axes: bar i (in the table's order) has height evidence_i (or its log Bayes factor; or elpd_loo_i,
+        or its difference from the best) and an error bar of half-width k·se_i (absent where se_i = 0; for
+        the LOO differences the paired se, ``dse``).  Bars of figures of another kind than the first
         (a bound against an approximation) are hatched.
     """
-    c = comparison if isinstance(comparison, Comparison) else compare(dict(comparison))
+    c = comparison if isinstance(comparison, Comparison) else compare(dict(comparison), loo=loo)
+    if loo and c.elpd_loo is None:
+        raise ModelError("evidence_comparison(loo=True) needs a comparison with LOO columns: "
+                         "fg.compare(results, loo=True)")
     ax = _axes(ax)
-    h = c.log_bayes_factor if relative else c.evidence
-    se = np.zeros(len(c.names)) if c.elbo_se is None else np.asarray(c.elbo_se, float)
+    if loo:
+        h = c.elpd_loo - c.elpd_loo.max() if relative else c.elpd_loo
+        se = np.asarray(c.elpd_diff_se if relative else c.elpd_loo_se, float)
+        se = np.nan_to_num(se)
+    else:
+        h = c.log_bayes_factor if relative else c.evidence
+        se = np.zeros(len(c.names)) if c.elbo_se is None else np.asarray(c.elbo_se, float)
     bars = ax.bar(c.names, h, color="C0")
     for b, kind in zip(bars, c.kinds, strict=True):
-        if kind != c.kinds[0]:
+        if not loo and kind != c.kinds[0]:  # unlike evidence figures
             b.set_hatch("//")
     has = se > 0
     if np.any(has):
@@ -107,6 +119,10 @@ def evidence_comparison(comparison: Comparison | Mapping[str, Result], ax: Any =
         ax.errorbar(x, h[has], yerr=k * se[has], fmt="none", ecolor="k", capsize=4,
                     label=f"± {k:g} se")
         ax.legend()
+    if loo:
+        ax.set_ylabel("elpd_loo − best (± k dse)" if relative else "elpd_loo (nats)")
+        ax.set_title("PSIS-LOO")
+        return ax
     ax.set_ylabel("log Bayes factor against the best" if relative else "evidence (nats)")
     ax.set_title(", ".join(sorted(set(c.kinds))))
     return ax

@@ -108,3 +108,17 @@ def test_quickstart_plot_flag_saves_the_evidence_chart():
 
     out = quickstart.main(small=True, plot=True)
     assert out["figure"].exists() and out["figure"].stat().st_size > 0
+
+
+def test_evidence_comparison_of_loo():
+    a, b = _fit("a"), _fit("b", prec=100.0)
+    c = fg.compare({"a": a, "b": b}, loo=True)
+    ax = plots.evidence_comparison(c, loo=True, k=1.0)
+    np.testing.assert_allclose([p.get_height() for p in ax.patches], c.elpd_loo)
+    (eb,) = [x for x in ax.containers if isinstance(x, ErrorbarContainer)]
+    seg = eb.lines[2][0].get_segments()
+    np.testing.assert_allclose([s[1, 1] - s[0, 1] for s in seg], 2.0 * c.elpd_loo_se)
+    ax2 = plots.evidence_comparison({"a": a, "b": b}, loo=True, relative=True)
+    np.testing.assert_allclose([p.get_height() for p in ax2.patches], c.elpd_loo - c.elpd_loo.max())
+    with pytest.raises(fg.ModelError, match="loo=True"):
+        plots.evidence_comparison(fg.compare({"a": a}), loo=True)
