@@ -371,6 +371,7 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray],
         return fwd
 
     out: dict[str, np.ndarray] = {}
+    rows: dict[str, np.ndarray] = {}  # entries of each output that have data
     for v in obs:
         f = v.prior
         fn = _LOGPDF.get(f.ftype.name)
@@ -387,7 +388,7 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray],
         z = gate.selector if gate is not None else None
         if z is None or not z.is_latent:
             lp = np.broadcast_to(fn(forward(), v, f, frame, y), full)
-            out[v.name] = np.where(present, lp, np.nan)
+            out[v.name], rows[v.name] = np.where(present, lp, np.nan), present
             continue
         K = gate.plate.size
         zfull = (S, *z.shape)
@@ -401,6 +402,7 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray],
             terms.append(np.broadcast_to(_expand(lk, kept, z.plates, v.name), zfull))
         if z.prior.ftype.name == "MarkovChain":  # one entry per sequence: its labels summed out by the forward filter
             out[v.name] = _chain_log_likelihood(forward(), z, np.stack(terms, axis=-1))
+            rows[v.name] = np.ones(out[v.name].shape[1:], bool)
             continue
         lw = _log_weights(forward(), z, K)
         with np.errstate(invalid="ignore"):
@@ -408,8 +410,19 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray],
         kept = tuple(p for p in frame if p in z.plates)
         seen = present.any(axis=tuple(i for i, p in enumerate(frame) if p not in z.plates))  # a row with data
         any_row = np.broadcast_to(_expand(seen[None], kept, z.plates, v.name)[0], z.shape)
-        out[v.name] = np.where(any_row, lp, np.nan)
+        out[v.name], rows[v.name] = np.where(any_row, lp, np.nan), any_row
+    for v in obs:
+        _check_defined(v, out[v.name], rows[v.name])
     return out
+
+
+def _check_defined(v: Variable, lp: np.ndarray, rows: np.ndarray) -> None:
+    """NaN at an entry with data is numerical trouble (a draw outside a parameter's support): named, not passed on."""
+    bad = np.isnan(lp) & rows
+    if np.any(bad):
+        s, *ix = (int(i) for i in np.argwhere(bad)[0])
+        raise ModelError(f"log-likelihood: log p({v.name}{ix if ix else ''} | θ) is NaN at draw {s} "
+                         f"({int(bad.sum())} entries in all): a parameter draw outside its support?")
 
 
 def observed_plates(model: Model, name: str) -> tuple:

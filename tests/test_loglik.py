@@ -294,3 +294,13 @@ def test_hidden_markov_model_sequences_sum_their_label_paths():
     from factorgraph.loglik import observed_plates
 
     assert [p.name for p in observed_plates(m, "y")] == ["seq"]
+
+
+def test_a_nan_log_likelihood_is_named_not_passed_on():
+    with fg.Model() as m:
+        n = fg.plate("n", N)
+        tau = fg.gamma("tau", 2.0, 1.0)
+        fg.gaussian("y", 0.0, tau, plates=[n], observed=np.zeros(N))
+    with pytest.raises(fg.ModelError, match=r"log p\(y\[0\] \| θ\) is NaN at draw 1 \(5 entries"):
+        with np.errstate(invalid="ignore"):
+            pointwise_log_likelihood(m, {"tau": np.array([1.0, -1.0, 2.0])})
