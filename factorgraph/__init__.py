@@ -72,10 +72,10 @@ def __getattr__(name: str):
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
-    if name == "models":
+    if name in ("models", "plots"):  # plots imports matplotlib only when it draws
         import importlib
 
-        return importlib.import_module("factorgraph.models")
+        return importlib.import_module(f"factorgraph.{name}")
     raise AttributeError(f"module 'factorgraph' has no attribute {name!r}")
 
 
@@ -93,6 +93,7 @@ __all__ += ["markov_chain"]
 __all__ += ["sample_prior"]
 __all__ += ["data", "predict"]
 __all__ += ["student_t"]
+__all__ += ["plots"]
 
 
 def __dir__() -> list[str]:

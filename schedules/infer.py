@@ -156,6 +156,7 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     # for fg.predict: the model and the data of the fit (set_data may replace them later)
     result.fit_record = FitRecord(model, {k: d.value for k, d in model.data.items()}, model.data_version)
     result.joint.update(eng.joint)
+    result.model = model
     result.hyper.update(hyper)
     result.scales.update(n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.is_latent)
     for text in out["unconverged"]:
