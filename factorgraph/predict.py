@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from distributions import Categorical, GaussianGamma
+from distributions import Categorical, GaussianGamma, GaussianWishart
 
 from .data import data_plates, swapped
 from .nodes import Deterministic, Gate, Indexed, ModelError, Variable
@@ -134,6 +134,8 @@ def _from_q(fwd: _Forward, v: Variable, post: dict[str, np.ndarray], result: Any
     fwd.out[v.name] = post[v.name]
     if v.family is GaussianGamma:
         fwd.out[f"{v.name}.tau"] = post[f"{v.name}.tau"]
+    if v.family is GaussianWishart:
+        fwd.out[f"{v.name}.precision"] = post[f"{v.name}.precision"]
     if v.name in getattr(result, "scales", ()):  # σ of fg.half_cauchy and kin; parents use σ⁻²
         fwd.precision[v.name] = post[v.name] ** -2.0
 

@@ -343,6 +343,64 @@ def _student_t(s: _Forward, v, f, frame, full):
     s.put(v, m + s.rng.standard_normal(full) / np.sqrt(lam * t), full)
 
 
+def _wishart_draw(rng, dof, scale, full, D):
+    """Λ ~ Wishart(ν, V⁻¹) (E[Λ] = ν·V⁻¹, V the inverse scale matrix) by Bartlett's decomposition:
+    Λ = L A Aᵀ Lᵀ with L L ᵀ = V⁻¹, A lower triangular, A_ii² ~ χ²(ν − i), A_ij ~ N(0, 1) below the diagonal."""
+    nu = np.broadcast_to(np.asarray(dof, float), full)
+    L = np.linalg.cholesky(np.linalg.inv(np.broadcast_to(np.asarray(scale, float), full + (D, D))))
+    A = np.tril(rng.standard_normal(full + (D, D)), -1)
+    idx = np.arange(D)
+    A[..., idx, idx] = np.sqrt(rng.chisquare(nu[..., None] - idx))
+    LA = L @ A
+    return LA @ np.swapaxes(LA, -1, -2)
+
+
+def _wishart(s: _Forward, v, f, frame, full):
+    D = v.event_shape[0]
+    s.put(v, _wishart_draw(s.rng, f.params["dof"], f.params["scale"], full, D), full)
+
+
+def _normal_wishart(s: _Forward, v, f, frame, full):
+    """Λ ~ Wishart(ν₀, V₀⁻¹), μ | Λ ~ N(m₀, (β₀Λ)⁻¹); μ under the name, Λ as "<name>.precision"."""
+    p, D = f.params, v.event_shape[0]
+    lam = _wishart_draw(s.rng, p["dof"], p["scale"], full, D)
+    beta = np.broadcast_to(np.asarray(p["beta"], float), full)
+    s.out[v.name] = _mv_given_precision(s.rng, np.broadcast_to(p["mean"], full + (D,)), beta[..., None, None] * lam)
+    s.out[f"{v.name}.precision"] = lam
+
+
+def _mv_given_precision(rng, mean, lam):
+    """x ~ N(mean, Λ⁻¹) for a batch of precision matrices: x = mean + L⁻ᵀz with L Lᵀ = Λ."""
+    L = np.linalg.cholesky(lam)
+    z = rng.standard_normal(mean.shape)
+    return mean + np.linalg.solve(np.swapaxes(L, -1, -2), z[..., None])[..., 0]
+
+
+def _mv_gaussian_wishart(s: _Forward, v, f, frame, full):
+    D = v.event_shape[0]
+    m = np.broadcast_to(s.arg(f.edges["mean"], frame, v.name), full + (D,))
+    lam = np.broadcast_to(s.arg(f.edges["precision"], frame, v.name), full + (D, D))
+    s.put(v, _mv_given_precision(s.rng, m, lam), full)
+
+
+class _Alias:
+    """The precision half "<θ>.precision" of a normal–Wishart block θ, addressable like a node."""
+
+    def __init__(self, node: Node) -> None:
+        self.name, self.plates = f"{node.name}.precision", node.plates
+
+
+def _mv_gaussian_normal_wishart(s: _Forward, v, f, frame, full):
+    D = v.event_shape[0]
+    a = f.edges["params"]
+    m = np.broadcast_to(s.arg(a, frame, v.name), full + (D,))
+    if isinstance(a, Gate):
+        lam = s.arg(Gate(_Alias(a.source), a.selector, a.plate), frame, v.name)
+    else:
+        lam = _expand(s.out[f"{a.name}.precision"], a.plates, frame, v.name)
+    s.put(v, _mv_given_precision(s.rng, m, np.broadcast_to(lam, full + (D, D))), full)
+
+
 def _probit(s: _Forward, v, f, frame, full):
     x = np.broadcast_to(s.arg(f.edges["x"], frame, v.name), full)
     s.put(v, np.where(x + s.rng.standard_normal(full) > 0, 1.0, -1.0), full)  # labels ±1, as stored
@@ -371,6 +429,8 @@ _DRAWS = {
     "CauchySite": _site(lambda rng, p, shape: p["scale"] * rng.standard_cauchy(shape)),
     "StudentTSite": _site(lambda rng, p, shape: p["scale"] * rng.standard_t(p["dof"], shape)),
     "Probit": _probit, "ScalePrior": _scale_prior, "MarkovChain": _markov_chain, "StudentT": _student_t,
+    "Wishart": _wishart, "NormalWishart": _normal_wishart, "MvGaussianWishart": _mv_gaussian_wishart,
+    "MvGaussianNormalWishart": _mv_gaussian_normal_wishart,
 }
 
 
