@@ -222,3 +222,25 @@ def test_hierarchical_predictive_at_new_rows_gathers_the_group_effects():
     var = q.var()[new] + 0.25
     assert draws.shape == (S, 5)
     assert np.all(np.abs(draws.mean(0) - q.mean()[new]) < 4 * np.sqrt(var / S))
+
+
+def test_full_covariance_mixture_predicts_new_rows():
+    rng = np.random.default_rng(13)
+    lab = rng.random(150) < 0.6
+    Y = np.where(lab[:, None], [3.0, 3.0], [-3.0, -3.0]) + rng.normal(size=(150, 2)) * 0.5
+    with fg.Model("gmm") as m:
+        n, k = fg.plate("n", 150), fg.plate("k", 2)
+        pi = fg.dirichlet("pi", np.ones(2))
+        theta = fg.gaussian_wishart("theta", mean=np.zeros(2), beta=1e-2, dof=3.0, scale=np.eye(2), plates=[k])
+        z = fg.categorical("z", pi, plates=[n])
+        fg.mv_gaussian("y", mean=theta[z], plates=[n], observed=fg.data("y", Y))
+    r = fg.infer(m)
+    high = int(np.argmax(r.posterior("theta").mean()[:, 0]))
+    p_high = r.posterior("pi").mean()[high]
+    draws = fg.predict(r, data={"y": np.zeros((4, 2))}, draws=S, seed=14)["y"]
+    assert draws.shape == (S, 4, 2)
+    frac = (draws[..., 0] > 0).mean(0)  # the components at ±(3, 3), sd 0.5, do not overlap
+    assert np.all(np.abs(frac - p_high) < 4 * np.sqrt(p_high * (1 - p_high) / S))
+    near = draws[draws[..., 0] > 0]  # the draws of the upper component: its mean and covariance
+    np.testing.assert_allclose(near.mean(0), [3.0, 3.0], atol=0.15)
+    np.testing.assert_allclose(np.cov(near.T), 0.25 * np.eye(2), atol=0.08)
