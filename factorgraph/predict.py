@@ -81,7 +81,10 @@ def predict(result: Result, data: dict[str, Any] | None = None, draws: int = 100
     * An observed variable that other factors use (an observed covariate or selector) is an input: it is
       held at its data.  The observed values of the variables being predicted need not be given.
     * Leaves are then drawn from their factors, y⁽ˢ⁾ ~ p(y | pa(y)⁽ˢ⁾) (Bernoulli-logit, softmax, Poisson-log,
-      binomial, Gaussian, Student-t sites, ... as in ``fg.sample_prior``).
+      binomial, Gaussian, Student-t sites, ... as in ``fg.sample_prior``).  The per-row weights λ_n of
+      ``fg.student_t`` belong to its likelihood (they are not latent variables of the model): they are
+      drawn from Gam(ν/2, ν/2), with a learned ν taken from ``result.hyper``, so y⁽ˢ⁾ is Student-t given θ⁽ˢ⁾.
+    * Leaves with missing entries are drawn in full: the missing entries are imputed from the predictive.
 
     The model keeps its data: the new values hold only while the draws are made.
     """
