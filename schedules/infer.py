@@ -100,6 +100,12 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         tol = (1e-6 if handlers else 1e-9) if monotone else None
     if param_tol is _AUTO:
         param_tol = None if monotone else 1e-8
+    from .sharding import find_sharding
+
+    sh = find_sharding(model)
+    if sh is not None:
+        return _infer_sharded(model, algorithm, sh, chosen, max_iter, tol, param_tol, init, schedule, warmup,
+                              damping, handlers, callbacks, progress, seed)
     t0 = time.perf_counter()
     c = compile_model(model, algorithm, schedule, init, damping, handlers)
     compile_time = time.perf_counter() - t0
@@ -141,6 +147,38 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
                     out["converged"], out["time"], compile_time, out["warnings"], elbo_se, notes)
     result.joint.update(eng.joint)
     result.hyper.update(hyper)
+    result.scales.update(n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.is_latent)
+    for text in out["unconverged"]:
+        convergence.warn(text)
+    return result
+
+
+def _infer_sharded(model, algorithm, sh, chosen, max_iter, tol, param_tol, init, schedule, warmup, damping,
+                   handlers, callbacks, progress, seed) -> Result:
+    """``infer`` over a plate sharded into Dask chunks (schedules.sharded_run, docs/design.md §10)."""
+    from .sharded_run import collect_local, run_sharded
+
+    if handlers:
+        raise ModelError("handlers= is not supported yet on a sharded plate (dask data); fit in memory")
+    warm = []
+    for name in warmup:
+        v = model.variables.get(name)
+        if v is None or not v.is_latent:
+            raise ModelError(f"warmup: {name!r} is not a latent variable of model {model.name!r}")
+        warm.append(v)
+    out = run_sharded(model, algorithm, sh, max_iter, tol, param_tol, dict(init or {}), schedule, damping,
+                      list(callbacks), progress, seed, warm)
+    eng = out["engine"]
+    kind = combine_kinds({f.evidence_kind for f in eng.c.factors})
+    notes = ([chosen] if chosen else []) + list(out["notes"])
+    if eng.c.fused:
+        notes.append(f"fused linear-Gaussian factors (cached XᵀX, Xᵀy per chunk): {eng.c.fused}")
+    trace = out["elbo_trace"]
+    result = Result(model.name, algorithm.name, dict(eng.q), float(trace[-1]), kind, trace, out["n_iter"],
+                    out["converged"], out["time"], 0.0, out["warnings"], 0.0, notes)
+    result.sharding = out["sharding"]
+    result.local.update({n: collect_local(out["backend"], model.variables[n], sh)
+                         for n, loc in eng.local.items() if loc})
     result.scales.update(n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.is_latent)
     for text in out["unconverged"]:
         convergence.warn(text)

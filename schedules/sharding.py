@@ -1,0 +1,297 @@
+"""A plate sharded over Dask chunks: the in-memory engine run per chunk, the global posteriors on the driver.
+
+When observed values or ``fg.inner`` inputs are ``dask.array``s chunked along one plate (the sharded
+plate), ``fg.infer`` runs here (docs/design.md §10).  Each chunk of rows becomes a *chunk model*: the user's
+model with the sharded plate cut to the chunk's rows and its data the chunk's blocks, compiled and run by the
+ordinary ``Engine`` in a ``ChunkState`` that lives where the chunk's data are (a thread of this process under
+Dask's default scheduler, a Dask actor on a worker when a ``dask.distributed.Client`` is active).  The local
+variables of the plate (responsibilities, per-row latents, NCVMP state) never leave it.
+
+A variable off the sharded plate (a global) is updated on the driver.  Its natural parameters are the sum of
+its messages: those of factors on the sharded plate are sums over rows, so each chunk returns its partial sum
+(the same rules on its rows) and the driver adds them; the messages of factors off the plate (its prior) are
+the same in every chunk and come from chunk 0.  The driver forms q, checks it as the engine does, and ships
+it back with the next batch of commands.  The ELBO is split the same way.  ``ShardedEngine`` presents the
+engine's interface to ``engine._iterate``, so the stopping rules, damping and NCVMP backtracking are the
+in-memory ones.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from factorgraph import checks
+from factorgraph.nodes import Indexed, ModelError, Plate, Variable
+
+from .compiled import compile_model
+from .engine import Engine
+
+
+# ------------------------------------------------------------------------------------ finding the shards
+@dataclass
+class Sharding:
+    """How the sharded plate is cut: its name, the chunk boundaries and the dask arrays that carry it."""
+
+    plate: Plate
+    bounds: list[tuple[int, int]]
+    arrays: list[Any]  # the model's dask arrays, rechunked to ``bounds`` along the plate
+    slots: list[tuple[Any, str, int]] = field(default_factory=list)  # (holder, attribute/key, plate axis)
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self.bounds)
+
+
+def _holders(model) -> list[tuple[Any, str, tuple[Plate, ...]]]:
+    """Every place a node keeps plate-shaped data: (object, attribute or params key, the plates of its axes)."""
+    out = []
+    for v in model.variables.values():
+        out.append((v, "value", v.plates))
+    for d in model.deterministics:
+        if "X" in d.params:
+            xp = tuple(p for i, p in enumerate(d.plates) if i in d.params.get("x_axes", ()))
+            out.append((d.params, "X", xp))
+    return out
+
+
+def find_sharding(model) -> Sharding | None:
+    """The sharded plate of a model whose data include dask arrays (None when none do)."""
+    found = []
+    for holder, key, plates in _holders(model):
+        arr = holder[key] if isinstance(holder, dict) else getattr(holder, key)
+        if checks.is_dask(arr):
+            found.append((holder, key, plates, arr))
+    if not found:
+        return None
+    candidates = set()
+    for _holder, key, plates, arr in found:
+        chunked = [p for p, c in zip(plates, arr.chunks, strict=False) if len(c) > 1]
+        if len(chunked) > 1:
+            raise ModelError(f"dask data ({key}) are chunked along several plates {[p.name for p in chunked]}; "
+                             "chunk them along one plate only (the sharded plate)")
+        candidates.update(chunked)
+    if len(candidates) > 1:
+        raise ModelError(f"the dask data are chunked along different plates {sorted(p.name for p in candidates)}; "
+                         "chunk every array along the same plate")
+    if candidates:
+        plate = candidates.pop()
+    else:  # one chunk: shard along the first plate of the first array
+        plate = found[0][2][0]
+    ref = next(arr.chunks[plates.index(plate)] for _h, _k, plates, arr in found if plate in plates
+               and len(arr.chunks[plates.index(plate)]) > 1) if any(
+        plate in pl and len(a.chunks[pl.index(plate)]) > 1 for _h, _k, pl, a in found) else (plate.size,)
+    cuts = np.concatenate([[0], np.cumsum(ref)]).astype(int)
+    bounds = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    sh = Sharding(plate, bounds, [])
+    for holder, key, plates, arr in found:
+        if plate not in plates:
+            raise ModelError(f"dask data ({key}) must carry the sharded plate {plate.name!r}")
+        axis = plates.index(plate)
+        arr = arr.rechunk({axis: tuple(ref), **{i: -1 for i in range(arr.ndim) if i != axis}})
+        sh.arrays.append(arr)
+        sh.slots.append((holder, key, axis))
+    return sh
+
+
+class _Slot:
+    """Stands for the k-th dask array in a pickled model skeleton."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+
+def skeleton(model, sh: Sharding) -> bytes:
+    """The model pickled without its sharded data (dask arrays become slots, their all-true masks dropped)."""
+    import cloudpickle
+
+    saved = []
+    for k, (holder, key, _axis) in enumerate(sh.slots):
+        if isinstance(holder, dict):
+            saved.append((holder, key, holder[key]))
+            holder[key] = _Slot(k)
+        else:
+            saved.append((holder, key, getattr(holder, key)))
+            setattr(holder, key, _Slot(k))
+            saved.append((holder, "mask", holder.mask))
+            holder.mask = None
+    try:
+        return cloudpickle.dumps(model)
+    finally:
+        for holder, key, val in reversed(saved):
+            if isinstance(holder, dict):
+                holder[key] = val
+            else:
+                setattr(holder, key, val)
+
+
+def chunk_model(blob: bytes, plate_name: str, start: int, stop: int, blocks: list[np.ndarray]):
+    """The model restricted to rows ``start:stop`` of the sharded plate, its data the chunk's blocks."""
+    model = pickle.loads(blob)
+    plate = model.plates[plate_name]
+    n0 = plate.size
+    object.__setattr__(plate, "size", stop - start)
+    for v in model.variables.values():
+        if isinstance(v.value, _Slot):
+            v.value = blocks[v.value.k]
+            v.mask = np.ones(v.shape, dtype=bool)
+        elif plate in v.plates and v.value is not None:
+            axis = v.plates.index(plate)
+            v.value = _take(v.value, axis, start, stop)
+            v.mask = _take(np.broadcast_to(v.mask, v.value.shape[: len(v.plates)]), axis, start, stop)
+    for d in model.deterministics:
+        if isinstance(d.params.get("X"), _Slot):
+            d.params["X"] = blocks[d.params["X"].k]
+        elif plate in d.plates and "X" in d.params:
+            xp = [p for i, p in enumerate(d.plates) if i in d.params["x_axes"]]
+            if plate in xp:
+                d.params["X"] = _take(d.params["X"], xp.index(plate), start, stop)
+        if "shape" in d.params:
+            d.params["shape"] = tuple(p.size for p in d.plates)
+        if "sizes" in d.params:
+            d.params["sizes"] = tuple(p.size for p in d.plates)
+        d.params["products"] = {}
+    nodes = [*model.deterministics, *(a for f in model.factors for a in f.edges.values())]
+    for node in nodes:
+        if isinstance(node, Indexed) and node.plate is plate:
+            node.labels = node.labels[start:stop]
+            node.counts = np.bincount(node.labels, minlength=node.along.size).astype(float)
+        elif isinstance(node, Indexed) and node.along is plate:
+            raise ModelError(f"{node.name!r} gathers the sharded plate {plate_name!r}: a sharded plate cannot be "
+                             "indexed")
+    for f in model.factors:  # constants given per row of the sharded plate
+        if plate in f.plates:
+            axis = f.plates.index(plate)
+            for edge, arg in f.edges.items():
+                if isinstance(arg, np.ndarray) and arg.ndim > axis and arg.shape[axis] == n0 > 1:
+                    f.edges[edge] = _take(arg, axis, start, stop)
+    return model
+
+
+def _take(a: np.ndarray, axis: int, start: int, stop: int) -> np.ndarray:
+    a = np.asarray(a)
+    if a.ndim <= axis or a.shape[axis] == 1:
+        return a
+    return np.take(a, np.arange(start, stop), axis=axis)
+
+
+def is_local(node_or_factor, plate_index: int) -> bool:
+    plates = node_or_factor.plates
+    return any((p.index if isinstance(p, Plate) else p) == plate_index for p in plates)
+
+
+# ------------------------------------------------------------------------------------ a chunk's state
+class ChunkState:
+    """One chunk's model, compiled and run by the in-memory engine, with its local variables' posteriors.
+
+    ``run(commands)`` executes a batch and returns the answers of those that have one:
+
+    * ``("set", name, q)``: a global's new posterior from the driver;
+    * ``("damp", {factor: α})``: the damping the driver's backtracking chose;
+    * ``("update", name)``: update a local variable (the engine's own update);
+    * ``("msg", name, with_global)``: the natural parameters the factors on the plate send the global
+      ``name`` (summed over the chunk's rows), and with ``with_global`` those of the factors off it;
+    * ``("elbo", with_global)``: (E[log f] on the plate, local entropies[, off-plate terms]);
+    * ``("snap",)``, ``("restore",)``: the engine's backtracking snapshot.
+    """
+
+    def __init__(self, blob: bytes, plate_name: str, start: int, stop: int, options: dict, *blocks) -> None:
+        model = chunk_model(blob, plate_name, start, stop, list(blocks))
+        self.rows = (start, stop)
+        c = compile_model(model, options["algorithm"], options["schedule"], options["init"], options["damping"],
+                          None)
+        self.p = model.plates[plate_name].index
+        # factors on the plate, by name (a fused factor keeps its name but sums the plate away)
+        self.on_plate = {f.name for f in model.factors if model.plates[plate_name] in f.plates}
+        self.c, self.eng = c, Engine(c)
+        self.eng.initialise(options["init"], np.random.default_rng(options["seed"]))
+        for f in c.factors:
+            if f.node.ftype.structured is not None and is_local(f, self.p):
+                raise ModelError(f"{f.name}: a structured factor (a chain) along the sharded plate {plate_name!r} "
+                                 "cannot be split into chunks")
+        self._snap = None
+
+    def info(self) -> dict:
+        c = self.c
+        return {"order": [v.name for v in c.order],
+                "local": {v.name: is_local(v, self.p) for v in c.latent},
+                "factors": [(f.name, f.node.ftype.conjugate, f.evidence_kind, f.initial_damping,
+                             f.name in self.on_plate) for f in c.factors],
+                "q": {v.name: self.eng.q[v.name] for v in c.latent if not is_local(v, self.p)},
+                "sequential": {k: p.size for k, p in c.sequential.items()},
+                "fused": list(c.fused)}
+
+    def run(self, commands: list) -> list:
+        eng, c = self.eng, self.c
+        out = []
+        for cmd in commands:
+            op = cmd[0]
+            if op == "set":
+                eng.set_posterior(c.model.variables[cmd[1]], cmd[2])
+            elif op == "damp":
+                for f in c.factors:
+                    if f.name in cmd[1]:
+                        f.damping = cmd[1][f.name]
+            elif op == "update":
+                eng.update(c.model.variables[cmd[1]])
+            elif op == "msg":
+                out.append(self._messages(c.model.variables[cmd[1]], cmd[2]))
+            elif op == "elbo":
+                out.append(self._elbo(cmd[1]))
+            elif op == "snap":
+                self._snap = eng.snapshot()
+            elif op == "restore":
+                eng.restore(self._snap)
+        return out
+
+    def _messages(self, v: Variable, with_global: bool) -> tuple:
+        eng = self.eng
+        eng._updating = v.name
+        local = [np.zeros_like(z) for z in v.family._zero_natural(v.shape, v.event_shape)]
+        glob = [np.zeros_like(a) for a in local] if with_global else None
+        for cons in self.c.consumers.get(id(v), []):
+            here = (cons.factor.name in self.on_plate if cons.factor is not None
+                    else is_local(cons.det or cons.index, self.p))
+            if not here and not with_global:
+                continue
+            m = eng.consumer_message(cons)
+            acc = local if here else glob
+            for i, a in enumerate(m):
+                acc[i] = acc[i] + a
+        for f in self.c.selector_factors.get(id(v), []):
+            here = f.name in self.on_plate
+            if here or with_global:
+                acc = local if here else glob
+                acc[0] = acc[0] + eng.selector_message(f)[0]
+        return tuple(local), (None if glob is None else tuple(glob))
+
+    def _elbo(self, with_global: bool) -> tuple[float, float, float, float]:
+        from factors.plating import reduce
+
+        eng, c = self.eng, self.c
+        ef = [0.0, 0.0]  # on the plate, off it
+        for f in c.factors:
+            here = f.name in self.on_plate
+            if not here and not with_global:
+                continue
+            e = eng.factor_evidence(f)
+            r = eng.instance_weights(f)
+            if r is not None:
+                e = e * r
+            ef[0 if here else 1] += float(np.sum(reduce(e, f.plates, (), f.sizes, 0)))
+        h = [0.0, 0.0]
+        for v in c.latent:
+            here = is_local(v, self.p)
+            if not here and not with_global:
+                continue
+            ent = np.broadcast_to(eng.q[v.name].entropy(), v.shape)
+            if v.name in c.pruned:
+                ent = ent * c.pruned[v.name]
+            h[0 if here else 1] += float(ent[~v.mask].sum()) if v.mask is not None else float(ent.sum())
+        return ef[0], h[0], ef[1], h[1]
+
+    def local_posterior(self, name: str) -> Any:
+        return self.eng.q[name]

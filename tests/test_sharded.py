@@ -1,0 +1,120 @@
+"""Sharded plates (dask data): the same posteriors and ELBO as in memory, on a two-process LocalCluster and on
+Dask's default threaded scheduler; the reporting; bad chunks; a lost worker."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import factorgraph as fg
+
+da = pytest.importorskip("dask.array")  # the dask extra, installed by .ci/run
+distributed = pytest.importorskip("distributed")
+
+RTOL = 1e-10
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       silence_logs=40)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _data(N=240, D=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, D))
+    w = np.array([1.0, -2.0, 0.5])[:D]
+    y = X @ w + 0.3 * rng.normal(size=N)
+    s = (rng.random(N) < 1.0 / (1.0 + np.exp(-(X @ w)))).astype(float)
+    return X, y, s
+
+
+def _chunked(a, rows=80):
+    return da.from_array(a, chunks=(rows,) + a.shape[1:])
+
+
+def linear(X, y, fused=True):
+    N, D = X.shape
+    with fg.Model("linear") as m:
+        n = fg.plate("n", N)
+        w = fg.mv_gaussian("w", mean=np.zeros(D), precision=1.0)
+        tau = fg.gamma("tau", 1.0, 1.0)
+        mean = fg.inner(X, w, plates=[n])
+        if not fused:  # an intercept: the likelihood stays factorised (messages through the sum)
+            mean = mean + fg.gaussian("b", 0.0, 1.0)
+        fg.gaussian("y", mean=mean, precision=tau, plates=[n], observed=y)
+    return m
+
+
+def logistic(X, s):
+    N, D = X.shape
+    with fg.Model("logistic") as m:
+        n = fg.plate("n", N)
+        alpha = fg.gamma("alpha", 1.0, 1.0)
+        w = fg.mv_gaussian("w", mean=np.zeros(D), precision=alpha)
+        fg.bernoulli_logit("s", fg.inner(X, w, plates=[n]), observed=s, plates=[n])
+    return m
+
+
+def _same(r0, r1, names):
+    assert r1.n_iter == r0.n_iter
+    assert abs(r1.elbo - r0.elbo) <= RTOL * abs(r0.elbo)
+    for name in names:
+        for a, b in zip(r0.posterior(name).natural, r1.posterior(name).natural, strict=True):
+            np.testing.assert_allclose(b, a, rtol=RTOL, atol=RTOL * np.max(np.abs(a)))
+
+
+CASES = {
+    "linear_fused": (lambda X, y, s, c: linear(c(X), c(y)), lambda X, y, s: linear(X, y), ["w", "tau"]),
+    "linear_factorised": (lambda X, y, s, c: linear(c(X), c(y), fused=False), lambda X, y, s: linear(X, y, False),
+                          ["w", "tau", "b"]),
+    "logistic_ncvmp": (lambda X, y, s, c: logistic(c(X), c(s)), lambda X, y, s: logistic(X, s), ["w", "alpha"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_sharded_equals_in_memory_on_a_cluster(client, case):
+    build_dask, build_np, names = CASES[case]
+    X, y, s = _data()
+    r0 = fg.infer(build_np(X, y, s), progress=False)
+    r1 = fg.infer(build_dask(X, y, s, _chunked), progress=False)
+    _same(r0, r1, names)
+    assert r1.sharding["backend"] == "distributed" and r1.sharding["workers"] == 2
+    assert r1.sharding["chunks"] == 3 and r1.sharding["chunk_rows"] == [80, 80, 80]
+    assert r1.sharding["bytes_per_sweep"] > 0
+
+
+def test_sharded_on_the_threaded_scheduler_without_a_client():
+    X, y, s = _data()
+    r0 = fg.infer(logistic(X, s), progress=False)
+    import dask
+
+    with dask.config.set(scheduler="threads"):  # the local scheduler, even with the module's client active
+        r1 = fg.infer(logistic(_chunked(X, 50), _chunked(s, 50)), progress=False)
+    _same(r0, r1, ["w", "alpha"])
+    assert r1.sharding["backend"] == "threads" and r1.sharding["chunk_rows"] == [50, 50, 50, 50, 40]
+    assert any("sharded plate 'n': 5 chunks" in n for n in r1.notes)
+
+
+def test_a_chunk_with_bad_values_names_the_variable_and_the_rows(client):
+    X, y, s = _data()
+    y = y.copy()
+    y[170] = np.nan
+    with pytest.raises(fg.ModelError) as mem:
+        linear(X, y)
+    with pytest.raises(fg.ModelError, match=r"observed data of 'y' contains nan.*chunk at rows 160–239") as dist:
+        fg.infer(linear(_chunked(X), _chunked(y)), progress=False)
+    assert str(mem.value) in str(dist.value)
+
+
+def test_bytes_per_sweep_do_not_grow_with_the_rows(client):
+    X, y, _s = _data(N=480)
+    small = fg.infer(linear(_chunked(X[:240]), _chunked(y[:240])), progress=False).sharding
+    large = fg.infer(linear(_chunked(X), _chunked(y)), progress=False).sharding
+    assert large["chunks"] == 2 * small["chunks"]
+    # the same messages per chunk: twice the chunks move twice the bytes, whatever the rows per chunk
+    assert large["bytes_per_sweep"] <= 2.2 * small["bytes_per_sweep"]
