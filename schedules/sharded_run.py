@@ -62,9 +62,6 @@ class _Threads:
         self.states = list(self.pool.map(make, range(sh.n_chunks)))
         self.workers = 1
 
-    def info(self) -> dict:
-        return self.states[0].info()
-
     def call(self, batches: list[list]) -> list[list]:
         return list(self.pool.map(lambda sb: sb[0].run(sb[1]), zip(self.states, batches, strict=True)))
 
@@ -92,9 +89,6 @@ class _Actors:
         fut = self.client.submit(ChunkState, self.blob, self.sh.plate.name, *self.sh.bounds[i], self.options,
                                  *self.blocks[i], actor=True, pure=False)
         return fut.result()
-
-    def info(self) -> dict:
-        return self.actors[0].info().result()
 
     def call(self, batches: list[list]) -> list[list]:
         futs = [a.run(b) for a, b in zip(self.actors, batches, strict=True)]
@@ -279,12 +273,14 @@ def run_sharded(model, algorithm, sh: Sharding, max_iter: int, tol, param_tol, i
     t0 = time.perf_counter()
     local_init, init = _split_init(model, sh, init)
     blob = skeleton(model, sh)
-    options = {"algorithm": algorithm, "schedule": schedule, "init": init, "damping": damping, "seed": seed}
+    options = {"algorithm": algorithm, "schedule": schedule, "init": init, "damping": damping, "seed": seed,
+               "local_init": local_init}
     client = _client()
     backend = _Actors(client, blob, sh, options) if client is not None else _Threads(blob, sh, options)
-    if local_init:
-        raise ModelError("init of a variable on the sharded plate is not supported yet")
-    info = backend.info()
+    n = sh.n_chunks
+    names = backend.call([[("seeded",)]] * n)[0][0]
+    seeds = _seed(backend, sh, names, np.random.default_rng(seed), model) if names else [{} for _ in range(n)]
+    info = backend.call([[("start", seeds[i]), ("info",)] for i in range(n)])[0][0]
     eng = ShardedEngine(backend, info, algorithm, model)
     trace: list[float] = []
     eng.trace = trace
@@ -332,11 +328,64 @@ def collect_local(backend, v, sh: Sharding):
 
 
 def _split_init(model, sh: Sharding, init: dict) -> tuple[dict, dict]:
+    """init= split into the variables on the sharded plate (arrays of responsibilities, cut per chunk) and the
+    rest."""
     local, glob = {}, {}
     for name, value in init.items():
         v = model.variables.get(name)
-        (local if v is not None and sh.plate in v.plates else glob)[name] = value
+        if v is not None and sh.plate in v.plates:
+            if not isinstance(value, np.ndarray | list):
+                raise ModelError(f"init of {name!r} (on the sharded plate {sh.plate.name!r}) must be an array of "
+                                 f"probabilities, got {type(value).__name__}")
+            local[name] = np.asarray(value, dtype=float)
+        else:
+            glob[name] = value
     return local, glob
+
+
+def _seed(backend, sh: Sharding, names: list[str], rng: np.random.Generator, model) -> list[dict]:
+    """Start each mixture selector on the plate as ``compiled.categorical_init`` does in memory (k-means++ on
+    the standardised gated data), the chunks computing their rows' distances and the driver drawing: the same
+    random numbers in the same order, so the sharded fit starts where the in-memory one does."""
+    n = sh.n_chunks
+    seeds: list[dict] = [{} for _ in range(n)]
+
+    def ask(cmd: tuple, only: int | None = None) -> list:
+        out = backend.call([[cmd] if only is None or i == only else [] for i in range(n)])
+        return [o[0] if o else None for o in out]
+
+    def row(idx: int, scale: np.ndarray) -> np.ndarray:
+        i = next(k for k, (a, b) in enumerate(sh.bounds) if a <= idx < b)
+        return ask(("row", name, scale, idx - sh.bounds[i][0]), only=i)[i]
+
+    for name in names:
+        v = model.variables[name]
+        K = v.event_shape[0] if v.event_shape else 2
+        moments = ask(("moments", name))
+        N = sum(m[0] for m in moments)
+        mean = sum(m[1] for m in moments) / N
+        std = np.sqrt(sum(ask(("centred", name, mean))) / N)
+        scale = np.where(std > 0, std, 1.0)
+        centres = [row(int(rng.integers(N)), scale)]
+        for _ in range(1, K):
+            sums = np.array(ask(("d2", name, scale, centres)))
+            total = sums.sum()
+            if total > 0:
+                cum = np.cumsum(sums / total)
+                t = rng.random() * cum[-1]
+                i = min(int(np.searchsorted(cum, t, side="right")), n - 1)
+                base = cum[i - 1] if i else 0.0
+                j = ask(("pick", name, scale, centres, total, t - base), only=i)[i]
+                idx = sh.bounds[i][0] + min(j, sh.bounds[i][1] - sh.bounds[i][0] - 1)
+            else:
+                idx = int(rng.integers(N))
+            centres.append(row(idx, scale))
+        top = max(ask(("d2max", name, scale, centres)))
+        state = rng.bit_generator.state
+        rng.bit_generator.advance(N * K)  # the draws of the tie-breaking noise, taken by the chunks
+        for i, r in enumerate(ask(("assign", name, scale, centres, state, top))):
+            seeds[i][name] = r
+    return seeds
 
 
 __all__ = ["ShardedEngine", "find_sharding", "run_sharded"]

@@ -24,10 +24,11 @@ from typing import Any
 
 import numpy as np
 
+from distributions import Bernoulli, Categorical
 from factorgraph import checks
 from factorgraph.nodes import Indexed, ModelError, Plate, Variable
 
-from .compiled import compile_model
+from .compiled import _gated_data, compile_model
 from .engine import Engine
 
 
@@ -171,6 +172,23 @@ def chunk_model(blob: bytes, plate_name: str, start: int, stop: int, blocks: lis
     return model
 
 
+def _gated_rows(v: Variable, factors: list) -> np.ndarray:
+    """The observed outputs of a factor gated by ``v`` (plated over the sharded plate only), one row per row of
+    the plate, unscaled (``compiled._gated_data`` scales them by their standard deviation over all rows)."""
+    for f in factors:
+        out = f.node.edges.get("out")
+        if f.gate is None or f.gate.selector is not v or not isinstance(out, Variable) or not out.is_observed:
+            continue
+        zp = [p.index for p in v.plates]
+        op = [p.index for p in out.plates]
+        if not set(zp) <= set(op):
+            continue
+        first = [op.index(i) for i in zp]
+        rest = [i for i in range(out.value.ndim) if i not in first]
+        return np.transpose(out.value, first + rest).reshape(int(np.prod(v.shape, dtype=int)), -1)
+    raise ModelError(f"no observed data gated by {v.name!r}")
+
+
 def _take(a: np.ndarray, axis: int, start: int, stop: int) -> np.ndarray:
     a = np.asarray(a)
     if a.ndim <= axis or a.shape[axis] == 1:
@@ -201,18 +219,69 @@ class ChunkState:
     def __init__(self, blob: bytes, plate_name: str, start: int, stop: int, options: dict, *blocks) -> None:
         model = chunk_model(blob, plate_name, start, stop, list(blocks))
         self.rows = (start, stop)
-        c = compile_model(model, options["algorithm"], options["schedule"], options["init"], options["damping"],
-                          None)
+        c = compile_model(model, options["algorithm"], options["schedule"],
+                          {**options["init"], **options["local_init"]}, options["damping"], None)
+        self.c, self.eng = c, Engine(c)
         self.p = model.plates[plate_name].index
         # factors on the plate, by name (a fused factor keeps its name but sums the plate away)
         self.on_plate = {f.name for f in model.factors if model.plates[plate_name] in f.plates}
-        self.c, self.eng = c, Engine(c)
-        self.eng.initialise(options["init"], np.random.default_rng(options["seed"]))
         for f in c.factors:
             if f.node.ftype.structured is not None and is_local(f, self.p):
                 raise ModelError(f"{f.name}: a structured factor (a chain) along the sharded plate {plate_name!r} "
                                  "cannot be split into chunks")
+        self.options = options
+        self.init = {k: _take(v, model.variables[k].plates.index(model.plates[plate_name]), start, stop)
+                     for k, v in options["local_init"].items()}
         self._snap = None
+        self._data: dict[str, np.ndarray] = {}
+
+    def seeded(self) -> list[str]:
+        """The mixture selectors on the plate whose start the chunks must agree on (``seed`` below)."""
+        c = self.c
+        return [v.name for v in c.latent if is_local(v, self.p) and v.name not in self.init
+                and v.name not in c.dropped and id(v) in c.selector_factors
+                and v.family in (Categorical, Bernoulli) and _gated_data(v, c.selector_factors[id(v)]) is not None]
+
+    def start(self, seeds: dict[str, np.ndarray]) -> None:
+        self.eng.initialise({**self.options["init"], **self.init, **seeds}, np.random.default_rng(self.options["seed"]))
+
+    # k-means++ seeding of a selector across chunks, the same draws as ``compiled.categorical_init`` in memory
+    def _raw(self, name: str) -> np.ndarray:
+        if name not in self._data:
+            v = self.c.model.variables[name]
+            self._data[name] = _gated_rows(v, self.c.selector_factors[id(v)])
+        return self._data[name]
+
+    def seed_op(self, cmd: tuple) -> Any:
+        op, name = cmd[0], cmd[1]
+        x = self._raw(name)
+        if op == "moments":
+            return len(x), x.sum(0)
+        if op == "centred":
+            return ((x - cmd[2]) ** 2).sum(0)
+        x = x / cmd[2]
+        if op == "row":
+            return x[cmd[3]]
+        d2 = np.min([((x - c) ** 2).sum(-1) for c in cmd[3]], axis=0)
+        if op == "d2":
+            return d2.sum()
+        if op == "pick":
+            cdf = np.cumsum(d2 / cmd[4])
+            return int(np.searchsorted(cdf, cmd[5], side="right"))
+        D2 = np.stack([((x - c) ** 2).sum(-1) for c in cmd[3]], axis=-1)
+        if op == "d2max":
+            return D2.max()
+        # "assign": the in-memory tie-breaking noise is rng.random((N, K)) in row order; this chunk's rows
+        # take the draws from start·K on
+        bits = np.random.PCG64()
+        bits.state = cmd[4]
+        K = D2.shape[1]
+        bits.advance(self.rows[0] * K)
+        D2 = D2 + np.random.Generator(bits).random(D2.shape) * 1e-9 * (1.0 + cmd[5])
+        r = np.full(D2.shape, 0.1 / K)
+        r[np.arange(len(x)), D2.argmin(-1)] += 0.9
+        v = self.c.model.variables[name]
+        return r.reshape(v.shape + (K,))[..., 1] if v.family is Bernoulli else r.reshape(v.shape + (K,))
 
     def info(self) -> dict:
         c = self.c
@@ -245,6 +314,14 @@ class ChunkState:
                 self._snap = eng.snapshot()
             elif op == "restore":
                 eng.restore(self._snap)
+            elif op == "start":
+                self.start(cmd[1])
+            elif op == "seeded":
+                out.append(self.seeded())
+            elif op == "info":
+                out.append(self.info())
+            else:
+                out.append(self.seed_op(cmd))
         return out
 
     def _messages(self, v: Variable, with_global: bool) -> tuple:

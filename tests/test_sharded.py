@@ -60,6 +60,39 @@ def logistic(X, s):
     return m
 
 
+def gaussian_mixture(x, K=3):
+    N = x.shape[0]
+    with fg.Model("gaussian_mixture") as m:
+        k, n = fg.plate("k", K), fg.plate("n", N)
+        z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n])
+        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        tau = fg.gamma("tau", 1.0, 1.0, plates=[k])
+        fg.gaussian("x", mu[z], tau[z], plates=[n], observed=x)
+    return m
+
+
+def varying_intercept(y, groups, G=7):
+    N = y.shape[0]
+    with fg.Model("varying_intercept") as m:
+        c, n = fg.plate("c", G), fg.plate("n", N)
+        mu = fg.gaussian("mu", 0.0, 0.01)
+        a = fg.gaussian("a", mean=mu, precision=fg.gamma("tau_a", 2.0, 1.0), plates=[c])
+        fg.gaussian("y", mean=a[groups], precision=fg.gamma("tau", 2.0, 1.0), plates=[n], observed=y)
+    return m
+
+
+def _mixture_data(N=240, seed=1):
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rng.normal(-3, 1, N // 3), rng.normal(0, 0.5, N // 3), rng.normal(4, 1, N - 2 * (N // 3))])
+    return rng.permutation(x)
+
+
+def _groups(N=240, G=7, seed=2):
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, G, N)
+    return g, rng.normal(size=G)[g] + 0.3 * rng.normal(size=N)
+
+
 def _same(r0, r1, names):
     assert r1.n_iter == r0.n_iter
     assert abs(r1.elbo - r0.elbo) <= RTOL * abs(r0.elbo)
@@ -73,6 +106,13 @@ CASES = {
     "linear_factorised": (lambda X, y, s, c: linear(c(X), c(y), fused=False), lambda X, y, s: linear(X, y, False),
                           ["w", "tau", "b"]),
     "logistic_ncvmp": (lambda X, y, s, c: logistic(c(X), c(s)), lambda X, y, s: logistic(X, s), ["w", "alpha"]),
+    # the selector starts from the same k-means++ seeding as in memory (the chunks compute distances, the
+    # driver draws); the responsibilities are collected from the chunks by ``posterior("z")``
+    "gaussian_mixture": (lambda X, y, s, c: gaussian_mixture(c(_mixture_data())),
+                         lambda X, y, s: gaussian_mixture(_mixture_data()), ["mu", "tau", "pi", "z"]),
+    # segment sums over the groups, per chunk, added on the driver
+    "varying_intercept": (lambda X, y, s, c: varying_intercept(c(_groups()[1]), _groups()[0]),
+                          lambda X, y, s: varying_intercept(_groups()[1], _groups()[0]), ["a", "mu", "tau", "tau_a"]),
 }
 
 
