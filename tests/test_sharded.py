@@ -158,3 +158,25 @@ def test_bytes_per_sweep_do_not_grow_with_the_rows(client):
     assert large["chunks"] == 2 * small["chunks"]
     # the same messages per chunk: twice the chunks move twice the bytes, whatever the rows per chunk
     assert large["bytes_per_sweep"] <= 2.2 * small["bytes_per_sweep"]
+
+
+def test_a_worker_killed_mid_fit_is_recovered_with_the_same_result(client):
+    """The chunks of a lost worker are rebuilt from their data elsewhere and their commands replayed."""
+    import os
+    import signal
+
+    X, y, s = _data()
+    r0 = fg.infer(logistic(X, s), progress=False)
+    killed = []
+
+    def kill(it, elbo, eng):
+        if it == 3 and not killed:
+            address = eng.backend.actors[0]._address
+            killed.append(address)
+            pid = client.run(os.getpid, workers=[address])[address]
+            os.kill(pid, signal.SIGKILL)
+
+    r1 = fg.infer(logistic(_chunked(X), _chunked(s)), callbacks=[kill], progress=False)
+    assert killed and r1.sharding["retries"] >= 1
+    _same(r0, r1, ["w", "alpha"])
+    client.wait_for_workers(2, timeout=60)
