@@ -79,22 +79,34 @@ class _Actors:
 
     def __init__(self, client, blob: bytes, sh: Sharding, options: dict) -> None:
         self.client, self.blob, self.sh, self.options = client, blob, sh, options
-        self.blocks = [client.compute(_blocks(sh, i)) for i in range(sh.n_chunks)]
         self.actors = [self._make(i) for i in range(sh.n_chunks)]
         self.log: list[list[list]] = [[] for _ in range(sh.n_chunks)]
         self.retries = 0
         self.workers = len(client.scheduler_info(n_workers=-1)["workers"])
 
     def _make(self, i: int):
+        """The actor of chunk i, built on a worker from its blocks; the blocks are computed there (read from
+        storage, or taken from the user's persisted array) and released once the chunk model holds what it
+        needs, so that a fit out of core keeps only the chunks' statistics in memory."""
+        blocks = self.client.compute(_blocks(self.sh, i))
         fut = self.client.submit(ChunkState, self.blob, self.sh.plate.name, *self.sh.bounds[i], self.options,
-                                 *self.blocks[i], actor=True, pure=False)
-        return fut.result()
+                                 *blocks, actor=True, pure=False)
+        actor = fut.result()
+        del blocks
+        return actor
 
     def call(self, batches: list[list]) -> list[list]:
-        futs = [a.run(b) for a, b in zip(self.actors, batches, strict=True)]
+        futs = []
+        for a, b in zip(self.actors, batches, strict=True):
+            try:
+                futs.append(a.run(b))
+            except RuntimeError as e:  # "Worker holding Actor was lost"
+                futs.append(e)
         out = []
         for i, f in enumerate(futs):
             try:
+                if isinstance(f, Exception):
+                    raise f
                 out.append(f.result())
             except (ModelError, InferenceError):
                 raise

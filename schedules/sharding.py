@@ -189,6 +189,17 @@ def _gated_rows(v: Variable, factors: list) -> np.ndarray:
     raise ModelError(f"no observed data gated by {v.name!r}")
 
 
+def _release_unused(c) -> None:
+    """Drop the inputs X of inner products no compiled factor reads (a fused likelihood keeps XᵀX, Xᵀy): out of
+    core, a chunk then holds its statistics, not its rows."""
+    from .compiled import _used_deterministics
+
+    used = {id(d) for d in _used_deterministics(c, c.model)}
+    for d in c.model.deterministics:
+        if id(d) not in used and "X" in d.params:
+            d.params["X"] = None
+
+
 def _take(a: np.ndarray, axis: int, start: int, stop: int) -> np.ndarray:
     a = np.asarray(a)
     if a.ndim <= axis or a.shape[axis] == 1:
@@ -222,6 +233,7 @@ class ChunkState:
         c = compile_model(model, options["algorithm"], options["schedule"],
                           {**options["init"], **options["local_init"]}, options["damping"], None)
         self.c, self.eng = c, Engine(c)
+        _release_unused(c)
         self.p = model.plates[plate_name].index
         # factors on the plate, by name (a fused factor keeps its name but sums the plate away)
         self.on_plate = {f.name for f in model.factors if model.plates[plate_name] in f.plates}
