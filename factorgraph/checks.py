@@ -87,6 +87,24 @@ def _checked_block(block: np.ndarray, check: Any, args: tuple, block_info: dict 
         raise ModelError(f"{e}{where}") from None
 
 
+def _counts_block(block: np.ndarray, name: str, event_ndim: int) -> np.ndarray:
+    return counts(block, None, block.shape, name, event_ndim)[0]
+
+
+def one_hot_labels(value: Any, K: int, name: str) -> Any:
+    """Integer labels of a dask array as lazy one-hot rows (checked per chunk, as ``integer_labels``)."""
+    if value.dtype.kind not in "iuf":
+        raise ModelError(f"observed labels of {name!r} must be integers 0..{K - 1}, got a dask array of dtype "
+                         f"{value.dtype}")
+    return value.map_blocks(_checked_block, _one_hot_block, (K, name), dtype=float, new_axis=value.ndim,
+                            chunks=value.chunks + ((K,),), meta=np.empty((0,) * (value.ndim + 1)))
+
+
+def _one_hot_block(block: np.ndarray, K: int, name: str) -> np.ndarray:
+    lab, _ = integer_labels(block, None, block.shape, K, name)
+    return (lab[..., None] == np.arange(K)).astype(float)
+
+
 def _constant_block(block: np.ndarray, what: str) -> np.ndarray:
     return constant(block, what)
 
@@ -298,7 +316,10 @@ def bool_as_float(value: Any) -> Any:
 def counts(value: Any, mask: Any, shape: tuple[int, ...], name: str, event_ndim: int = 0
            ) -> tuple[np.ndarray, np.ndarray]:
     """Non-negative integer counts (as floats) of the given shape; returns (values, mask) as
-    ``observed_array`` does."""
+    ``observed_array`` does (a dask array stays lazy, checked per chunk)."""
+    if is_dask(value):
+        _, m = observed_array(value, mask, shape, name, event_ndim)
+        return lazy(value, _counts_block, f"counts of {name!r}", name, event_ndim), m
     arr, m = observed_array(value, mask, shape, name, event_ndim)
     seen = arr[m]
     bad = seen[(seen < 0) | (seen != np.round(seen))]

@@ -120,6 +120,9 @@ def categorical_softmax(name: str, logits: Any, over: Plate, *, observed: Any = 
         shape = tuple(p.size for p in vplates)
         if counts:
             obs, mask = checks.counts(observed, mask, shape + (K,), name, event_ndim=1)
+        elif checks.is_dask(observed):  # one-hot per chunk, checked when computed
+            checks.observed_array(observed, mask, shape, name)
+            obs, mask = checks.one_hot_labels(observed, K, name), np.broadcast_to(np.True_, shape)
         else:
             lab, m = checks.integer_labels(observed, mask, shape, K, name)
             obs = np.where(m[..., None], lab[..., None] == np.arange(K), np.nan)

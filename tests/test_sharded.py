@@ -3,6 +3,8 @@ Dask's default threaded scheduler; the reporting; bad chunks; a lost worker."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -81,6 +83,53 @@ def varying_intercept(y, groups, G=7):
     return m
 
 
+def poisson_regression(X, counts):
+    N, D = X.shape
+    with fg.Model("poisson") as m:
+        n = fg.plate("n", N)
+        w = fg.mv_gaussian("w", mean=np.zeros(D), precision=1.0)
+        fg.poisson_log("y", fg.inner(X, w, plates=[n]), plates=[n], observed=counts)
+    return m
+
+
+def softmax_regression(X, labels, K=3):
+    N, D = X.shape
+    with fg.Model("softmax") as m:
+        n, k = fg.plate("n", N), fg.plate("k", K)
+        W = fg.mv_gaussian("W", mean=np.zeros(D), precision=1.0, plates=[k])
+        fg.categorical_softmax("y", fg.inner(X, W, plates=[n]), over=k, observed=labels)
+    return m
+
+
+def bernoulli_mixture(B, K=2):
+    N, Dd = B.shape
+    with fg.Model("bernoulli_mixture") as m:
+        k, n, d = fg.plate("k", K), fg.plate("n", N), fg.plate("d", Dd)
+        z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n])
+        p = fg.beta("p", 1.0, 1.0, plates=[k, d])
+        fg.bernoulli("x", p[z], plates=[n, d], observed=B)
+    return m
+
+
+def _count_data(N=240, seed=3):
+    X, _, _ = _data(N)
+    rng = np.random.default_rng(seed)
+    return rng.poisson(np.exp(0.5 * X @ np.array([1.0, -1.0, 0.5]))).astype(float)
+
+
+def _class_data(N=240, seed=4):
+    X, _, _ = _data(N)
+    rng = np.random.default_rng(seed)
+    logits = X @ rng.normal(size=(3, 3)).T
+    return np.array([rng.choice(3, p=np.exp(r) / np.exp(r).sum()) for r in logits])
+
+
+def _binary_data(N=240, seed=5):
+    rng = np.random.default_rng(seed)
+    protos = np.array([[0.9, 0.8, 0.1, 0.2], [0.1, 0.2, 0.9, 0.7]])
+    return (rng.random((N, 4)) < protos[rng.integers(0, 2, N)]).astype(float)
+
+
 def _mixture_data(N=240, seed=1):
     rng = np.random.default_rng(seed)
     x = np.concatenate([rng.normal(-3, 1, N // 3), rng.normal(0, 0.5, N // 3), rng.normal(4, 1, N - 2 * (N // 3))])
@@ -110,6 +159,12 @@ CASES = {
     # driver draws); the responsibilities are collected from the chunks by ``posterior("z")``
     "gaussian_mixture": (lambda X, y, s, c: gaussian_mixture(c(_mixture_data())),
                          lambda X, y, s: gaussian_mixture(_mixture_data()), ["mu", "tau", "pi", "z"]),
+    "poisson_ncvmp": (lambda X, y, s, c: poisson_regression(c(X), c(_count_data())),
+                      lambda X, y, s: poisson_regression(X, _count_data()), ["w"]),
+    "softmax_ncvmp": (lambda X, y, s, c: softmax_regression(c(X), c(_class_data())),
+                      lambda X, y, s: softmax_regression(X, _class_data()), ["W"], {"max_iter": 25}),
+    "bernoulli_mixture": (lambda X, y, s, c: bernoulli_mixture(c(_binary_data())),
+                          lambda X, y, s: bernoulli_mixture(_binary_data()), ["p", "pi", "z"]),
     # segment sums over the groups, per chunk, added on the driver
     "varying_intercept": (lambda X, y, s, c: varying_intercept(c(_groups()[1]), _groups()[0]),
                           lambda X, y, s: varying_intercept(_groups()[1], _groups()[0]), ["a", "mu", "tau", "tau_a"]),
@@ -118,10 +173,13 @@ CASES = {
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_sharded_equals_in_memory_on_a_cluster(client, case):
-    build_dask, build_np, names = CASES[case]
+    build_dask, build_np, names, *options = CASES[case]
+    options = {"progress": False, **(options[0] if options else {})}
     X, y, s = _data()
-    r0 = fg.infer(build_np(X, y, s), progress=False)
-    r1 = fg.infer(build_dask(X, y, s, _chunked), progress=False)
+    with warnings.catch_warnings():  # a case run for a fixed number of sweeps warns alike in both
+        warnings.simplefilter("ignore", fg.ConvergenceWarning)
+        r0 = fg.infer(build_np(X, y, s), **options)
+        r1 = fg.infer(build_dask(X, y, s, _chunked), **options)
     _same(r0, r1, names)
     assert r1.sharding["backend"] == "distributed" and r1.sharding["workers"] == 2
     assert r1.sharding["chunks"] == 3 and r1.sharding["chunk_rows"] == [80, 80, 80]
