@@ -49,7 +49,7 @@ from .scales import exponential, half_cauchy, half_normal, half_student_t
 from .sequences import markov_chain
 
 _LAZY = {name: "schedules" for name in
-         ("infer", "VMP", "NCVMP", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
+         ("infer", "VMP", "NCVMP", "SVI", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
 _LAZY.update({"site": "schedules", "projection_log_expectation": "schedules"})  # site terms for fg.approximate
 
 
@@ -72,7 +72,7 @@ __all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "
            "approximate", "models", "AIKL", "BVI", "index",
            "binomial", "binomial_logit", "multinomial", "multinomial_softmax", "poisson", "poisson_log"]
 __all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t"]
-__all__ += ["ConvergenceWarning"]
+__all__ += ["ConvergenceWarning", "SVI"]
 __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bound", "site",
             "projection_log_expectation"]
 __all__ += ["markov_chain"]

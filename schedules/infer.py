@@ -88,6 +88,10 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         raise ModelError(f"infer needs an fg.Model, got {type(model).__name__}")
     if algorithm is not None and not isinstance(getattr(algorithm, "name", None), str):
         raise ModelError(f"algorithm must be fg.VMP() or fg.NCVMP(), got {checks._short(algorithm)}")
+    from .svi import SVI
+
+    if isinstance(algorithm, SVI):
+        return _infer_svi(model, algorithm, max_iter, init, seed, callbacks)
     chosen = ""
     if algorithm is None:
         algorithm, chosen = _default_algorithm(model, handlers)
@@ -151,6 +155,17 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     for text in out["unconverged"]:
         convergence.warn(text)
     return result
+
+
+def _infer_svi(model, svi, max_iter, init, seed, callbacks) -> Result:
+    """``infer`` by stochastic VI: ``max_iter`` minibatch steps (schedules.svi)."""
+    from .svi import run_svi
+
+    max_iter = checks.integer(max_iter, "max_iter (a positive integer)", low=1)
+    init = _by_name(init, "init") or {}
+    out = run_svi(model, svi, max_iter, init, checks.seed(seed), list(callbacks))
+    return Result(model.name, "svi", out["q"], out["elbo"], out["kind"], out["trace"], out["n_iter"], True,
+                  out["time"], 0.0, [], 0.0, out["notes"])
 
 
 def _infer_sharded(model, algorithm, sh, chosen, max_iter, tol, param_tol, init, schedule, warmup, damping,

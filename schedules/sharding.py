@@ -129,27 +129,31 @@ def skeleton(model, sh: Sharding) -> bytes:
                 setattr(holder, key, val)
 
 
-def chunk_model(blob: bytes, plate_name: str, start: int, stop: int, blocks: list[np.ndarray]):
-    """The model restricted to rows ``start:stop`` of the sharded plate, its data the chunk's blocks."""
+def chunk_model(blob: bytes, plate_name: str, start: int, stop: int, blocks: list[np.ndarray],
+                rows: np.ndarray | None = None):
+    """The model restricted to rows ``start:stop`` (or the given ``rows``) of the sharded plate, its data the
+    chunk's blocks."""
+    idx = np.arange(start, stop) if rows is None else np.asarray(rows)
     model = pickle.loads(blob)
     plate = model.plates[plate_name]
     n0 = plate.size
-    object.__setattr__(plate, "size", stop - start)
+    object.__setattr__(plate, "size", len(idx))
     for v in model.variables.values():
         if isinstance(v.value, _Slot):
             v.value = blocks[v.value.k]
             v.mask = np.ones(v.shape, dtype=bool)
         elif plate in v.plates and v.value is not None:
             axis = v.plates.index(plate)
-            v.value = _take(v.value, axis, start, stop)
-            v.mask = _take(np.broadcast_to(v.mask, v.value.shape[: len(v.plates)]), axis, start, stop)
+            v.value = _take(v.value, axis, idx)
+            full = tuple(n0 if p is plate else p.size for p in v.plates)  # the plate's size before the cut
+            v.mask = _take(np.broadcast_to(v.mask, full), axis, idx)
     for d in model.deterministics:
         if isinstance(d.params.get("X"), _Slot):
             d.params["X"] = blocks[d.params["X"].k]
         elif plate in d.plates and "X" in d.params:
             xp = [p for i, p in enumerate(d.plates) if i in d.params["x_axes"]]
             if plate in xp:
-                d.params["X"] = _take(d.params["X"], xp.index(plate), start, stop)
+                d.params["X"] = _take(d.params["X"], xp.index(plate), idx)
         if "shape" in d.params:
             d.params["shape"] = tuple(p.size for p in d.plates)
         if "sizes" in d.params:
@@ -158,7 +162,7 @@ def chunk_model(blob: bytes, plate_name: str, start: int, stop: int, blocks: lis
     nodes = [*model.deterministics, *(a for f in model.factors for a in f.edges.values())]
     for node in nodes:
         if isinstance(node, Indexed) and node.plate is plate:
-            node.labels = node.labels[start:stop]
+            node.labels = node.labels[idx]
             node.counts = np.bincount(node.labels, minlength=node.along.size).astype(float)
         elif isinstance(node, Indexed) and node.along is plate:
             raise ModelError(f"{node.name!r} gathers the sharded plate {plate_name!r}: a sharded plate cannot be "
@@ -168,7 +172,7 @@ def chunk_model(blob: bytes, plate_name: str, start: int, stop: int, blocks: lis
             axis = f.plates.index(plate)
             for edge, arg in f.edges.items():
                 if isinstance(arg, np.ndarray) and arg.ndim > axis and arg.shape[axis] == n0 > 1:
-                    f.edges[edge] = _take(arg, axis, start, stop)
+                    f.edges[edge] = _take(arg, axis, idx)
     return model
 
 
@@ -200,11 +204,11 @@ def _release_unused(c) -> None:
             d.params["X"] = None
 
 
-def _take(a: np.ndarray, axis: int, start: int, stop: int) -> np.ndarray:
+def _take(a: np.ndarray, axis: int, idx: np.ndarray) -> np.ndarray:
     a = np.asarray(a)
     if a.ndim <= axis or a.shape[axis] == 1:
         return a
-    return np.take(a, np.arange(start, stop), axis=axis)
+    return np.take(a, idx, axis=axis)
 
 
 def is_local(node_or_factor, plate_index: int) -> bool:
@@ -228,7 +232,7 @@ class ChunkState:
     """
 
     def __init__(self, blob: bytes, plate_name: str, start: int, stop: int, options: dict, *blocks) -> None:
-        model = chunk_model(blob, plate_name, start, stop, list(blocks))
+        model = chunk_model(blob, plate_name, start, stop, list(blocks), options.get("rows"))
         self.rows = (start, stop)
         c = compile_model(model, options["algorithm"], options["schedule"],
                           {**options["init"], **options["local_init"]}, options["damping"], None)
@@ -242,10 +246,13 @@ class ChunkState:
                 raise ModelError(f"{f.name}: a structured factor (a chain) along the sharded plate {plate_name!r} "
                                  "cannot be split into chunks")
         self.options = options
-        self.init = {k: _take(v, model.variables[k].plates.index(model.plates[plate_name]), start, stop)
+        self.init = {k: _take(v, model.variables[k].plates.index(model.plates[plate_name]), np.arange(start, stop))
                      for k, v in options["local_init"].items()}
         self._snap = None
         self._data: dict[str, np.ndarray] = {}
+
+    def local_of(self, v: Variable) -> bool:
+        return is_local(v, self.p)
 
     def seeded(self) -> list[str]:
         """The mixture selectors on the plate whose start the chunks must agree on (``seed`` below)."""
