@@ -173,8 +173,6 @@ def _infer_sharded(model, algorithm, sh, chosen, max_iter, tol, param_tol, init,
     """``infer`` over a plate sharded into Dask chunks (schedules.sharded_run, docs/design.md §10)."""
     from .sharded_run import collect_local, run_sharded
 
-    if handlers:
-        raise ModelError("handlers= is not supported yet on a sharded plate (dask data); fit in memory")
     warm = []
     for name in warmup:
         v = model.variables.get(name)
@@ -182,9 +180,10 @@ def _infer_sharded(model, algorithm, sh, chosen, max_iter, tol, param_tol, init,
             raise ModelError(f"warmup: {name!r} is not a latent variable of model {model.name!r}")
         warm.append(v)
     out = run_sharded(model, algorithm, sh, max_iter, tol, param_tol, dict(init or {}), schedule, damping,
-                      list(callbacks), progress, seed, warm)
+                      list(callbacks), progress, seed, warm, handlers)
     eng = out["engine"]
-    kind = combine_kinds({f.evidence_kind for f in eng.c.factors})
+    kind = combine_kinds({f.evidence_kind for f in eng.c.factors if f.claimed_by is None} | {
+        fit.kind for name, fit in eng.block.items() if eng.c.claimed[name]})
     notes = ([chosen] if chosen else []) + list(out["notes"])
     if eng.c.fused:
         notes.append(f"fused linear-Gaussian factors (cached XᵀX, Xᵀy per chunk): {eng.c.fused}")
@@ -192,6 +191,7 @@ def _infer_sharded(model, algorithm, sh, chosen, max_iter, tol, param_tol, init,
     result = Result(model.name, algorithm.name, dict(eng.q), float(trace[-1]), kind, trace, out["n_iter"],
                     out["converged"], out["time"], 0.0, out["warnings"], 0.0, notes)
     result.sharding = out["sharding"]
+    result.joint.update(eng.joint)
     result.local.update({n: collect_local(out["backend"], model.variables[n], sh)
                          for n, loc in eng.local.items() if loc})
     result.scales.update(n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.is_latent)

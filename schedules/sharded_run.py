@@ -148,10 +148,45 @@ class _Factor(SimpleNamespace):
     """What ``_iterate`` reads of a compiled factor: its name, damping and kind."""
 
 
+class ShardedTarget:
+    """A handled global's ``BlockTarget`` whose sites are the chunks' rows: the Gaussian part (the rest of the
+    graph's message) here, the site sums Σ_n log f_n, their gradients and Hessians (and Laplace's expansion) as
+    reductions over the chunks, each a round trip that ships w and brings back D + D² numbers per chunk."""
+
+    def __new__(cls, eng, name: str, eta1, eta2, prior):
+        from .handlers import BlockTarget
+
+        class _Sharded(BlockTarget):
+            def _site_terms(self, W, scales, grads=True, skip_quadratic=False):
+                parts = eng.ask(("site", name, "terms", W, scales, grads, skip_quadratic))
+                val = sum(p[0] for p in parts)
+                grad = None if not grads else sum(p[1] for p in parts)
+                gs = None if not scales else sum(p[2] for p in parts)
+                return val, grad, gs
+
+            def hessian(self, w):
+                return 2.0 * self.eta2 + sum(eng.ask(("site", name, "hessian", w)))
+
+            def laplace_site_term(self, w, cov):
+                return float(sum(eng.ask(("site", name, "laplace", w, cov))))
+
+            def quadratic_site_term(self, mu, cov):
+                return float(sum(eng.ask(("site", name, "quadratic", mu, cov))))
+
+            @property
+            def mc_sites(self):
+                return any(eng.ask(("site", name, "mc")))
+
+            def gaussian_part(self):
+                raise NotImplementedError("a sharded block's quadratic sites stay with their chunks")
+
+        return _Sharded(np.asarray(eta1, float), np.asarray(eta2, float), [], prior)
+
+
 class ShardedEngine:
     """The engine's interface over chunk states: globals updated here, locals in their chunks."""
 
-    def __init__(self, backend, info: dict, algorithm, model) -> None:
+    def __init__(self, backend, info: dict, algorithm, model, handlers: dict | None = None) -> None:
         self.backend = backend
         self.local = info["local"]
         self.sequential = info["sequential"]
@@ -160,8 +195,11 @@ class ShardedEngine:
         factors = [_Factor(name=n, node=SimpleNamespace(ftype=SimpleNamespace(conjugate=conj)), evidence_kind=kind,
                            damping=d, initial_damping=d, claimed_by=None, on_plate=loc)
                    for n, conj, kind, d, loc in info["factors"]]
-        self.c = SimpleNamespace(model=model, algorithm=algorithm, factors=factors, handlers={},
-                                 order=[model.variables[n] for n in info["order"]], fused=info["fused"])
+        self.c = SimpleNamespace(model=model, algorithm=algorithm, factors=factors, handlers=dict(handlers or {}),
+                                 order=[model.variables[n] for n in info["order"]], fused=info["fused"],
+                                 claimed=info["claimed"], block_prior=info["block_prior"])
+        for f in factors:
+            f.claimed_by = next((k for k, names in info["claimed"].items() if f.name in names), None)
         self.max_change = 0.0
         self.changes: dict[str, float] = {}
         self.raised: dict[str, float] = {}
@@ -177,7 +215,7 @@ class ShardedEngine:
         self._damp_sent: dict[str, float] = {}
 
     # ------------------------------------------------------------------------------ the round trip
-    def _send(self, final: tuple | None) -> list:
+    def _send(self, final: tuple | None, answers: bool = False) -> list:
         """Ship the pending commands (and ``final``, whose answers are returned) to every chunk."""
         damp = {f.name: f.damping for f in self.c.factors}
         if damp != self._damp_sent:
@@ -195,6 +233,11 @@ class ShardedEngine:
         self.bytes_in += sum(len(pickle.dumps(o)) for o in out)
         return [o[-1] if o else None for o in out]
 
+    def ask(self, cmd: tuple) -> list:
+        """One request to every chunk (after the pending commands); their answers."""
+        self.pending.append(cmd)
+        return self._send(None, answers=True)
+
     def backend_states(self) -> list:
         return self.backend.states if hasattr(self.backend, "states") else self.backend.actors
 
@@ -202,6 +245,9 @@ class ShardedEngine:
     def update(self, v) -> None:
         if self.local[v.name]:
             self.pending.append(("update", v.name))
+            return
+        if v.name in self.c.handlers:
+            self._update_block(v)
             return
         size = self.sequential.get(v.name)
         if size is None:
@@ -217,6 +263,29 @@ class ShardedEngine:
                 a[idx] = b[idx]
                 mixed.append(a)
             self._accept(v, tuple(mixed))
+
+    def _update_block(self, v) -> None:
+        """The handler fits the block on the driver against a target whose sites are the chunks' rows."""
+        from scipy.linalg import block_diag
+
+        from distributions import MvGaussian
+
+        eta1, eta2 = self._natural(v)
+        K = v.shape[0] if v.plates else 0
+        if K:
+            eta1, eta2 = eta1.reshape(-1), block_diag(*eta2)
+        target = ShardedTarget(self, v.name, eta1, eta2, self.c.block_prior.get(v.name))
+        warm = self.block.get(v.name)
+        x0 = np.asarray(self.q[v.name].mean()).reshape(-1)
+        fit = self.c.handlers[v.name].fit(target, x0, None if warm is None else warm.info)
+        self.block[v.name] = fit
+        q = fit.q
+        if K:
+            D = v.event_shape[0]
+            cov = fit.q.cov().reshape(K, D, K, D)
+            q = MvGaussian(mean=fit.q.mean().reshape(K, D), cov=np.stack([cov[k, :, k] for k in range(K)]))
+            self.joint[v.name] = fit.q
+        self._accept_q(v, q)
 
     def _natural(self, v) -> tuple:
         answers = self._send(("msg", v.name, False))
@@ -234,6 +303,9 @@ class ShardedEngine:
         if not np.all(np.asarray(q.is_proper())):
             raise InferenceError(f"the update of {v.name!r} gave an improper posterior (natural parameters "
                                  f"{_summary(nat)}); check that it has a proper prior or enough data")
+        self._accept_q(v, q)
+
+    def _accept_q(self, v, q) -> None:
         for a in q.expected_stats():
             if not np.all(np.isfinite(a)):
                 raise InferenceError(f"the posterior of {v.name!r} has non-finite moments (natural parameters "
@@ -249,6 +321,7 @@ class ShardedEngine:
     def elbo(self) -> float:
         answers = self._send(("elbo", False))
         value = sum(a[0] + a[1] for a in answers) + answers[0][2] + answers[0][3]
+        value += sum(fit.site_term + fit.prior_shift + fit.entropy for fit in self.block.values())
         total = self.bytes_out + self.bytes_in
         self.sweep_bytes.append(total - self._mark)
         self._mark = total
@@ -280,20 +353,20 @@ class ShardedEngine:
 
 
 def run_sharded(model, algorithm, sh: Sharding, max_iter: int, tol, param_tol, init: dict, schedule, damping,
-                callbacks: list, progress, seed, warmup: list) -> dict[str, Any]:
+                callbacks: list, progress, seed, warmup: list, handlers: dict | None = None) -> dict[str, Any]:
     """Iterate a sharded model to convergence; returns the pieces of a Result (as ``engine.run``)."""
     t0 = time.perf_counter()
     local_init, init = _split_init(model, sh, init)
     blob = skeleton(model, sh)
     options = {"algorithm": algorithm, "schedule": schedule, "init": init, "damping": damping, "seed": seed,
-               "local_init": local_init}
+               "local_init": local_init, "handlers": handlers}
     client = _client()
     backend = _Actors(client, blob, sh, options) if client is not None else _Threads(blob, sh, options)
     n = sh.n_chunks
     names = backend.call([[("seeded",)]] * n)[0][0]
     seeds = _seed(backend, sh, names, np.random.default_rng(seed), model) if names else [{} for _ in range(n)]
     info = backend.call([[("start", seeds[i]), ("info",)] for i in range(n)])[0][0]
-    eng = ShardedEngine(backend, info, algorithm, model)
+    eng = ShardedEngine(backend, info, algorithm, model, handlers)
     trace: list[float] = []
     eng.trace = trace
     for v in warmup:
@@ -305,7 +378,8 @@ def run_sharded(model, algorithm, sh: Sharding, max_iter: int, tol, param_tol, i
     with _progress.active(_progress.resolve(progress)):
         bar = _progress.bar(model.name, max_iter, unit="sweep", leave=True)
         with _one_thread_blas() if kernels else nullcontext():
-            it, converged, reason = _iterate(eng.c, eng, trace, max_iter, tol, param_tol, callbacks, bar, False,
+            single = len(eng.c.order) == 1 and eng.c.order[0].name in eng.c.handlers
+            it, converged, reason = _iterate(eng.c, eng, trace, max_iter, tol, param_tol, callbacks, bar, single,
                                              warnings)
         bar.close()
     notes = []

@@ -235,7 +235,8 @@ class ChunkState:
         model = chunk_model(blob, plate_name, start, stop, list(blocks), options.get("rows"))
         self.rows = (start, stop)
         c = compile_model(model, options["algorithm"], options["schedule"],
-                          {**options["init"], **options["local_init"]}, options["damping"], None)
+                          {**options["init"], **options["local_init"]}, options["damping"],
+                          options.get("handlers"))
         self.c, self.eng = c, Engine(c)
         _release_unused(c)
         self.p = model.plates[plate_name].index
@@ -310,7 +311,9 @@ class ChunkState:
                              f.name in self.on_plate) for f in c.factors],
                 "q": {v.name: self.eng.q[v.name] for v in c.latent if not is_local(v, self.p)},
                 "sequential": {k: p.size for k, p in c.sequential.items()},
-                "fused": list(c.fused)}
+                "fused": list(c.fused),
+                "claimed": {k: [f.name for f in fs] for k, fs in c.claimed.items()},
+                "block_prior": dict(c.block_prior)}
 
     def run(self, commands: list) -> list:
         eng, c = self.eng, self.c
@@ -339,6 +342,8 @@ class ChunkState:
                 out.append(self.seeded())
             elif op == "info":
                 out.append(self.info())
+            elif op == "site":
+                out.append(self.site_op(cmd))
             else:
                 out.append(self.seed_op(cmd))
         return out
@@ -371,8 +376,8 @@ class ChunkState:
         ef = [0.0, 0.0]  # on the plate, off it
         for f in c.factors:
             here = f.name in self.on_plate
-            if not here and not with_global:
-                continue
+            if f.claimed_by is not None or (not here and not with_global):
+                continue  # a handler's sites: the driver adds its BlockFit's terms
             e = eng.factor_evidence(f)
             r = eng.instance_weights(f)
             if r is not None:
@@ -381,13 +386,48 @@ class ChunkState:
         h = [0.0, 0.0]
         for v in c.latent:
             here = is_local(v, self.p)
-            if not here and not with_global:
+            if v.name in c.handlers or (not here and not with_global):
                 continue
             ent = np.broadcast_to(eng.q[v.name].entropy(), v.shape)
             if v.name in c.pruned:
                 ent = ent * c.pruned[v.name]
             h[0 if here else 1] += float(ent[~v.mask].sum()) if v.mask is not None else float(ent.sum())
         return ef[0], h[0], ef[1], h[1]
+
+    def _target(self, name: str):
+        """The chunk's rows as a ``BlockTarget`` of the handled global ``name``: its claimed sites only (the
+        Gaussian part, the rest of the graph's message, is the driver's)."""
+        from .engine import _Moments, _rows
+        from .handlers import BlockTarget, Site
+
+        v = self.c.model.variables[name]
+        K = v.shape[0] if v.plates else 0
+        D = v.event_shape[0]
+        sites = []
+        for f in self.c.claimed[name]:
+            edge = next(e for e in f.node.edges if e in f.node.ftype.pointwise)
+            mom = _Moments(self.eng, f)
+            others = {e: tuple(_rows(a, f.sizes) for a in mom[e]) for e in f.node.edges if e != edge}
+            X = f.node.edges[edge].params["X"]
+            sites.append(Site(X.reshape(-1, X.shape[-1]), f.node.ftype.pointwise[edge], others, f.params, K, f.name))
+        n = D * max(K, 1)
+        return BlockTarget(np.zeros(n), np.zeros((n, n)), sites)
+
+    def site_op(self, cmd: tuple) -> Any:
+        """Sums over the chunk's claimed sites for a handler on the driver: ``("site", name, what, *args)``."""
+        name, what = cmd[1], cmd[2]
+        t = self._target(name)
+        if what == "terms":
+            return t._site_terms(*cmd[3:])
+        if what == "hessian":
+            return t.hessian(cmd[3]) - 2.0 * t.eta2
+        if what == "laplace":
+            return t.laplace_site_term(*cmd[3:])
+        if what == "quadratic":
+            return t.quadratic_site_term(*cmd[3:])
+        if what == "mc":
+            return t.mc_sites
+        raise ValueError(f"unknown site request {what!r}")
 
     def local_posterior(self, name: str) -> Any:
         return self.eng.q[name]

@@ -159,6 +159,9 @@ CASES = {
     # driver draws); the responsibilities are collected from the chunks by ``posterior("z")``
     "gaussian_mixture": (lambda X, y, s, c: gaussian_mixture(c(_mixture_data())),
                          lambda X, y, s: gaussian_mixture(_mixture_data()), ["mu", "tau", "pi", "z"]),
+    # the handler on the driver; log p̃, its gradient and Hessian are sums over the chunks' rows
+    "logistic_laplace": (lambda X, y, s, c: logistic(c(X), c(s)), lambda X, y, s: logistic(X, s), ["w", "alpha"],
+                         {"handlers": {"w": fg.Laplace()}}),
     "poisson_ncvmp": (lambda X, y, s, c: poisson_regression(c(X), c(_count_data())),
                       lambda X, y, s: poisson_regression(X, _count_data()), ["w"]),
     "softmax_ncvmp": (lambda X, y, s, c: softmax_regression(c(X), c(_class_data())),
