@@ -49,6 +49,12 @@ class SVI:
         moved by more than ``local_tol`` (relative).
     final_elbo
         Evaluate the exact ELBO of the final q over all rows (one pass in minibatches).
+    stream, rows
+        A streaming source: an iterable of models, each the model given to ``fg.infer`` built on a new batch
+        of rows (the same variable names; the plate of size ``batch_size``), one per step, the rows scaled as
+        a population of ``rows`` (default: the size of the plate in the model given to ``fg.infer``).  With a
+        constant ``learning_rate`` the globals track a drifting source.  No final ELBO is computed (the rows
+        are gone); ``Result.elbo`` is the running mean of the last estimates.
     """
 
     batch_size: int = 100
@@ -57,6 +63,8 @@ class SVI:
     local_iter: int = 50
     local_tol: float = 1e-8
     final_elbo: bool = True
+    stream: Any = None
+    rows: int | None = None
     name = "svi"
     monotone = False
     damping = 0.0
@@ -105,6 +113,9 @@ def run_svi(model, svi: SVI, max_iter: int, init: dict, seed: int | None, callba
     elif sh.plate is not plate:
         raise ModelError(f"SVI: the dask data are chunked along {sh.plate.name!r}, not {plate.name!r}")
     N, B = plate.size, min(svi.batch_size, plate.size)
+    if svi.stream is not None:
+        N = svi.rows if svi.rows is not None else N
+        stream = iter(svi.stream)
     blob = skeleton(model, sh)
     rng = np.random.default_rng(seed)
     from .algorithms import VMP
@@ -118,9 +129,16 @@ def run_svi(model, svi: SVI, max_iter: int, init: dict, seed: int | None, callba
     for it in range(1, max_iter + 1):
         if pos + B > N:
             perm, pos = rng.permutation(N), 0
-        rows = np.sort(perm[pos:pos + B])
-        pos += B
-        state = _batch(ChunkState, blob, sh, rows, {**options, "init": dict(q)})
+        if svi.stream is not None:
+            state = _streamed(ChunkState, stream, plate.name, {**options, "init": dict(q)}, it)
+            if state is None:
+                it -= 1
+                break
+            B = state.c.model.plates[plate.name].size
+        else:
+            rows = np.sort(perm[pos:pos + B])
+            pos += B
+            state = _batch(ChunkState, blob, sh, rows, {**options, "init": dict(q)})
         if order is None:
             info = state.info()
             order = [model.variables[n] for n in info["order"] if not info["local"][n]]
@@ -148,7 +166,7 @@ def run_svi(model, svi: SVI, max_iter: int, init: dict, seed: int | None, callba
     elbo, kind = float(np.mean(trace[-max(1, len(trace) // 10):])), "estimate"
     notes = [f"SVI: {it} steps of minibatches of {B} of the {N} rows of plate {plate.name!r}, learning rate "
              f"{svi.learning_rate!r}; elbo_trace holds per-step ELBO estimates (N/|B|-scaled minibatch terms)"]
-    if svi.final_elbo:
+    if svi.final_elbo and svi.stream is None:
         notes.append(f"the running mean of the last {max(1, len(trace) // 10)} estimates is {elbo:.10g}")
         elbo, kind = _full_elbo(ChunkState, blob, sh, options, q, svi), "lower bound"
         notes.append("Result.elbo: the exact ELBO of the final q over all rows (local variables fitted with the "
@@ -161,6 +179,21 @@ def _batch(cls, blob: bytes, sh, rows: np.ndarray, options: dict):
     blocks = [np.asarray(arr[tuple(rows if k == slot[2] else slice(None) for k in range(arr.ndim))])
               for arr, slot in zip(sh.arrays, sh.slots, strict=True)]
     state = cls(blob, sh.plate.name, 0, len(rows), {**options, "rows": rows}, *blocks)
+    state.start({})
+    return state
+
+
+def _streamed(cls, stream, plate: str, options: dict, it: int):
+    """The next model of a stream as a minibatch state (None when the stream is exhausted)."""
+    import cloudpickle
+
+    try:
+        m = next(stream)
+    except StopIteration:
+        return None
+    if plate not in getattr(m, "plates", {}):
+        raise ModelError(f"SVI: item {it} of the stream is not a model with the plate {plate!r}: {m!r}")
+    state = cls(cloudpickle.dumps(m), plate, 0, m.plates[plate].size, options)
     state.start({})
     return state
 

@@ -73,3 +73,26 @@ def test_robbins_monro_steps_and_bad_options():
         fg.SVI(batch_size=0)
     with pytest.raises(fg.ModelError, match="no plate 'rows'"):
         fg.infer(_linear(N=50), fg.SVI(batch_size=10, plate="rows"), max_iter=2)
+
+
+def test_svi_with_a_constant_step_tracks_a_drifting_stream():
+    """Batches of a regression whose slope drifts from 1 to 3: the constant-step globals follow the current
+    slope (the full-batch fit would sit at the average, 2)."""
+    rng = np.random.default_rng(0)
+    B, steps = 50, 120
+
+    def batch_model(slope):
+        x = rng.normal(size=(B, 1))
+        y = slope * x[:, 0] + 0.2 * rng.normal(size=B)
+        with fg.Model("drift") as m:
+            n = fg.plate("n", B)
+            w = fg.mv_gaussian("w", mean=np.zeros(1), precision=1.0)
+            fg.gaussian("y", mean=fg.inner(x, w, plates=[n]), precision=25.0, plates=[n], observed=y)
+        return m
+
+    slopes = np.linspace(1.0, 3.0, steps)
+    stream = (batch_model(s) for s in slopes)
+    r = fg.infer(batch_model(1.0), fg.SVI(batch_size=B, learning_rate=0.2, stream=stream, rows=1000), max_iter=1000)
+    assert r.n_iter == steps  # the stream ran out first
+    assert abs(r.posterior("w").mean()[0] - 3.0) < 0.1
+    assert r.evidence_kind == "estimate"
