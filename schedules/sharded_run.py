@@ -178,7 +178,10 @@ class ShardedTarget:
                 return any(eng.ask(("site", name, "mc")))
 
             def gaussian_part(self):
-                raise NotImplementedError("a sharded block's quadratic sites stay with their chunks")
+                e1, e2, c = self.eta1, self.eta2, float(self.prior_const)
+                for b, q, a in eng.ask(("site", name, "natural")):
+                    e1, e2, c = e1 + b, e2 + q, c + a
+                return e1, e2, c
 
         return _Sharded(np.asarray(eta1, float), np.asarray(eta2, float), [], prior)
 

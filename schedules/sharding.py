@@ -427,6 +427,9 @@ class ChunkState:
             return t.quadratic_site_term(*cmd[3:])
         if what == "mc":
             return t.mc_sites
+        if what == "natural":  # the quadratic sites' (η₁, η₂, constant), summed
+            e1, e2, c = t.gaussian_part()
+            return e1, e2, c - t.prior_const
         raise ValueError(f"unknown site request {what!r}")
 
     def local_posterior(self, name: str) -> Any:
