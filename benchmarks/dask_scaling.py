@@ -73,13 +73,13 @@ def main(small: bool = False) -> None:
                   f"{r1.sharding['bytes_per_sweep']:>12.0f}")
             per_row = (t_cl, N, r1.sharding)
         print(f"\nbytes moved per sweep against D (N = 20000, {chunks} chunks, cluster)")
-        print(f"{'D':>6} {'bytes/sweep':>12} {'per chunk':>10} {'8·(D + D²)·2':>14}")
+        print(f"{'D':>6} {'bytes/sweep':>12} {'per chunk':>10} {'per chunk / (8·D²)':>19}")
         by_d = {}
         for d in (2, 10, 50, 100):
             X, s = _data(20_000, d)
             _, r = _sweep_time(_model(da.from_array(X, chunks=(5_000, d)), da.from_array(s, chunks=5_000)), 3)
             by_d[d] = r.sharding["bytes_per_sweep"]
-            print(f"{d:>6} {by_d[d]:>12.0f} {by_d[d] / chunks:>10.0f} {16 * (d + d * d):>14}")
+            print(f"{d:>6} {by_d[d]:>12.0f} {by_d[d] / chunks:>10.0f} {by_d[d] / chunks / (8 * d * d):>19.2f}")
     t, N, sh = per_row
     # worked estimate: rows per worker scale the per-sweep compute; bytes scale with chunks × the globals
     rows, workers, chunk_rows = 1e9, 100, 1e7
