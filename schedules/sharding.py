@@ -47,53 +47,51 @@ class Sharding:
         return len(self.bounds)
 
 
-def _holders(model) -> list[tuple[Any, str, tuple[Plate, ...]]]:
-    """Every place a node keeps plate-shaped data: (object, attribute or params key, the plates of its axes)."""
+def _holders(model) -> list[tuple[Any, str, tuple[Plate, ...], str]]:
+    """Every place a node keeps plate-shaped data: (object, attribute or params key, the plates of its axes,
+    what to call it in an error)."""
     out = []
     for v in model.variables.values():
-        out.append((v, "value", v.plates))
+        out.append((v, "value", v.plates, f"the observed data of {v.name!r}"))
     for d in model.deterministics:
         if "X" in d.params:
             xp = tuple(p for i, p in enumerate(d.plates) if i in d.params.get("x_axes", ()))
-            out.append((d.params, "X", xp))
+            out.append((d.params, "X", xp, f"the inputs X of {d.name!r}"))
     return out
 
 
 def find_sharding(model) -> Sharding | None:
-    """The sharded plate of a model whose data include dask arrays (None when none do)."""
+    """The sharded plate of a model whose data include dask arrays (None when none do): the one plate along
+    which they are chunked; every dask array is rechunked to the first one's chunks along it (and one chunk
+    along its other axes)."""
     found = []
-    for holder, key, plates in _holders(model):
+    for holder, key, plates, what in _holders(model):
         arr = holder[key] if isinstance(holder, dict) else getattr(holder, key)
         if checks.is_dask(arr):
-            found.append((holder, key, plates, arr))
+            found.append((holder, key, plates, what, arr))
     if not found:
         return None
-    candidates = set()
-    for _holder, key, plates, arr in found:
+    ref: dict[Plate, tuple[int, ...]] = {}
+    for _holder, _key, plates, what, arr in found:
         chunked = [p for p, c in zip(plates, arr.chunks, strict=False) if len(c) > 1]
         if len(chunked) > 1:
-            raise ModelError(f"dask data ({key}) are chunked along several plates {[p.name for p in chunked]}; "
-                             "chunk them along one plate only (the sharded plate)")
-        candidates.update(chunked)
-    if len(candidates) > 1:
-        raise ModelError(f"the dask data are chunked along different plates {sorted(p.name for p in candidates)}; "
+            raise ModelError(f"{what} is a dask array chunked along several plates {[p.name for p in chunked]}; "
+                             "chunk it along one plate only (the sharded plate)")
+        for p in chunked:
+            ref.setdefault(p, arr.chunks[plates.index(p)])
+    if len(ref) > 1:
+        raise ModelError(f"the dask data are chunked along different plates {sorted(p.name for p in ref)}; "
                          "chunk every array along the same plate")
-    if candidates:
-        plate = candidates.pop()
-    else:  # one chunk: shard along the first plate of the first array
-        plate = found[0][2][0]
-    ref = next(arr.chunks[plates.index(plate)] for _h, _k, plates, arr in found if plate in plates
-               and len(arr.chunks[plates.index(plate)]) > 1) if any(
-        plate in pl and len(a.chunks[pl.index(plate)]) > 1 for _h, _k, pl, a in found) else (plate.size,)
-    cuts = np.concatenate([[0], np.cumsum(ref)]).astype(int)
-    bounds = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
-    sh = Sharding(plate, bounds, [])
-    for holder, key, plates, arr in found:
+    plate = next(iter(ref)) if ref else found[0][2][0]  # one chunk: the first plate of the first array
+    chunks = ref.get(plate, (plate.size,))
+    cuts = np.concatenate([[0], np.cumsum(chunks)]).astype(int)
+    sh = Sharding(plate, [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:], strict=True)], [])
+    for holder, key, plates, what, arr in found:
         if plate not in plates:
-            raise ModelError(f"dask data ({key}) must carry the sharded plate {plate.name!r}")
+            raise ModelError(f"{what} is a dask array without the sharded plate {plate.name!r}; give it as a numpy "
+                             "array, or chunk every dask array along one plate they share")
         axis = plates.index(plate)
-        arr = arr.rechunk({axis: tuple(ref), **{i: -1 for i in range(arr.ndim) if i != axis}})
-        sh.arrays.append(arr)
+        sh.arrays.append(arr.rechunk({axis: tuple(chunks), **{i: -1 for i in range(arr.ndim) if i != axis}}))
         sh.slots.append((holder, key, axis))
     return sh
 
@@ -228,7 +226,10 @@ class ChunkState:
     * ``("msg", name, with_global)``: the natural parameters the factors on the plate send the global
       ``name`` (summed over the chunk's rows), and with ``with_global`` those of the factors off it;
     * ``("elbo", with_global)``: (E[log f] on the plate, local entropies[, off-plate terms]);
-    * ``("snap",)``, ``("restore",)``: the engine's backtracking snapshot.
+    * ``("snap",)``, ``("restore",)``: the engine's backtracking snapshot;
+    * ``("seeded",)``, ``("start", seeds)``, ``("info",)``: the start (``sharded_run._seed``: the requests
+      ``moments``, ``centred``, ``row``, ``d2``, ``pick``, ``d2max``, ``assign`` of a selector's seeding);
+    * ``("site", name, what, ...)``: sums over the chunk's sites of a handled global (``site_op``).
     """
 
     def __init__(self, blob: bytes, plate_name: str, start: int, stop: int, options: dict, *blocks) -> None:

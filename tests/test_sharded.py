@@ -241,3 +241,15 @@ def test_a_worker_killed_mid_fit_is_recovered_with_the_same_result(client):
     assert killed and r1.sharding["retries"] >= 1
     _same(r0, r1, ["w", "alpha"])
     client.wait_for_workers(2, timeout=60)
+
+
+def test_arrays_chunked_differently_are_cut_alike():
+    """X in chunks of 100 rows and y in chunks of 60: both are cut at X's boundaries (the first array's)."""
+    import dask
+
+    X, y, _s = _data()
+    r0 = fg.infer(linear(X, y, fused=False), progress=False)
+    with dask.config.set(scheduler="threads"):
+        r1 = fg.infer(linear(_chunked(X, 100), _chunked(y, 60), fused=False), progress=False)
+    _same(r0, r1, ["w", "tau", "b"])
+    assert r1.sharding["chunk_rows"] == [100, 100, 40]
