@@ -62,8 +62,8 @@ def _holders(model) -> list[tuple[Any, str, tuple[Plate, ...], str]]:
 
 def find_sharding(model) -> Sharding | None:
     """The sharded plate of a model whose data include dask arrays (None when none do): the one plate along
-    which they are chunked; every dask array is rechunked to the first one's chunks along it (and one chunk
-    along its other axes)."""
+    which they are chunked; every dask array is rechunked to the first one's chunks along it (observed values
+    first, in declaration order, then inner products' inputs), and to one chunk along its other axes."""
     found = []
     for holder, key, plates, what in _holders(model):
         arr = holder[key] if isinstance(holder, dict) else getattr(holder, key)

@@ -244,7 +244,8 @@ def test_a_worker_killed_mid_fit_is_recovered_with_the_same_result(client):
 
 
 def test_arrays_chunked_differently_are_cut_alike():
-    """X in chunks of 100 rows and y in chunks of 60: both are cut at X's boundaries (the first array's)."""
+    """X in chunks of 100 rows and y in chunks of 60: both are cut at y's boundaries (observed values come
+    first, then the inner products' inputs)."""
     import dask
 
     X, y, _s = _data()
@@ -252,4 +253,4 @@ def test_arrays_chunked_differently_are_cut_alike():
     with dask.config.set(scheduler="threads"):
         r1 = fg.infer(linear(_chunked(X, 100), _chunked(y, 60), fused=False), progress=False)
     _same(r0, r1, ["w", "tau", "b"])
-    assert r1.sharding["chunk_rows"] == [100, 100, 40]
+    assert r1.sharding["chunk_rows"] == [60, 60, 60, 60]
