@@ -96,3 +96,27 @@ def test_svi_with_a_constant_step_tracks_a_drifting_stream():
     assert r.n_iter == steps  # the stream ran out first
     assert abs(r.posterior("w").mean()[0] - 3.0) < 0.1
     assert r.evidence_kind == "estimate"
+
+
+def test_svi_reads_minibatches_from_dask_data_as_from_numpy():
+    da = pytest.importorskip("dask.array")  # the dask extra, installed by .ci/run
+    import dask
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(600, 2))
+    y = X @ np.array([0.5, -1.0]) + 0.3 * rng.normal(size=600)
+
+    def model(X, y):
+        with fg.Model("linear") as m:
+            n = fg.plate("n", 600)
+            w = fg.mv_gaussian("w", mean=np.zeros(2), precision=1.0)
+            fg.gaussian("y", mean=fg.inner(X, w, plates=[n]), precision=fg.gamma("tau", 1.0, 1.0), plates=[n],
+                        observed=y)
+        return m
+
+    svi = fg.SVI(batch_size=60)
+    r0 = fg.infer(model(X, y), svi, max_iter=20)
+    with dask.config.set(scheduler="threads"):
+        r1 = fg.infer(model(da.from_array(X, chunks=(200, 2)), da.from_array(y, chunks=200)), svi, max_iter=20)
+    np.testing.assert_allclose(r1.elbo_trace, r0.elbo_trace, rtol=1e-12)
+    np.testing.assert_allclose(r1.posterior("w").mean(), r0.posterior("w").mean(), rtol=1e-12)
