@@ -254,3 +254,10 @@ def test_arrays_chunked_differently_are_cut_alike():
         r1 = fg.infer(linear(_chunked(X, 100), _chunked(y, 60), fused=False), progress=False)
     _same(r0, r1, ["w", "tau", "b"])
     assert r1.sharding["chunk_rows"] == [60, 60, 60, 60]
+
+
+def test_dask_data_chunked_along_two_plates_is_refused():
+    B = _binary_data()
+    with pytest.raises(fg.ModelError, match=r"the observed data of 'x' is a dask array chunked along several plates "
+                                            r"\['n', 'd'\]"):
+        fg.infer(bernoulli_mixture(da.from_array(B, chunks=(80, 2))), progress=False)
