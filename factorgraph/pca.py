@@ -37,7 +37,7 @@ from scipy.special import digamma, gammaln
 
 from . import checks, convergence
 from .nodes import ModelError
-from .rotation import ard_rates, ard_term, gaussian_term, optimal_rotation
+from .rotation import ard_term, gaussian_term, optimal_rotation
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -287,8 +287,6 @@ def _check(X: Any, n_components: Any, noise: str, init: Any, seed: Any) -> tuple
     N, D = Xa.shape
     if N < 2 or D < 1:
         raise ModelError(f"pca: X must have at least 2 rows and 1 column, got shape {Xa.shape}")
-    if not np.all(np.isfinite(Xa)):
-        raise ModelError("pca: X has non-finite entries (missing values are not supported by models.pca)")
     if isinstance(n_components, bool) or not isinstance(n_components, int | np.integer):
         raise ModelError(f"pca: n_components must be an integer, got {n_components!r}")
     K = int(n_components)
@@ -364,11 +362,12 @@ def pca(X: Any, n_components: int, ard: bool = True, *, rotate: bool = True, noi
         warns.append(text)
         convergence.warn(text)
     Xc = Xa - Xa.mean(0)
+    total = float(np.einsum("nd,nd->", Xc, Xc) / len(Xa))
     return PCAResult(
         loadings=st.Wm[:, :K].copy(), loadings_cov=st.Wc[:, :K, :K].copy(), latent_mean=st.Zm,
         latent_cov=st.Zc, mean=st.Wm[:, K].copy() if mean else np.zeros(st.D), noise_precision=st.tau_a / st.tau_b,
         ard_precision=st.alpha(), elbo=trace[-1], elbo_trace=np.array(trace), n_iter=len(trace),
-        converged=converged, time=time.perf_counter() - t0, total_variance=float(np.einsum("nd,nd->", Xc, Xc) / len(Xa)),
+        converged=converged, time=time.perf_counter() - t0, total_variance=total,
         rotate=rotate, warnings=warns, _mean_cov=_joint_cov(st), _noise_ab=(st.tau_a, st.tau_b))
 
 

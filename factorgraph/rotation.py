@@ -95,11 +95,6 @@ def ard_term(A: np.ndarray, n: float, shape: float, rate: float, shared: bool = 
     return term
 
 
-def ard_rates(A: np.ndarray, rate: float) -> np.ndarray:
-    """The optimal q(α) rates b_k = b₀ + ½A_kk for second moments A = Σ_d E[w_d w_dᵀ] (after rotating)."""
-    return rate + 0.5 * np.diagonal(A)
-
-
 def optimal_rotation(terms: Sequence[Term], K: int, max_iter: int = 100, tol: float = 1e-10
                      ) -> tuple[np.ndarray, float]:
     """The K×K matrix R maximising Σ_t f_t(R), by L-BFGS with the analytic gradient, from R = I.
@@ -132,4 +127,4 @@ def optimal_rotation(terms: Sequence[Term], K: int, max_iter: int = 100, tol: fl
     return R, float(f0 - f1)
 
 
-__all__ = ["ard_rates", "ard_term", "gaussian_term", "optimal_rotation"]
+__all__ = ["ard_term", "gaussian_term", "optimal_rotation"]
