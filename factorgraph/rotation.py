@@ -95,9 +95,13 @@ def ard_term(A: np.ndarray, n: float, shape: float, rate: float, shared: bool = 
     return term
 
 
-def optimal_rotation(terms: Sequence[Term], K: int, max_iter: int = 100, tol: float = 1e-10
+def optimal_rotation(terms: Sequence[Term], K: int, max_iter: int = 1000, tol: float = 1e-13
                      ) -> tuple[np.ndarray, float]:
     """The K×K matrix R maximising Σ_t f_t(R), by L-BFGS with the analytic gradient, from R = I.
+
+    ``tol`` is L-BFGS-B's relative decrease below which it stops.  Stopping the inner optimisation early is
+    safe (the bound still rises) but slows pruning a great deal: components that ARD would switch off
+    survive many more sweeps.
 
     Returns
     -------
@@ -119,7 +123,7 @@ def optimal_rotation(terms: Sequence[Term], K: int, max_iter: int = 100, tol: fl
 
     f0 = neg(eye.ravel())[0]
     res = minimize(neg, eye.ravel(), jac=True, method="L-BFGS-B",
-                   options={"maxiter": max_iter, "ftol": tol * max(1.0, abs(f0)), "gtol": 1e-9})
+                   options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-9})
     R = res.x.reshape(K, K)
     f1 = neg(res.x)[0]
     if not np.isfinite(f1) or f1 >= f0:
