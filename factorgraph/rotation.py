@@ -36,12 +36,27 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy.optimize import minimize
 
-Term = Callable[[np.ndarray], tuple[float, np.ndarray]]
+Term = Callable[[np.ndarray, np.ndarray, float], tuple[float, np.ndarray]]
+"""A bound term: (R, R⁻¹, log|det R|) → (f(R), ∂f/∂R); the inverse and determinant are computed once for all
+terms."""
 
 
 def _logdet(R: np.ndarray) -> float:
     sign, ld = np.linalg.slogdet(R)
     return ld if sign != 0 else -np.inf
+
+
+def evaluate(terms: Sequence[Term], R: np.ndarray) -> tuple[float, np.ndarray]:
+    """Σ_t f_t(R) and its gradient (−∞ and zeros for a singular R)."""
+    ld = _logdet(R)
+    if not np.isfinite(ld):
+        return -np.inf, np.zeros_like(R)
+    U = np.linalg.inv(R)
+    v, g = 0.0, np.zeros_like(R)
+    for t in terms:
+        tv, tg = t(R, U, ld)
+        v, g = v + tv, g + tg
+    return v, g
 
 
 def gaussian_term(A: np.ndarray, n: float) -> Term:
@@ -56,9 +71,9 @@ def gaussian_term(A: np.ndarray, n: float) -> Term:
     """
     A = np.asarray(A, float)
 
-    def term(R: np.ndarray) -> tuple[float, np.ndarray]:
+    def term(R: np.ndarray, U: np.ndarray, ld: float) -> tuple[float, np.ndarray]:
         RA = R @ A
-        return -0.5 * np.sum(RA * R) + n * _logdet(R), -RA + n * np.linalg.inv(R).T
+        return -0.5 * np.sum(RA * R) + n * ld, -RA + n * U.T
 
     return term
 
@@ -82,20 +97,19 @@ def ard_term(A: np.ndarray, n: float, shape: float, rate: float, shared: bool = 
     A = np.asarray(A, float)
     a = shape + 0.5 * n * (A.shape[0] if shared else 1)
 
-    def term(R: np.ndarray) -> tuple[float, np.ndarray]:
-        U = np.linalg.inv(R)
+    def term(R: np.ndarray, U: np.ndarray, ld: float) -> tuple[float, np.ndarray]:
         AU = A @ U
         b = rate + 0.5 * np.einsum("ik,ik->k", U, AU)
         if shared:
             b = rate + np.sum(b - rate)
-        value = -a * np.sum(np.log(b)) - n * _logdet(R)
+        value = -a * np.sum(np.log(b)) - n * ld
         grad = U.T @ (AU * (a / b)) @ U.T - n * U.T
         return value, grad
 
     return term
 
 
-def optimal_rotation(terms: Sequence[Term], K: int, max_iter: int = 1000, tol: float = 1e-13
+def optimal_rotation(terms: Sequence[Term], K: int, max_iter: int = 300, tol: float = 1e-12
                      ) -> tuple[np.ndarray, float]:
     """The K×K matrix R maximising Σ_t f_t(R), by L-BFGS with the analytic gradient, from R = I.
 
@@ -112,13 +126,7 @@ def optimal_rotation(terms: Sequence[Term], K: int, max_iter: int = 1000, tol: f
     eye = np.eye(K)
 
     def neg(r: np.ndarray) -> tuple[float, np.ndarray]:
-        R = r.reshape(K, K)
-        if not np.isfinite(_logdet(R)):
-            return np.inf, np.zeros(K * K)
-        v, g = 0.0, np.zeros((K, K))
-        for t in terms:
-            tv, tg = t(R)
-            v, g = v + tv, g + tg
+        v, g = evaluate(terms, r.reshape(K, K))
         return -v, -g.ravel()
 
     f0 = neg(eye.ravel())[0]
@@ -131,4 +139,4 @@ def optimal_rotation(terms: Sequence[Term], K: int, max_iter: int = 1000, tol: f
     return R, float(f0 - f1)
 
 
-__all__ = ["ard_term", "gaussian_term", "optimal_rotation"]
+__all__ = ["Term", "ard_term", "evaluate", "gaussian_term", "optimal_rotation"]
