@@ -30,7 +30,7 @@ from .builders import (
 from .convergence import ConvergenceWarning
 from .counts import binomial, binomial_logit, multinomial, multinomial_softmax, poisson, poisson_log
 from .covariance import gaussian_wishart, wishart
-from .expressions import inner, select
+from .expressions import dot, inner, select
 from .indexing import index
 from .model import Model
 from .nodes import ModelError, Plate, Variable
@@ -76,6 +76,7 @@ __all__ += ["ConvergenceWarning"]
 __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bound", "site",
             "projection_log_expectation"]
 __all__ += ["markov_chain"]
+__all__ += ["dot"]
 __all__ += ["sample_prior"]
 __all__ += ["student_t"]
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from distributions import Bernoulli, Categorical, Gaussian, GaussianGamma, MvGaussian
-from factors.deterministic import Inner, Product, Sum
+from factors.deterministic import Dot, Inner, Product, Sum
 
 from . import checks
 from .model import current_model
@@ -109,13 +109,63 @@ def scale(c: Any, a: Any) -> Deterministic:
     return _binary(Product, "scale", c, a)
 
 
+def _random_vector(x: Any, what: str) -> Variable | Indexed:
+    if not isinstance(x, Variable | Indexed):
+        raise ModelError(f"{what}: {checks._short(x)} is not a random vector (an fg.mv_gaussian variable); for an "
+                         "observed matrix use fg.inner(X, w, plates)")
+    if x.family is not MvGaussian:
+        raise ModelError(f"{what}: {x.name!r} is {x.family.__name__}; dot products need fg.mv_gaussian vectors")
+    return x
+
+
+def dot(a: Any, b: Any) -> Deterministic:
+    """y = aᵀb of two independent random vectors (``fg.mv_gaussian``, same dimension D), plated.
+
+    Under mean field (q(a)q(b)) the moments are exact: E[y] = E[a]ᵀE[b] and E[y²] = tr(E[aaᵀ]E[bbᵀ]).  The
+    result is plated over the union of a's and b's plates (``z`` over n and ``w`` over d give y over (n, d):
+    y_nd = z_nᵀw_d).  Messages to a are Gaussian, (Σ η₁E[b], Σ η₂E[bbᵀ]) summed over the plates a lacks;
+    see factors/deterministic.py.  Both operands latent and at zero mean is a fixed point: start one of them
+    away from zero (``fg.infer(..., init={"w": ...})``).
+    """
+    model = current_model("dot")
+    a = _random_vector(a, "dot")
+    b = _random_vector(b, "dot")
+    for x in (a, b):
+        if x.model is not model:
+            raise ModelError(f"dot: {x.name!r} belongs to model {x.model.name!r}, not to the active model "
+                             f"{model.name!r}")
+    ra, rb = _roots(a)[0], _roots(b)[0]
+    if ra is rb:
+        raise ModelError(f"dot: {ra.name!r} appears on both sides; under mean field the operands of a dot product "
+                         "must be independent")
+    da, db = a.event_shape[0], b.event_shape[0]
+    if da is None or db is None:
+        if da is None and db is None:
+            raise ModelError(f"dot: the dimensions of {a.name!r} and {b.name!r} are unknown; give one of them dim=")
+        for x, d in ((a, db), (b, da)):
+            if x.event_shape[0] is None:
+                x.event_shape = (d,)
+    elif da != db:
+        raise ModelError(f"dot: {a.name!r} has dimension {da} but {b.name!r} has dimension {db}")
+    plates = model.sorted_plates([*a.plates, *b.plates])
+    letter = {p.name: _LETTERS[p.index] for p in plates}
+    subs = tuple("".join(letter[p.name] for p in x.plates) for x in (a, b))
+    params = {"subscripts": (*subs, "".join(letter[p.name] for p in plates)), "shape": tuple(p.size for p in plates)}
+    node = Deterministic(model, model.fresh_name("dot"), Dot, {"a": a, "b": b}, plates, params)
+    model.deterministics.append(node)
+    return node
+
+
 def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
-    """Inner products y = X w of the rows of an observed matrix with a weight vector.
+    """Inner products y = X w of the rows of an observed matrix, or of a random plated vector, with a weight
+    vector.
 
     Parameters
     ----------
     X
-        Observed inputs, shape (plate sizes..., D): one row per element of ``plates``.
+        Observed inputs, shape (plate sizes..., D): one row per element of ``plates``; or a random vector Z
+        (``fg.mv_gaussian`` plated, e.g. z_n ~ N(0, I) over n): then y = Zᵀw is ``fg.dot(Z, w)``, exact under
+        mean field, with E[(zᵀw)²] = tr(E[zzᵀ]E[wwᵀ]) (``plates`` may be omitted or must be Z's plates).
     w
         An ``mv_gaussian`` (full covariance, event D), a ``gaussian_gamma`` block, or a scalar
         ``gaussian`` plated over a plate of size D (mean field over the components).  Extra plates
@@ -125,6 +175,11 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
     """
     model = current_model("inner")
     plates = checks.plate_list(plates, model, "inner")
+    if isinstance(X, Variable | Indexed | Deterministic):
+        if plates and tuple(plates) != tuple(X.plates):
+            raise ModelError(f"inner: {X.name!r} is plated over {[p.name for p in X.plates]}, not over "
+                             f"{[p.name for p in plates]}")
+        return dot(X, w)
     Xa = checks.constant(X, "inner: X")
     if Xa.ndim != len(plates) + 1:
         raise ModelError(f"inner: X must have one axis per plate {[p.name for p in plates]} plus the "

@@ -13,6 +13,9 @@ contribution's gradient with respect to the parent's statistics:
       ⇒ to w_d (mean field over d): (Σ_n x_nd(η₁ₙ + 2η₂ₙ(E[y_n] − x_nd E[w_d])), Σ_n η₂ₙ x_nd²)
 * y_n = x_nᵀw_n, one weight vector per row (``inner(X, w[groups])``): the same per row, without the Σ_n
   (the indexed view w[groups] then sums the rows of each group)
+* y = aᵀb of two independent random vectors (``dot(a, b)``, ``inner(Z, w)`` with a random Z):
+      E[y] = E[a]ᵀE[b],  E[y²] = tr(E[aaᵀ]E[bbᵀ])  ⇒ to a: (Σ η₁E[b], Σ η₂E[bbᵀ])
+  summed over the plates of y that a lacks (e.g. over d for z_n in y_nd = z_nᵀw_d)
 
 A constant operand c enters with statistics (c, c²).  The parent's plates may be fewer than y's:
 messages are summed over the missing plates (``plating.reduce``).
@@ -120,6 +123,37 @@ class Inner:
         else:  # many weight vectors on few rows
             lin, prec = H.T @ X2, np.einsum("nk,nd,ne->kde", E, X2, X2, optimize=True)
         return (lin.reshape(p["w_shape"] + (D,)), prec.reshape(p["w_shape"] + (D, D)))
+
+
+class Dot:
+    """y = aᵀb of two independent random D-vectors (MvGaussian), plated: y's plates are the union of a's and
+    b's, each operand broadcast over the plates it lacks.
+
+    The parameters hold einsum subscripts (sa, sb, sy), one letter per plate, so that neither the moments
+    nor the messages materialise an operand over the plates it lacks (y_nd = z_nᵀw_d costs O(NDK²) flops
+    and O(ND + NK² + DK²) memory):
+
+        E[y] = E[a]ᵀE[b],   E[y²] = Σ_ij E[a_i a_j] E[b_i b_j],
+        to a: (Σ_{plates of y not in a} η₁E[b],  Σ η₂E[bbᵀ]).
+    """
+
+    name = "dot"
+
+    @staticmethod
+    def forward(par: dict[str, Stats], p: dict[str, Any]) -> Stats:
+        sa, sb, sy = p["subscripts"]
+        (a1, a2), (b1, b2) = par["a"], par["b"]
+        return (np.einsum(f"{sa}D,{sb}D->{sy}", a1, b1, optimize=True),
+                np.einsum(f"{sa}DE,{sb}DE->{sy}", a2, b2, optimize=True))
+
+    @staticmethod
+    def pullback(role: str, msg: Stats, par: dict[str, Stats], p: dict[str, Any]) -> Stats:
+        sa, sb, sy = p["subscripts"]
+        mine, other = (sa, sb) if role == "a" else (sb, sa)
+        o1, o2 = par["b" if role == "a" else "a"]
+        h, eta2 = (np.broadcast_to(m, p["shape"]) for m in msg)
+        return (np.einsum(f"{sy},{other}D->{mine}D", h, o1, optimize=True),
+                np.einsum(f"{sy},{other}DE->{mine}DE", eta2, o2, optimize=True))
 
 
 # ------------------------------------------------------------------------------------ helpers
