@@ -44,7 +44,7 @@ def main(small: bool = False, D: int = 50, K: int = 10, sweeps: int = 20, tol: f
     N = 2_000 if small else 10_000
     X = _data(N, D, 5)
     W0 = np.random.default_rng(1).normal(size=(D, K))
-    common = {"noise": "isotropic", "mean": False, "init": W0}
+    common = {"noise": "isotropic", "mean": False, "init": W0, "scale": False}  # BayesPy's model exactly
     out: dict = {"N": N, "D": D, "K": K}
 
     with warnings.catch_warnings():

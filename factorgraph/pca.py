@@ -307,7 +307,8 @@ def _check(X: Any, n_components: Any, noise: str, init: Any, seed: Any) -> tuple
 
 def pca(X: Any, n_components: int, ard: bool = True, *, rotate: bool = True, noise: str = "diagonal",
         mean: bool = True, max_iter: int = 1000, tol: float = 1e-7, shape: float = 1e-3, rate: float = 1e-3,
-        mean_precision: float = 1e-6, init: Any = "random", seed: int | None = 0) -> PCAResult:
+        mean_precision: float = 1e-6, init: Any = "random", seed: int | None = 0, scale: bool = True
+        ) -> PCAResult:
     """Bayesian PCA (Bishop 1999): x_n ~ N(W z_n + μ, diag(τ)⁻¹), ARD on W's columns, fitted by blocked VMP.
 
     Parameters
@@ -329,8 +330,14 @@ def pca(X: Any, n_components: int, ard: bool = True, *, rotate: bool = True, noi
     shape, rate
         a₀, b₀ of the Gamma priors on α and τ.
     init, seed
-        "random" (loadings' means N(0, 1) drawn with ``seed``) or a (D, K) array of initial loading means;
-        q(W) starts as a point mass, q(α) and q(τ) at their priors, and the first update is q(z).
+        "random" (loadings' means N(0, 1) in the units of X / s, drawn with ``seed``) or a (D, K) array of
+        initial loading means (in the units of X); q(W) starts as a point mass, q(α) and q(τ) at their priors,
+        and the first update is q(z).
+    scale
+        Fit X / s with s the root mean square of the (centred, with ``mean``) entries of X, so that the Gamma
+        priors (their rates b₀ carry the units of w² and x²) act alike whatever the units of X; the results
+        are reported in the units of X and the bound is that of X (L(X / s) − ND log s).  ``False``: the
+        priors apply to X as given (as in BayesPy; tests/test_pca.py compares the two this way).
 
     Returns
     -------
@@ -338,7 +345,14 @@ def pca(X: Any, n_components: int, ard: bool = True, *, rotate: bool = True, noi
     """
     Xa, K, W0 = _check(X, n_components, noise, init, seed)
     t0 = time.perf_counter()
-    st = _State(Xa, K, mean, noise == "isotropic", ard, shape, rate, mean_precision, W0)
+    Xc = Xa - Xa.mean(0)
+    total = float(np.einsum("nd,nd->", Xc, Xc) / len(Xa))
+    s = float(np.sqrt(np.mean((Xc if mean else Xa) ** 2))) if scale else 1.0
+    if s == 0.0:
+        raise ModelError("pca: X is constant (every column has zero variance)")
+    if not isinstance(init, str):
+        W0 = W0 / s
+    st = _State(Xa / s if s != 1.0 else Xa, K, mean, noise == "isotropic", ard, shape, rate, mean_precision, W0)
     trace: list[float] = []
     converged = False
     warns: list[str] = []
@@ -361,14 +375,15 @@ def pca(X: Any, n_components: int, ard: bool = True, *, rotate: bool = True, noi
                 f"{trace[-1] - trace[-2] if len(trace) > 1 else float('nan'):.3g}); raise max_iter")
         warns.append(text)
         convergence.warn(text)
-    Xc = Xa - Xa.mean(0)
-    total = float(np.einsum("nd,nd->", Xc, Xc) / len(Xa))
+    # back to the units of X: w, μ scale by s, their precisions by s⁻²; the density of X gains −ND log s
+    jac = Xa.size * np.log(s)
     return PCAResult(
-        loadings=st.Wm[:, :K].copy(), loadings_cov=st.Wc[:, :K, :K].copy(), latent_mean=st.Zm,
-        latent_cov=st.Zc, mean=st.Wm[:, K].copy() if mean else np.zeros(st.D), noise_precision=st.tau_a / st.tau_b,
-        ard_precision=st.alpha(), elbo=trace[-1], elbo_trace=np.array(trace), n_iter=len(trace),
-        converged=converged, time=time.perf_counter() - t0, total_variance=total,
-        rotate=rotate, warnings=warns, _mean_cov=_joint_cov(st), _noise_ab=(st.tau_a, st.tau_b))
+        loadings=s * st.Wm[:, :K], loadings_cov=s**2 * st.Wc[:, :K, :K], latent_mean=st.Zm,
+        latent_cov=st.Zc, mean=s * st.Wm[:, K] if mean else np.zeros(st.D),
+        noise_precision=st.tau_a / st.tau_b / s**2, ard_precision=st.alpha() / s**2, elbo=trace[-1] - jac,
+        elbo_trace=np.array(trace) - jac, n_iter=len(trace), converged=converged, time=time.perf_counter() - t0,
+        total_variance=total, rotate=rotate, warnings=warns, _mean_cov=s**2 * _joint_cov(st),
+        _noise_ab=(st.tau_a, st.tau_b * s**2))
 
 
 def _joint_cov(st: _State) -> np.ndarray:

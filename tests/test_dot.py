@@ -92,7 +92,8 @@ def test_graph_pca_matches_blocked_pca():
             warnings.simplefilter("ignore", fg.ConvergenceWarning)
             r = fg.infer(m, init={"w": point}, schedule=["z", "w", "alpha", "tau"], max_iter=sweeps, tol=None,
                          progress=False)
-            p = models.pca(X, 4, rotate=False, noise="isotropic", mean=False, init=W0, max_iter=sweeps, tol=0.0)
+            p = models.pca(X, 4, rotate=False, noise="isotropic", mean=False, init=W0, max_iter=sweeps, tol=0.0,
+                           scale=False)
         np.testing.assert_allclose(r.elbo, p.elbo, rtol=1e-9)
         np.testing.assert_allclose(r.posteriors["w"].mean(), p.loadings, atol=1e-8)
         np.testing.assert_allclose(r.posteriors["z"].mean(), p.latent_mean, atol=1e-8)

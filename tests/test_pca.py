@@ -124,7 +124,8 @@ def test_same_sweeps_and_bound_as_bayespy():
         Q.update(*order, verbose=False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", fg.ConvergenceWarning)
-            r = models.pca(X, K, rotate=False, noise="isotropic", mean=False, init=W0, max_iter=it, tol=0.0)
+            r = models.pca(X, K, rotate=False, noise="isotropic", mean=False, init=W0, max_iter=it, tol=0.0,
+                               scale=False)
         np.testing.assert_allclose(r.elbo, Q.compute_lowerbound(), rtol=1e-9)
         np.testing.assert_allclose(r.loadings, W.get_moments()[0][:, 0, :], atol=1e-9)
     # with rotation (each library its own optimiser, K = the true 3 so that no component is being pruned):
@@ -133,7 +134,8 @@ def test_same_sweeps_and_bound_as_bayespy():
     W0 = W0[:, :3]
     Q, order, W, _ = pca_nodes(X, 3, W0, rotate=True)
     Q.update(*order, repeat=2000, tol=1e-14, verbose=False)
-    r = models.pca(X, 3, rotate=True, noise="isotropic", mean=False, init=W0, max_iter=2000, tol=1e-14)
+    r = models.pca(X, 3, rotate=True, noise="isotropic", mean=False, init=W0, max_iter=2000, tol=1e-14,
+                   scale=False)
     assert r.converged
     np.testing.assert_allclose(r.elbo, Q.compute_lowerbound(), rtol=1e-10)
     WW = W.get_moments()[0][:, 0, :]
@@ -170,6 +172,23 @@ def test_recovers_subspace_and_ard_switches_off_within_100_sweeps():
     m, c = r.transform(X[:5])
     assert m.shape == (5, 8) and c.shape == (8, 8)
     np.testing.assert_allclose(r.components @ r.components.T, np.eye(8), atol=1e-8)
+
+
+def test_results_follow_the_units_of_x():
+    """With ``scale`` the fit of cX is the fit of X in other units: loadings, mean, noise scale by c, the ARD
+    precisions by c⁻², the bound shifts by −ND log c; ARD prunes alike at any scale."""
+    X, _ = _synthetic(8, N=200, D=6)
+    r = models.pca(X, 5)
+    for c in (1e-6, 1e6):
+        rc = models.pca(c * X, 5)
+        assert rc.n_iter == r.n_iter and rc.active().sum() == r.active().sum() == 3
+        big = c * np.abs(r.loadings).max()
+        # (the L-BFGS path of the rotation differs in the last digits: loadings agree to the convergence level)
+        np.testing.assert_allclose(rc.loadings, c * r.loadings, atol=1e-4 * big)
+        np.testing.assert_allclose(rc.mean, c * r.mean, rtol=1e-6, atol=1e-6 * big)
+        np.testing.assert_allclose(rc.noise_variance, c**2 * r.noise_variance, rtol=1e-6)
+        np.testing.assert_allclose(rc.ard_precision, r.ard_precision / c**2, rtol=1e-4)
+        np.testing.assert_allclose(rc.elbo, r.elbo - X.size * np.log(c), rtol=1e-9)
 
 
 def test_unconverged_run_warns():
