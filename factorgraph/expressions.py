@@ -9,6 +9,8 @@ import numpy as np
 
 from distributions import Bernoulli, Categorical, Gaussian, GaussianGamma, MvGaussian
 from factors.deterministic import Dot, Inner, Product, Sum
+from factors.plating import expand
+from factors.polynomial import Polynomial
 
 from . import checks
 from .model import current_model
@@ -42,8 +44,7 @@ def _binary(op: Any, stem: str, a: Any, b: Any) -> Deterministic:
         va = {v.name for v in _roots(a)}
         vb = {v.name for v in _roots(b)}
         if va & vb and not _distinct_elements(a, b, va & vb):
-            raise ModelError(f"{stem}: variable(s) {sorted(va & vb)} appear on both sides; under mean field "
-                             "the operands of a deterministic node must be independent")
+            return _polynomial(model, stem, op, a, b)
     plates = model.sorted_plates([*_plates_of(a), *_plates_of(b)])
     dst = tuple(p.index for p in plates)
     src = {"a": _src(a, plates), "b": _src(b, plates)}
@@ -51,6 +52,72 @@ def _binary(op: Any, stem: str, a: Any, b: Any) -> Deterministic:
                          {"src": src, "dst": dst, "sizes": tuple(p.size for p in plates)})
     model.deterministics.append(node)
     return node
+
+
+def _polynomial(model: Any, stem: str, op: Any, a: Any, b: Any) -> Deterministic:
+    """``a op b`` whose operands share variables, written out as a multilinear polynomial of independent
+    leaves (factors/polynomial.py): exact under mean field.  A variable that would be squared is refused."""
+    plates = model.sorted_plates([*_plates_of(a), *_plates_of(b)])
+    dst = tuple(p.index for p in plates)
+    leaves: dict[int, Node] = {}
+
+    def const(c: Any, src: tuple[int, ...]) -> dict[frozenset, Any]:
+        return {frozenset(): expand(np.asarray(c, float), src, dst, 0)}
+
+    def flat(x: Any, src: tuple[int, ...]) -> dict[frozenset, Any]:
+        if not isinstance(x, Node):
+            return const(x, src)
+        if isinstance(x, Deterministic) and x.op in (Sum, Product):
+            pa, pb = (flat(x.parents[r], x.params["src"][r]) for r in ("a", "b"))
+            return _combine(x.op, pa, pb, stem, names)
+        if isinstance(x, Deterministic) and x.op is Polynomial:
+            out: dict[frozenset, Any] = {}
+            for c, roles in x.params["monomials"]:
+                key = frozenset(_leaf(x.parents[r]) for r in roles)
+                out[key] = out.get(key, 0.0) + expand(c, x.params["dst"], dst, 0)
+            return out
+        return {frozenset([_leaf(x)]): 1.0}
+
+    def _leaf(x: Node) -> int:
+        leaves.setdefault(id(x), x)
+        return id(x)
+
+    def names(ids: frozenset) -> list[str]:
+        return sorted(leaves[i].name for i in ids)
+
+    poly = _combine(op, flat(a, _src(a, plates)), flat(b, _src(b, plates)), stem, names)
+    nodes = list(leaves.values())
+    for i, x in enumerate(nodes):
+        for y in nodes[i + 1:]:
+            shared = {v.name for v in _roots(x)} & {v.name for v in _roots(y)}
+            if shared:
+                raise ModelError(f"{stem}: variable(s) {sorted(shared)} appear on both sides through different "
+                                 f"expressions ({x.name!r}, {y.name!r}); a sum of products that share variables is "
+                                 "exact only when each shared variable enters itself")
+    role = {id(x): f"x{i}" for i, x in enumerate(nodes)}
+    monomials = [(c, frozenset(role[i] for i in key)) for key, c in poly.items()]
+    sizes = tuple(p.size for p in plates)
+    params = {"monomials": monomials, "roles": list(role.values()), "dst": dst, "sizes": sizes, "shape": sizes,
+              "src": {role[id(x)]: tuple(p.index for p in x.plates) for x in nodes}}
+    node = Deterministic(model, model.fresh_name(stem), Polynomial, {role[id(x)]: x for x in nodes}, plates, params)
+    model.deterministics.append(node)
+    return node
+
+
+def _combine(op: Any, pa: dict, pb: dict, stem: str, names: Any) -> dict:
+    if op is Sum:
+        out = dict(pa)
+        for k, c in pb.items():
+            out[k] = out.get(k, 0.0) + c
+        return out
+    out = {}
+    for ka, ca in pa.items():
+        for kb, cb in pb.items():
+            if ka & kb:
+                raise ModelError(f"{stem}: {names(ka & kb)} would be multiplied by itself (a square); only sums of "
+                                 "products of distinct variables are exact under mean field")
+            out[ka | kb] = out.get(ka | kb, 0.0) + ca * cb
+    return out
 
 
 def _roots(x: Node) -> list[Variable]:
