@@ -105,9 +105,21 @@ class _Forward:
                 wplates = tuple(q for q in wplates if q is not consumed)
             sx, sw, sy = p["subscripts"]
             return np.einsum(f"{sx}D,Z{sw}D->Z{sy}", p["X"], wv)
+        full = (self.S, *(q.size for q in d.plates))
+        if d.op.name == "dot":  # aᵀb of two random vectors
+            sa, sb, sy = d.params["subscripts"]
+            return np.einsum(f"Z{sa}D,Z{sb}D->Z{sy}", self.value(d.parents["a"]), self.value(d.parents["b"]))
+        if d.op.name == "polynomial":  # Σ_m c_m Π_{v∈m} v
+            leaf = {r: self.arg(x, d.plates, d.name) for r, x in d.parents.items()}
+            y = np.zeros(full)
+            for c, roles in d.params["monomials"]:
+                term = np.asarray(c, dtype=float)
+                for r in roles:
+                    term = term * leaf[r]
+                y = y + term
+            return y
         a = self.arg(d.parents["a"], d.plates, d.name)
         b = self.arg(d.parents["b"], d.plates, d.name)
-        full = (self.S, *(q.size for q in d.plates))
         if d.op.name == "sum":
             return np.broadcast_to(a + b, full).copy()
         if d.op.name == "product":

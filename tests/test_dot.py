@@ -115,3 +115,15 @@ def test_bad_input():
             fg.dot(np.ones(2), w)
         with pytest.raises(fg.ModelError, match=r"'z' is plated over \['n'\], not over \['d'\]"):
             fg.inner(z, w, plates=[d])
+
+
+def test_prior_draws_evaluate_the_dot_product():
+    with fg.Model("draws") as m:
+        n, d = fg.plate("n", 30), fg.plate("d", 5)
+        w = fg.mv_gaussian("w", np.zeros(2), precision=np.eye(2), plates=[d])
+        z = fg.mv_gaussian("z", np.zeros(2), precision=np.eye(2), plates=[n])
+        tau = fg.gamma("tau", 20.0, 10.0)
+        fg.gaussian("x", fg.dot(z, w), tau, plates=[n, d], observed=np.zeros((30, 5)))
+    s = fg.sample_prior(m, draws=500, seed=0)
+    resid = (s["x"] - np.einsum("snk,sdk->snd", s["z"], s["w"])) * np.sqrt(s["tau"])[:, None, None]
+    assert abs(resid.mean()) < 0.02 and abs(resid.std() - 1.0) < 0.02

@@ -99,3 +99,10 @@ def test_square_is_refused():
             _ = (a + b) * a
         y = a + a  # 2a: exact (E[y²] = 4E[a²])
         assert y.op.name == "polynomial" and [c for c, _ in y.params["monomials"]] == [2.0]
+
+
+def test_prior_draws_evaluate_the_polynomial():
+    data = np.zeros(8)
+    d = fg.sample_prior(_model(data, True), draws=4000, seed=0)
+    resid = (d["y"] - (d["a"][:, None] * d["b"][:, None] + d["b"][:, None] * d["c"])) * np.sqrt(d["tau"])[:, None]
+    assert abs(resid.mean()) < 0.05 and abs(resid.std() - 1.0) < 0.05
