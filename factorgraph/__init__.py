@@ -47,6 +47,7 @@ from .robust import student_t
 from .sampling import sample_prior
 from .scales import exponential, half_cauchy, half_normal, half_student_t
 from .sequences import markov_chain
+from .state_space import gaussian_markov_chain
 
 _LAZY = {name: "schedules" for name in
          ("infer", "VMP", "NCVMP", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
@@ -75,7 +76,7 @@ __all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t"]
 __all__ += ["ConvergenceWarning"]
 __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bound", "site",
             "projection_log_expectation"]
-__all__ += ["markov_chain"]
+__all__ += ["markov_chain", "gaussian_markov_chain"]
 __all__ += ["sample_prior"]
 __all__ += ["student_t"]
 
