@@ -112,6 +112,10 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "MultinomialSoftmax": {},
         "ScalePrior": {**scale_prior_params("half_t", scale=2.0, dof=1.0), "state": {}},
         "MarkovChain": {"lengths": np.array([4, 3]), "state": {}},
+        # 2 sequences × 4 steps of a D-dimensional chain (the second 3 steps long)
+        "GaussianMarkovChain": {"lengths": np.array([4, 3]), "state": {}, "D": D, "noise": "full"},
+        "GaussianMarkovChainDiag": {"lengths": np.array([4, 3]), "state": {}, "D": D, "noise": "diag"},
+        "GaussianMarkovChainDiag/shared": {"lengths": np.array([4, 3]), "state": {}, "D": D, "noise": "shared"},
         "StudentT": {"dof": 3.0, "learn_dof": False, "present": np.array([1.0, 0.0]), "state": {}},
     }[name]
     if name == "NormalWishart":
@@ -124,13 +128,18 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
 
 
 CASES = [(ft, variant) for ft in FACTOR_TYPES
-         for variant in ([ft.name, ft.name + "/ard"] if ft.name in ("MvGaussian", "NormalGamma") else [ft.name])]
+         for variant in ([ft.name, ft.name + "/ard"] if ft.name in ("MvGaussian", "NormalGamma") else
+                         [ft.name, ft.name + "/shared"] if ft.name == "GaussianMarkovChainDiag" else [ft.name])]
 
 
 def _moments(ft, variant, rng):
     m = {}
     for edge, family in ft.edges.items():
-        if ft.name == "MarkovChain":  # 2 sequences × 4 steps; π and A (D "from" rows) per sequence
+        if ft.name.startswith("GaussianMarkovChain"):  # 2 sequences × 4 steps; A's D rows; τ per dimension
+            tau = () if variant.endswith("/shared") or family is Wishart else (D,)
+            m[edge] = _stats(family, rng, {"out": BATCH + (4,), "transition": BATCH + (D,),
+                                           "noise_precision": BATCH + tau}.get(edge, BATCH))
+        elif ft.name == "MarkovChain":  # 2 sequences × 4 steps; π and A (D "from" rows) per sequence
             m[edge] = _stats(family, rng, {"out": BATCH + (4,), "initial": BATCH, "transition": BATCH + (D,)}[edge])
         elif ft.name in ("CategoricalSoftmax", "MultinomialSoftmax") and edge == "logits":  # class plate = event axis
             m[edge] = _stats(family, rng, BATCH + (D,))

@@ -1,0 +1,215 @@
+"""fg.gaussian_markov_chain: exact smoothing against statsmodels and a dense Gaussian, VB monotonicity with
+learned A, Q and R, joint draws, bad input.  (The messages are checked as gradients in test_rules.py.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+import factorgraph as fg
+from distributions.gaussian_chain import GaussianChain
+
+NILE = Path(__file__).resolve().parents[1] / "data" / "nile" / "data.csv"
+
+
+def load_nile() -> np.ndarray:
+    return np.loadtxt(NILE, delimiter=",", skiprows=1)[:, 1]
+
+
+def _local_level(y, s2e, s2n, m0, p0, noise=None, obs=None):
+    with fg.Model("local-level") as m:
+        t = fg.plate("t", len(y))
+        x = fg.gaussian_markov_chain("x", initial_mean=m0, initial_precision=1.0 / p0, transition=1.0,
+                                     noise_precision=1.0 / s2n if noise is None else noise, plates=[t])
+        fg.gaussian("y", mean=fg.inner(np.ones(1), x), precision=1.0 / s2e if obs is None else obs, plates=[t],
+                    observed=y)
+    return m
+
+
+@pytest.mark.parametrize(("s2e", "s2n", "m0", "p0"), [(15099.0, 1469.1, 1000.0, 1e4), (8000.0, 300.0, 1120.0, 1e6),
+                                                      (2e4, 5e3, 900.0, 50.0)])
+def test_local_level_matches_statsmodels(s2e, s2n, m0, p0):
+    """With fixed variances and a known initial state prior, the ELBO is statsmodels' log-likelihood and the
+    smoothed levels and their variances are statsmodels' (``UnobservedComponents.smooth``) to 1e-8."""
+    from statsmodels.tsa.statespace.structural import UnobservedComponents
+
+    y = load_nile()
+    r = fg.infer(_local_level(y, s2e, s2n, m0, p0), max_iter=5)
+    assert r.converged
+    mod = UnobservedComponents(y, "local level")
+    mod.ssm.initialize_known(np.array([m0]), np.array([[p0]]))
+    mod.loglikelihood_burn = 0  # statsmodels drops the first observation's term by default
+    res = mod.smooth([s2e, s2n])
+    assert abs(r.elbo - res.llf) < 1e-8 * abs(res.llf)
+    q = r.posterior("x")
+    assert isinstance(q, GaussianChain)
+    np.testing.assert_allclose(q.mean()[:, 0], res.smoothed_state[0], rtol=1e-10, atol=1e-8)
+    np.testing.assert_allclose(q.var()[:, 0], res.smoothed_state_cov[0, 0], rtol=1e-8)
+
+
+def _dense_reference(y, lengths, C, r, m0, P0, A, Q):
+    """log p(y) and the smoothed moments of each sequence from the joint Gaussian of x_1..x_L written out."""
+    D = A.shape[0]
+    out = []
+    for n, L in enumerate(lengths):
+        # prior precision of x (block tridiagonal) and its information vector
+        lam = np.zeros((L * D, L * D))
+        blk = lambda i: slice(i * D, (i + 1) * D)  # noqa: E731
+        lam[blk(0), blk(0)] += P0
+        for t in range(1, L):
+            lam[blk(t), blk(t)] += Q
+            lam[blk(t - 1), blk(t - 1)] += A.T @ Q @ A
+            lam[blk(t), blk(t - 1)] -= Q @ A
+            lam[blk(t - 1), blk(t)] -= A.T @ Q
+        cov_x = np.linalg.inv(lam)
+        mean_x = cov_x[:, :D] @ (P0 @ m0)
+        G = np.kron(np.eye(L), C)
+        R = np.diag(np.tile(1.0 / r, L))
+        yn = y[n, :L].reshape(-1)
+        ll = multivariate_normal(G @ mean_x, G @ cov_x @ G.T + R).logpdf(yn)
+        post_lam = lam + G.T @ np.linalg.inv(R) @ G
+        post_cov = np.linalg.inv(post_lam)
+        post_mean = post_cov @ (lam @ mean_x + G.T @ np.linalg.solve(R, yn))
+        out.append((ll, post_mean.reshape(L, D), post_cov))
+    return out
+
+
+def _simulate(rng, N, T, C, r, m0, P0, A, Q):
+    D, P = A.shape[0], C.shape[0]
+    x = np.zeros((N, T, D))
+    x[:, 0] = rng.multivariate_normal(m0, np.linalg.inv(P0), N)
+    for t in range(1, T):
+        x[:, t] = x[:, t - 1] @ A.T + rng.multivariate_normal(np.zeros(D), np.linalg.inv(Q), N)
+    return x @ C.T + rng.normal(size=(N, T, P)) / np.sqrt(r)
+
+
+def _params(rng, D=2, P=3):
+    A = np.array([[0.9, 0.2], [-0.3, 0.8]])[:D, :D]
+    Q = np.array([[2.0, 0.5], [0.5, 1.0]])[:D, :D]
+    return (rng.normal(size=(P, D)), rng.uniform(0.5, 2.0, P), rng.normal(size=D), np.array([[0.5, 0.1], [0.1, 0.3]]),
+            A, Q)
+
+
+def test_multivariate_chain_matches_dense_gaussian():
+    """Two-dimensional states seen through three noisy coordinates, two sequences of different lengths: the
+    ELBO is the exact log p(y) and the smoothed means, covariances and lag-one covariances are the dense joint
+    Gaussian's."""
+    rng = np.random.default_rng(0)
+    C, r, m0, P0, A, Q = _params(rng)
+    lengths = np.array([9, 6])
+    N, T, P = 2, 9, C.shape[0]
+    y = _simulate(rng, N, T, C, r, m0, P0, A, Q)
+    mask = np.broadcast_to((np.arange(T) < lengths[:, None])[..., None], y.shape)
+    with fg.Model("lgssm") as m:
+        n, t, p = fg.plate("n", N), fg.plate("t", T), fg.plate("p", P)
+        x = fg.gaussian_markov_chain("x", initial_mean=m0, initial_precision=P0, transition=A, noise_precision=Q,
+                                     plates=[n, t], lengths=lengths)
+        fg.gaussian("y", mean=fg.inner(C, x, plates=[p]), precision=np.broadcast_to(r, y.shape), plates=[n, t, p],
+                    observed=y, mask=mask)
+    res = fg.infer(m, max_iter=5)
+    ref = _dense_reference(y, lengths, C, r, m0, P0, A, Q)
+    assert abs(res.elbo - sum(a for a, _, _ in ref)) < 1e-9
+    q = res.posterior("x")
+    D = A.shape[0]
+    for i, (L, (_, mean, cov)) in enumerate(zip(lengths, ref, strict=True)):
+        np.testing.assert_allclose(q.mean()[i, :L], mean, atol=1e-10)
+        for s in range(L):
+            np.testing.assert_allclose(q.cov()[i, s], cov[s * D:(s + 1) * D, s * D:(s + 1) * D], atol=1e-10)
+        for s in range(1, L):
+            np.testing.assert_allclose(q.lag_one_cov()[i, s], cov[s * D:(s + 1) * D, (s - 1) * D:s * D], atol=1e-10)
+        assert np.all(q.mean()[i, L:] == 0.0)
+
+
+def test_joint_draws_have_the_smoothed_moments():
+    """Forward-filtering backward-sampling draws: their mean, covariance and lag-one covariance match q's."""
+    rng = np.random.default_rng(1)
+    C, r, m0, P0, A, Q = _params(rng)
+    y = _simulate(rng, 1, 6, C, r, m0, P0, A, Q)[0]
+    with fg.Model("draws") as m:
+        t, p = fg.plate("t", 6), fg.plate("p", 3)
+        x = fg.gaussian_markov_chain("x", initial_mean=m0, initial_precision=P0, transition=A, noise_precision=Q,
+                                     plates=[t])
+        fg.gaussian("y", mean=fg.inner(C, x, plates=[p]), precision=np.broadcast_to(r, y.shape), plates=[t, p],
+                    observed=y)
+    q = fg.infer(m, max_iter=5).posterior("x")
+    s = q.sample(40000, rng=np.random.default_rng(2))
+    assert s.shape == (40000, 6, 2)
+    np.testing.assert_allclose(s.mean(0), q.mean(), atol=0.03)
+    d = s - q.mean()
+    np.testing.assert_allclose(np.einsum("sti,stj->tij", d, d) / len(s), q.cov(), atol=0.03)
+    np.testing.assert_allclose(np.einsum("sti,stj->tij", d[:, 1:], d[:, :-1]) / len(s), q.lag_one_cov()[1:],
+                               atol=0.03)
+
+
+def test_vb_with_learned_parameters_never_decreases():
+    """A (Gaussian rows), Q (Wishart) and the observation precisions (Gamma) learned: the ELBO trace never
+    decreases and the learned A is close to the truth on a long series."""
+    rng = np.random.default_rng(3)
+    C, r, m0, P0, A, Q = _params(rng)
+    T = 300
+    y = _simulate(rng, 1, T, C, r, m0, P0, A, Q)[0]
+    with fg.Model("vb-lgssm") as m:
+        t, p, d = fg.plate("t", T), fg.plate("p", 3), fg.plate("d", 2)
+        a = fg.mv_gaussian("A", np.zeros(2), 1e-2, plates=[d])
+        q = fg.wishart("Q", dof=2.0, scale=np.eye(2))
+        x = fg.gaussian_markov_chain("x", initial_mean=np.zeros(2), initial_precision=0.1, transition=a,
+                                     noise_precision=q, plates=[t])
+        tau = fg.gamma("tau", 1e-2, 1e-2, plates=[p])
+        fg.gaussian("y", mean=fg.inner(C, x, plates=[p]), precision=tau, plates=[t, p], observed=y)
+    with pytest.warns(fg.ConvergenceWarning):  # VB for state-space models converges slowly; 150 sweeps suffice here
+        res = fg.infer(m, max_iter=150, tol=1e-12)
+    trace = np.asarray(res.elbo_trace)
+    assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:])), np.diff(trace).min()
+    np.testing.assert_allclose(res.posterior("A").mean(), A, atol=0.15)
+
+
+def test_gamma_noise_precisions_never_decrease():
+    """Q = diag(τ) with Gamma τ per dimension (Beal 2003, ch. 5) and a shared-τ local level: monotone ELBO."""
+    y = load_nile()
+    with fg.Model("ll-vb") as m:
+        t = fg.plate("t", len(y))
+        tq = fg.gamma("tau_level", 1e-2, 10.0)
+        tr = fg.gamma("tau_obs", 1e-2, 10.0)
+        x = fg.gaussian_markov_chain("x", initial_mean=1000.0, initial_precision=1e-5, transition=1.0,
+                                     noise_precision=tq, plates=[t])
+        fg.gaussian("y", mean=fg.inner(np.ones(1), x), precision=tr, plates=[t], observed=y)
+    res = fg.infer(m, max_iter=500, tol=1e-10)
+    trace = np.asarray(res.elbo_trace)
+    assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:])), np.diff(trace).min()
+    rng = np.random.default_rng(4)
+    C, r, m0, P0, A, Q = _params(rng)
+    Qd = np.diag(np.diag(Q))
+    y2 = _simulate(rng, 1, 300, C, r, m0, P0, A, Qd)[0]
+    with fg.Model("diag") as m:
+        t, p, d = fg.plate("t", 300), fg.plate("p", 3), fg.plate("d", 2)
+        tau = fg.gamma("tau", 1e-2, 1e-2, plates=[d])
+        x = fg.gaussian_markov_chain("x", initial_mean=m0, initial_precision=P0, transition=A, noise_precision=tau,
+                                     plates=[t])
+        fg.gaussian("y", mean=fg.inner(C, x, plates=[p]), precision=np.broadcast_to(r, y2.shape), plates=[t, p],
+                    observed=y2)
+    res = fg.infer(m, max_iter=300, tol=1e-10)
+    trace = np.asarray(res.elbo_trace)
+    assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:])), np.diff(trace).min()
+    np.testing.assert_allclose(res.posterior("tau").mean(), np.diag(Qd), rtol=0.35)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"initial_mean": np.zeros(3), "transition": np.eye(2)}, r"'x': mismatched state dimensions"),
+    ({"noise_precision": np.array([[1.0, 2.0], [2.0, 1.0]])}, r"'x': noise_precision must be positive definite"),
+    ({"initial_precision": -1.0}, r"'x': initial_precision"),
+    ({"initial_precision": np.zeros((2, 2))}, r"'x': initial_precision must be positive definite"),
+    ({"transition": np.ones((2, 3))}, r"'x': transition must be a D×D matrix"),
+    ({"lengths": 0}, r"'x': lengths must be integers in 1\.\.5"),
+])
+def test_bad_input_names_the_variable(kwargs, match):
+    with fg.Model("bad"), pytest.raises(fg.ModelError, match=match):
+        t = fg.plate("t", 5)
+        fg.gaussian_markov_chain("x", plates=[t], **kwargs)
+
+
+def test_chain_needs_a_time_plate():
+    with fg.Model("bad"), pytest.raises(fg.ModelError, match=r"'x': a Gaussian Markov chain needs plates"):
+        fg.gaussian_markov_chain("x", plates=[])
