@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from distributions import Bernoulli, Categorical, Gaussian, GaussianGamma, MvGaussian
-from factors.deterministic import Inner, Product, Sum
+from factors.deterministic import Dot, Inner, Product, Sum
 
 from . import checks
 from .model import current_model
@@ -115,7 +115,10 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
     Parameters
     ----------
     X
-        Observed inputs, shape (plate sizes..., D): one row per element of ``plates``.
+        Observed inputs, shape (plate sizes..., D): one row per element of ``plates``; or a random
+        ``mv_gaussian`` vector (its own plates index the rows; ``plates`` must then be empty), giving
+        y = Xᵀw of two independent vectors (E[y] = E[X]ᵀE[w], E[y²] = tr(E[XXᵀ]E[wwᵀ])), e.g. the
+        observation y_{t,p} = c_pᵀx_t of a state-space model with a random loading matrix.
     w
         An ``mv_gaussian`` (full covariance, event D), a ``gaussian_gamma`` block, or a scalar
         ``gaussian`` plated over a plate of size D (mean field over the components).  Extra plates
@@ -124,6 +127,8 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
         The plates that index the rows of X.
     """
     model = current_model("inner")
+    if isinstance(X, Variable | Indexed):
+        return _dot(model, X, w, plates)
     plates = checks.plate_list(plates, model, "inner")
     Xa = checks.constant(X, "inner: X")
     if Xa.ndim != len(plates) + 1:
@@ -169,6 +174,30 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
               "x_axes": tuple(i for i, p in enumerate(yplates) if p in plates), "rowwise": rowwise,
               "products": {}}  # XᵀX (and Xᵀy) computed when first needed: factors.data_products
     node = Deterministic(model, model.fresh_name("inner"), Inner, {"w": w}, yplates, params)
+    model.deterministics.append(node)
+    return node
+
+
+def _dot(model: Any, a: Any, b: Any, plates: Sequence[Plate]) -> Deterministic:
+    """y = aᵀb of two independent random vectors, on the union of their plates."""
+    if plates:
+        raise ModelError(f"inner: with a random X ({a.name!r}) its own plates index the rows; pass no plates=")
+    for x in (a, b):
+        if not isinstance(x, Variable | Indexed) or x.family is not MvGaussian:
+            raise ModelError(f"inner: {getattr(x, 'name', x)!r} must be an mv_gaussian vector when X is random")
+        if x.model is not model:
+            raise ModelError(f"inner: {x.name!r} belongs to model {x.model.name!r}, not to the active model "
+                             f"{model.name!r}")
+    if a.event_shape != b.event_shape:
+        raise ModelError(f"inner: {a.name!r} has dimension {a.event_shape[0]} but {b.name!r} has "
+                         f"{b.event_shape[0]}")
+    if {v.name for v in _roots(a)} & {v.name for v in _roots(b)}:
+        raise ModelError(f"inner: {a.name!r} and {b.name!r} must be different variables (mean field)")
+    yplates = model.sorted_plates([*a.plates, *(p for p in b.plates if p not in a.plates)])
+    dst = tuple(p.index for p in yplates)
+    params = {"src": {"a": _src(a, yplates), "b": _src(b, yplates)}, "dst": dst,
+              "sizes": tuple(p.size for p in yplates)}
+    node = Deterministic(model, model.fresh_name("dot"), Dot, {"a": a, "b": b}, yplates, params)
     model.deterministics.append(node)
     return node
 

@@ -11,6 +11,8 @@ contribution's gradient with respect to the parent's statistics:
 * y_n = x_nᵀw (observed x_n):  E[y] = xᵀE[w],  E[y²] = xᵀE[wwᵀ]x
       ⇒ to w: (Σ_n η₁ₙ x_n, Σ_n η₂ₙ x_n x_nᵀ)   (MvGaussian w)
       ⇒ to w_d (mean field over d): (Σ_n x_nd(η₁ₙ + 2η₂ₙ(E[y_n] − x_nd E[w_d])), Σ_n η₂ₙ x_nd²)
+* y = aᵀb of two independent random D-vectors (``inner(a, b)`` with a random ``a``):
+      E[y] = E[a]ᵀE[b],  E[y²] = tr(E[aaᵀ]E[bbᵀ])  ⇒ to a: (η₁E[b], η₂E[bbᵀ])
 * y_n = x_nᵀw_n, one weight vector per row (``inner(X, w[groups])``): the same per row, without the Σ_n
   (the indexed view w[groups] then sums the rows of each group)
 
@@ -120,6 +122,26 @@ class Inner:
         else:  # many weight vectors on few rows
             lin, prec = H.T @ X2, np.einsum("nk,nd,ne->kde", E, X2, X2, optimize=True)
         return (lin.reshape(p["w_shape"] + (D,)), prec.reshape(p["w_shape"] + (D, D)))
+
+
+class Dot:
+    """y = aᵀb of two independent random vectors (MvGaussian, event D), each on its own plates."""
+
+    name = "dot"
+
+    @staticmethod
+    def forward(par: dict[str, Stats], p: dict[str, Any]) -> Stats:
+        (a1, a2), (b1, b2) = ([expand(s, p["src"][r], p["dst"], k) for s, k in zip(par[r], (1, 2), strict=True)]
+                              for r in ("a", "b"))
+        return np.einsum("...d,...d->...", a1, b1), np.einsum("...de,...de->...", a2, b2)
+
+    @staticmethod
+    def pullback(role: str, msg: Stats, par: dict[str, Stats], p: dict[str, Any]) -> Stats:
+        other = "b" if role == "a" else "a"
+        o1, o2 = (expand(s, p["src"][other], p["dst"], k) for s, k in zip(par[other], (1, 2), strict=True))
+        h, eta2 = msg
+        out = (np.asarray(h)[..., None] * o1, np.asarray(eta2)[..., None, None] * o2)
+        return tuple(reduce(m, p["dst"], p["src"][role], p["sizes"], k) for m, k in zip(out, (1, 2), strict=True))
 
 
 # ------------------------------------------------------------------------------------ helpers

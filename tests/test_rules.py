@@ -28,7 +28,7 @@ from distributions import (
     Wishart,
 )
 from factors import FACTOR_TYPES
-from factors.deterministic import Inner, Product, Sum
+from factors.deterministic import Dot, Inner, Product, Sum
 from factors.scale_priors import scale_prior_params
 
 D = 3
@@ -252,11 +252,15 @@ def _det_mean_field(rng):
 
 
 @pytest.mark.parametrize("case", ["sum", "product", "inner", "inner_mean_field", "inner_rowwise_precision",
-                                  "inner_plated", "inner_plated_wfirst", "inner_plated_2x"])
+                                  "inner_plated", "inner_plated_wfirst", "inner_plated_2x", "dot"])
 def test_deterministic_pullback_is_gradient(case):
     rng = np.random.default_rng(2)
-    op = {"sum": Sum, "product": Product}.get(case, Inner)
-    if case.startswith("inner_plated"):
+    op = {"sum": Sum, "product": Product, "dot": Dot}.get(case, Inner)
+    if case == "dot":  # y_tp = c_pᵀx_t: x on plate 0 (4 steps), c on plate 1 (2 outputs)
+        params = {"src": {"a": (1,), "b": (0,)}, "dst": (0, 1), "sizes": (4, 2)}
+        par = {"a": _stats(MvGaussian, rng, (2,)), "b": _stats(MvGaussian, rng, (4,))}
+        yshape = (4, 2)
+    elif case.startswith("inner_plated"):
         params, par, yshape = _det_plated(rng, case)
     else:
         params, par, yshape = _det_mean_field(rng) if case == "inner_mean_field" else _det_case(op, rng)
@@ -279,6 +283,8 @@ def test_deterministic_pullback_is_gradient(case):
                 dn[i][idx] -= 1e-6
                 grad[idx] = (objective({**par, role: tuple(up)}) - objective({**par, role: tuple(dn)})) / 2e-6
             got = np.broadcast_to(msg[i], grad.shape)
-            if grad.ndim == 2:
+            if grad.ndim == 2 and op is not Dot:
                 grad, got = 0.5 * (grad + grad.T), 0.5 * (got + got.T)
+            elif i == 1 and op is Dot:  # symmetric second moments: compare symmetrised
+                grad, got = 0.5 * (grad + np.swapaxes(grad, -1, -2)), 0.5 * (got + np.swapaxes(got, -1, -2))
             np.testing.assert_allclose(got, grad, rtol=1e-5, atol=1e-6, err_msg=f"{case} -> {role}[{i}]")
