@@ -213,3 +213,45 @@ def test_bad_input_names_the_variable(kwargs, match):
 def test_chain_needs_a_time_plate():
     with fg.Model("bad"), pytest.raises(fg.ModelError, match=r"'x': a Gaussian Markov chain needs plates"):
         fg.gaussian_markov_chain("x", plates=[])
+
+
+def test_sequences_share_random_initial_state_prior():
+    """Three sequences with a random initial mean (Gaussian) and initial precision (Wishart) shared by all: the
+    ELBO never decreases and q(m₀) centres on the sequences' first states."""
+    rng = np.random.default_rng(5)
+    C, r, _, P0, A, Q = _params(rng)
+    m0 = np.array([4.0, -3.0])
+    y = _simulate(rng, 3, 30, C, r, m0, P0 * 25.0, A, Q)
+    with fg.Model("random-start") as m:
+        n, t, p = fg.plate("n", 3), fg.plate("t", 30), fg.plate("p", 3)
+        mu0 = fg.mv_gaussian("m0", np.zeros(2), 1e-2)
+        lam0 = fg.wishart("P0", dof=3.0, scale=np.eye(2))
+        x = fg.gaussian_markov_chain("x", initial_mean=mu0, initial_precision=lam0, transition=A, noise_precision=Q,
+                                     plates=[n, t])
+        fg.gaussian("y", mean=fg.inner(C, x, plates=[p]), precision=np.broadcast_to(r, y.shape), plates=[n, t, p],
+                    observed=y)
+    res = fg.infer(m, max_iter=300, tol=1e-10)
+    trace = np.asarray(res.elbo_trace)
+    assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:])), np.diff(trace).min()
+    first = res.posterior("x").mean()[:, 0].mean(0)
+    np.testing.assert_allclose(res.posterior("m0").mean(), first, atol=0.5)
+
+
+def test_dimension_mismatch_with_random_parameters():
+    with fg.Model("bad"), pytest.raises(fg.ModelError, match=r"'x': mismatched state dimensions"):
+        t, row = fg.plate("t", 5), fg.plate("row", 2)
+        a = fg.mv_gaussian("A", np.zeros(2), 1.0, plates=[row])
+        q = fg.wishart("Q", dof=4.0, scale=np.eye(3))
+        fg.gaussian_markov_chain("x", transition=a, noise_precision=q, plates=[t])
+
+
+def test_chain_of_one_step_is_a_gaussian():
+    """T = 1: no transition at all; the ELBO is log N(y | c·m₀, c P₀⁻¹ cᵀ + 1/r) exactly."""
+    with fg.Model("one") as m:
+        t = fg.plate("t", 1)
+        x = fg.gaussian_markov_chain("x", initial_mean=[1.0, 2.0], initial_precision=np.diag([2.0, 0.5]),
+                                     transition=np.eye(2), noise_precision=1.0, plates=[t])
+        fg.gaussian("y", mean=fg.inner(np.array([1.0, -1.0]), x), precision=4.0, plates=[t], observed=[0.3])
+    res = fg.infer(m, max_iter=5)
+    var = 1.0 / 2.0 + 1.0 / 0.5 + 0.25
+    assert abs(res.elbo - (-0.5 * np.log(2 * np.pi * var) - 0.5 * (0.3 + 1.0) ** 2 / var)) < 1e-12
