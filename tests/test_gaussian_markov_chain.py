@@ -255,3 +255,18 @@ def test_chain_of_one_step_is_a_gaussian():
     res = fg.infer(m, max_iter=5)
     var = 1.0 / 2.0 + 1.0 / 0.5 + 0.25
     assert abs(res.elbo - (-0.5 * np.log(2 * np.pi * var) - 0.5 * (0.3 + 1.0) ** 2 / var)) < 1e-12
+
+
+def test_sample_prior_draws_the_stationary_chain():
+    """fg.sample_prior: x_t = A x_{t−1} + η with A = [[0.5, 0], [0.5, 0]] (rows drawn from a tight Gaussian) and
+    Q⁻¹ = diag(1, 1/4) reaches var(x_t) = (4/3, 4/3·1/4 + 1/4) after a few steps; x_1 has the initial moments."""
+    with fg.Model("prior") as m:
+        n, t, row = fg.plate("n", 2), fg.plate("t", 40), fg.plate("row", 2)
+        a = fg.mv_gaussian("A", np.array([0.5, 0.0]), 1e8, plates=[row])
+        fg.gaussian_markov_chain("x", initial_mean=[1.0, -1.0], initial_precision=4.0, transition=a,
+                                 noise_precision=np.diag([1.0, 4.0]), plates=[n, t])
+    x = fg.sample_prior(m, 20000, seed=1)["x"]
+    assert x.shape == (20000, 2, 40, 2)
+    np.testing.assert_allclose(x[:, :, 0].mean((0, 1)), [1.0, -1.0], atol=0.02)
+    np.testing.assert_allclose(x[:, :, 0].var((0, 1)), [0.25, 0.25], rtol=0.05)
+    np.testing.assert_allclose(x[:, :, 30].var((0, 1)), [4 / 3, 4 / 3 / 4 + 0.25], rtol=0.05)

@@ -240,3 +240,24 @@ def sample_chains(h, J, lengths, P0, h0, Qbar, AQA, B, z):
                         v += Lc[t, i, k] * z[s_, n, t, k]
                     out[s_, n, t, i] = v
     return out
+
+
+@njit(cache=True)
+def forward_sample(m0, L0, A, LQ, lengths, z):
+    """Ancestral draws of chains: x_1 = m₀ + L₀z_1, x_t = A x_{t−1} + L_Q z_t, one (m₀, L₀, A, L_Q) per draw
+    (L₀, L_Q lower Cholesky factors of the covariances P₀⁻¹, Q⁻¹); ``z`` (S, N, T, D) standard normal; zero past
+    each sequence's length."""
+    S, N, T, D = z.shape
+    out = np.zeros(z.shape)
+    for s in range(S):
+        for n in range(N):
+            for t in range(lengths[n]):
+                for i in range(D):
+                    v = m0[s, i] if t == 0 else 0.0
+                    if t > 0:
+                        for k in range(D):
+                            v += A[s, i, k] * out[s, n, t - 1, k]
+                    for k in range(i + 1):
+                        v += (L0[s, i, k] if t == 0 else LQ[s, i, k]) * z[s, n, t, k]
+                    out[s, n, t, i] = v
+    return out
