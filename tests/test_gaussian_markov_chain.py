@@ -270,3 +270,23 @@ def test_sample_prior_draws_the_stationary_chain():
     np.testing.assert_allclose(x[:, :, 0].mean((0, 1)), [1.0, -1.0], atol=0.02)
     np.testing.assert_allclose(x[:, :, 0].var((0, 1)), [0.25, 0.25], rtol=0.05)
     np.testing.assert_allclose(x[:, :, 30].var((0, 1)), [4 / 3, 4 / 3 / 4 + 0.25], rtol=0.05)
+
+
+def test_non_positive_definite_filter_is_named():
+    """Potentials that make the chain's precision indefinite (as a non-conjugate message could) are reported
+    with the sequence and step, not turned into NaN."""
+    from factors.gaussian_markov_chain import chain_posterior
+
+    D = 2
+    m = {"initial_mean": (np.zeros(D), np.eye(D)), "initial_precision": (np.eye(D), 0.0),
+         "transition": (np.eye(D), np.eye(D)[:, :, None] * np.eye(D)[:, None, :]),  # A = I: E[a_iaᵢᵀ] = e_ieᵢᵀ
+         "noise_precision": (np.eye(D), 0.0)}
+    p = {"lengths": np.array([5, 5]), "D": D, "noise": "full", "shape": (2, 5), "state": {}}
+    eta1 = np.zeros((2, 5, D))
+    eta2 = np.zeros((2, 5, D, D))
+    eta2[1, 3] = 10.0 * np.eye(D)  # a negative precision −20·I at sequence 1, step 3
+    with pytest.raises(FloatingPointError, match="sequence 1, step 3"):
+        chain_posterior(m, p, (eta1, eta2))
+    eta2[1, 3] = 0.0
+    q = chain_posterior(m, p, (eta1, eta2))
+    assert np.all(np.isfinite(q.second))
