@@ -155,6 +155,9 @@ def gaussian_markov_chain(name: str, initial_mean: Any = 0.0, initial_precision:
     if len(set(dims.values())) > 1:
         raise ModelError(f"{name!r}: mismatched state dimensions {dims}")
     D = dims.popitem()[1] if dims else 1
+    for parent in (initial_mean, transition):  # an mv_gaussian declared without its dimension gets the chain's
+        if isinstance(parent, Variable) and parent.event_shape == (None,):
+            parent.event_shape = (D,)
     if isinstance(initial_mean, np.ndarray):
         initial_mean = np.broadcast_to(initial_mean, (D,)).astype(float)
     if isinstance(initial_precision, np.ndarray):

@@ -307,7 +307,7 @@ def test_full_covariance_observations_through_mv_gaussian():
         fg.mv_gaussian("y", mean=x, precision=R, plates=[t], observed=y)
     res = fg.infer(m, max_iter=5)
     lam_r = np.kron(np.eye(T), R)
-    # the dense reference with C = I and a full R: reuse the block construction through its covariance
+    # the dense joint precision of x; y = x + ε, ε ~ N(0, R⁻¹) per step
     lam = np.zeros((T * D, T * D))
     for s in range(T):
         b = slice(s * D, (s + 1) * D)
@@ -334,3 +334,15 @@ def test_full_covariance_observations_through_mv_gaussian():
     res = fg.infer(m, max_iter=300, tol=1e-10)
     assert res.converged
     assert np.all(np.diff(res.elbo_trace) >= -1e-9 * np.abs(res.elbo_trace[1:]))
+
+
+def test_random_parameters_declared_without_a_dimension_take_the_chains():
+    with fg.Model("dims") as m:
+        t, row = fg.plate("t", 20), fg.plate("row", 2)
+        a = fg.mv_gaussian("A", 0.0, 1.0, plates=[row])
+        mu = fg.mv_gaussian("m0", 0.0, 1.0)
+        x = fg.gaussian_markov_chain("x", initial_mean=mu, transition=a, noise_precision=np.eye(2), plates=[t])
+        fg.gaussian("y", mean=fg.inner(np.ones(2), x), precision=1.0, plates=[t],
+                    observed=np.sin(np.arange(20.0)))
+    res = fg.infer(m, max_iter=500)
+    assert res.posterior("A").mean().shape == (2, 2) and res.posterior("m0").mean().shape == (2,)
