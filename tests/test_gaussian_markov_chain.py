@@ -346,3 +346,11 @@ def test_random_parameters_declared_without_a_dimension_take_the_chains():
                     observed=np.sin(np.arange(20.0)))
     res = fg.infer(m, max_iter=500)
     assert res.posterior("A").mean().shape == (2, 2) and res.posterior("m0").mean().shape == (2,)
+
+
+def test_benchmark_runs_small():
+    """The benchmark's small case runs and both libraries smooth to the same numbers (timing not asserted)."""
+    from benchmarks.kalman_vs_statsmodels import main
+
+    out = main(small=True, repeat=1)
+    assert out["dll"] < 1e-9 * 1e5 and out["dmu"] < 1e-8 and out["dcov"] < 1e-8
