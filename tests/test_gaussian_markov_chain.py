@@ -354,3 +354,14 @@ def test_benchmark_runs_small():
 
     out = main(small=True, repeat=1)
     assert out["dll"] < 1e-9 * 1e5 and out["dmu"] < 1e-8 and out["dcov"] < 1e-8
+
+
+def test_summary_has_exact_intervals_for_the_states():
+    pytest.importorskip("pandas")  # the after extra, installed by .ci/run
+    y = load_nile()[:30]
+    res = fg.infer(_local_level(y, 15099.0, 1469.1, 1000.0, 1e4), max_iter=5)
+    table = res.summary(prob=0.9)
+    q = res.posterior("x")
+    row = table.loc["x[4, 0]"]
+    assert bool(row["exact"])
+    np.testing.assert_allclose(row["5%"], q.mean()[4, 0] - 1.6448536269514722 * np.sqrt(q.var()[4, 0]), rtol=1e-9)
