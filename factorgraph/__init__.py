@@ -59,10 +59,10 @@ def __getattr__(name: str):
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
-    if name == "models":
+    if name in ("models", "plots"):  # plots imports matplotlib only when it draws
         import importlib
 
-        return importlib.import_module("factorgraph.models")
+        return importlib.import_module(f"factorgraph.{name}")
     raise AttributeError(f"module 'factorgraph' has no attribute {name!r}")
 
 
@@ -79,6 +79,7 @@ __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bo
 __all__ += ["markov_chain", "gaussian_markov_chain"]
 __all__ += ["sample_prior"]
 __all__ += ["student_t"]
+__all__ += ["plots"]
 
 
 def __dir__() -> list[str]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from distributions import GaussianGamma
+from distributions import GaussianGamma, GaussianWishart
 from factors.kernels.forward_backward import forward_sample_chains
 from factors.kernels.kalman import forward_sample
 
@@ -446,6 +446,8 @@ def sample_posterior(result: Result, draws: int = 1000, seed: int | None = 0) ->
         x = q.sample(S, rng)
         if isinstance(q, GaussianGamma):
             out[name], out[f"{name}.tau"] = (np.asarray(a) for a in x)
+        elif isinstance(q, GaussianWishart):  # joint (μ, Λ): the mean under the name, Λ as "<name>.precision"
+            out[name], out[f"{name}.precision"] = (np.asarray(a) for a in x)
         else:
             out[name] = np.asarray(x)
     return out
