@@ -201,10 +201,10 @@ def dot(a: Any, b: Any) -> Deterministic:
         if x.model is not model:
             raise ModelError(f"dot: {x.name!r} belongs to model {x.model.name!r}, not to the active model "
                              f"{model.name!r}")
-    ra, rb = _roots(a)[0], _roots(b)[0]
-    if ra is rb:
-        raise ModelError(f"dot: {ra.name!r} appears on both sides; under mean field the operands of a dot product "
-                         "must be independent")
+    shared = {v.name for v in _roots(a)} & {v.name for v in _roots(b)}
+    if shared:
+        raise ModelError(f"dot: {sorted(shared)} appear(s) on both sides; under mean field the operands of a dot "
+                         "product must be independent")
     da, db = a.event_shape[0], b.event_shape[0]
     if da is None or db is None:
         if da is None and db is None:
@@ -215,9 +215,8 @@ def dot(a: Any, b: Any) -> Deterministic:
     elif da != db:
         raise ModelError(f"dot: {a.name!r} has dimension {da} but {b.name!r} has dimension {db}")
     plates = model.sorted_plates([*a.plates, *b.plates])
-    letter = {p.name: _LETTERS[p.index] for p in plates}
-    subs = tuple("".join(letter[p.name] for p in x.plates) for x in (a, b))
-    params = {"subscripts": (*subs, "".join(letter[p.name] for p in plates)), "shape": tuple(p.size for p in plates)}
+    params = {"src": {"a": _src(a, plates), "b": _src(b, plates)}, "dst": tuple(p.index for p in plates),
+              "sizes": tuple(p.size for p in plates)}
     node = Deterministic(model, model.fresh_name("dot"), Dot, {"a": a, "b": b}, plates, params)
     model.deterministics.append(node)
     return node
@@ -231,8 +230,9 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
     ----------
     X
         Observed inputs, shape (plate sizes..., D): one row per element of ``plates``; or a random vector Z
-        (``fg.mv_gaussian`` plated, e.g. z_n ~ N(0, I) over n): then y = Zᵀw is ``fg.dot(Z, w)``, exact under
-        mean field, with E[(zᵀw)²] = tr(E[zzᵀ]E[wwᵀ]) (``plates`` may be omitted or must be Z's plates).
+        (``fg.mv_gaussian`` plated, e.g. z_n ~ N(0, I) over n, or the states x_t of a state-space model): then
+        y = Zᵀw is ``fg.dot(Z, w)``, exact under mean field, with E[(zᵀw)²] = tr(E[zzᵀ]E[wwᵀ]) (``plates`` may
+        be omitted or must be Z's plates).
     w
         An ``mv_gaussian`` (full covariance, event D), a ``gaussian_gamma`` block, or a scalar
         ``gaussian`` plated over a plate of size D (mean field over the components).  Extra plates
