@@ -30,7 +30,7 @@ from .builders import (
 from .convergence import ConvergenceWarning
 from .counts import binomial, binomial_logit, multinomial, multinomial_softmax, poisson, poisson_log
 from .covariance import gaussian_wishart, wishart
-from .expressions import inner, select
+from .expressions import dot, inner, select
 from .indexing import index
 from .model import Model
 from .nodes import ModelError, Plate, Variable
@@ -47,6 +47,7 @@ from .robust import student_t
 from .sampling import sample_prior
 from .scales import exponential, half_cauchy, half_normal, half_student_t
 from .sequences import markov_chain
+from .state_space import gaussian_markov_chain
 
 _LAZY = {name: "schedules" for name in
          ("infer", "VMP", "NCVMP", "SVI", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
@@ -58,10 +59,10 @@ def __getattr__(name: str):
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
-    if name == "models":
+    if name in ("models", "plots"):  # plots imports matplotlib only when it draws
         import importlib
 
-        return importlib.import_module("factorgraph.models")
+        return importlib.import_module(f"factorgraph.{name}")
     raise AttributeError(f"module 'factorgraph' has no attribute {name!r}")
 
 
@@ -75,9 +76,11 @@ __all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t"]
 __all__ += ["ConvergenceWarning", "SVI"]
 __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bound", "site",
             "projection_log_expectation"]
-__all__ += ["markov_chain"]
+__all__ += ["markov_chain", "gaussian_markov_chain"]
+__all__ += ["dot"]
 __all__ += ["sample_prior"]
 __all__ += ["student_t"]
+__all__ += ["plots"]
 
 
 def __dir__() -> list[str]:

@@ -35,6 +35,16 @@ from .model import Model, current_model
 from .nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Node, Plate, PrecisionOf, Variable
 
 
+class _EventDim:
+    """A variable's vector dimension, read when the model is compiled (it may be inferred from the
+    variable's neighbours after the builder returns).  A class, not a closure, so models pickle."""
+
+    def __init__(self, var: Variable) -> None:
+        self.var = var
+
+    def __call__(self) -> int:
+        return self.var.event_shape[0]
+
 def plate(name: str, size: int) -> Plate:
     """Declare a plate (a named replication axis of the given size) in the active model."""
     return current_model(f"plate {name!r}").add_plate(name, size)
@@ -373,7 +383,7 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
     D = dims.pop() if dims else None
     var = Variable(model, name, MvGaussian, model.sorted_plates([*vplates, *(p for p in _parent_plates(
         [x for x in (mean, precision) if is_random(x)]) if p not in consumed.values())]), (D,))
-    params["D"] = lambda: var.event_shape[0]
+    params["D"] = _EventDim(var)
     if mask is None or observed is None or np.ndim(mask) != len(var.plates) + 1:
         return _finish(model, var, ftype, edges, params, observed, mask, consumed)
     # a per-coordinate mask (plates + (D,)): rows with any coordinate observed, plus var.coord_mask
@@ -424,7 +434,7 @@ def gaussian_gamma(name: str, mean: Any = 0.0, precision: Any = 1.0, *, shape: A
     if len(dims) > 1:
         raise ModelError(f"{name!r}: inconsistent dimensions {sorted(dims)} from dim, mean and precision")
     var = Variable(model, name, GaussianGamma, (), (dims.pop() if dims else None,))
-    params = {"D": lambda: var.event_shape[0], "mean_raw": mu0, "shape": a0, "rate": b0, "ard": ard}
+    params = {"D": _EventDim(var), "mean_raw": mu0, "shape": a0, "rate": b0, "ard": ard}
     return _finish(model, var, NORMAL_GAMMA, {"precision": precision}, params, None, None, consumed)
 
 

@@ -85,6 +85,9 @@ class Variable(Node):
         Distribution class of its posterior (from ``distributions``).
     event_shape
         Trailing event axes: ``()`` for scalars, ``(D,)`` for vectors, ``(K,)`` for Categorical.
+
+    Attributes
+    ----------
     value, mask
         Observed values (plate-shaped, plus event axes) and a boolean mask that is True where the
         value is observed; ``mask is None`` means fully latent.

@@ -193,6 +193,8 @@ def point_stats(family: type, value: np.ndarray) -> Stats:
             return (np.log(x),)
         if name == "Bernoulli":
             return (x,)
+        if name == "Wishart":
+            return (x, np.linalg.slogdet(x)[1])
     raise TypeError(f"no point statistics for family {name}")
 
 

@@ -150,6 +150,7 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     result = Result(model.name, algorithm.name, dict(eng.q), float(trace[-1]), kind, trace, out["n_iter"],
                     out["converged"], out["time"], compile_time, out["warnings"], elbo_se, notes)
     result.joint.update(eng.joint)
+    result.model = model
     result.hyper.update(hyper)
     result.scales.update(n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.is_latent)
     for text in out["unconverged"]:
