@@ -31,7 +31,7 @@ from .builders import (
 from .convergence import ConvergenceWarning
 from .counts import binomial, binomial_logit, multinomial, multinomial_softmax, poisson, poisson_log
 from .covariance import gaussian_wishart, wishart
-from .expressions import select
+from .expressions import dot, select
 from .indexing import index
 from .model import Model
 from .nodes import ModelError, Plate, Variable
@@ -49,6 +49,7 @@ from .robust import student_t
 from .sampling import sample_prior
 from .scales import exponential, half_cauchy, half_normal, half_student_t
 from .sequences import markov_chain
+from .state_space import gaussian_markov_chain
 
 # data nodes (fg.data) are accepted by every public builder, which records its call for model.set_data
 data = _data.data
@@ -63,7 +64,7 @@ inner = _data.inner
     half_normal, half_student_t, markov_chain))
 
 _LAZY = {name: "schedules" for name in
-         ("infer", "VMP", "NCVMP", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
+         ("infer", "VMP", "NCVMP", "SVI", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
 _LAZY.update({"site": "schedules", "projection_log_expectation": "schedules"})  # site terms for fg.approximate
 
 
@@ -86,10 +87,11 @@ __all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "
            "approximate", "models", "AIKL", "BVI", "index",
            "binomial", "binomial_logit", "multinomial", "multinomial_softmax", "poisson", "poisson_log"]
 __all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t"]
-__all__ += ["ConvergenceWarning"]
+__all__ += ["ConvergenceWarning", "SVI"]
 __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bound", "site",
             "projection_log_expectation"]
-__all__ += ["markov_chain"]
+__all__ += ["markov_chain", "gaussian_markov_chain"]
+__all__ += ["dot"]
 __all__ += ["sample_prior"]
 __all__ += ["data", "predict"]
 __all__ += ["student_t"]

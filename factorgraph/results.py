@@ -70,6 +70,11 @@ class Result:
     # scales made by fg.half_cauchy and the like: ``posteriors`` holds their Gamma over σ⁻², ``posterior``
     # reports them on the σ scale
     scales: set[str] = field(default_factory=set)
+    # a sharded fit (dask data, docs/design.md §10): how the plate was cut (plate, rows, chunks, chunk_rows,
+    # backend, workers, bytes_per_sweep, retries), and the names of the variables on the sharded plate, whose
+    # posteriors stay with their chunks until ``posterior`` collects one
+    sharding: dict[str, Any] | None = None
+    local: dict[str, Any] = field(default_factory=dict)  # name -> function collecting its posterior
     # the fitted model (for to_arviz's observed data and log-likelihoods); set by fg.infer
     model: Any = field(default=None, repr=False, compare=False)
 
@@ -94,10 +99,13 @@ class Result:
         logpdf, sample); its ``.precision`` is the Gamma over σ⁻² that inference works with (also in
         ``posteriors[name]``).
         """
+        if name in self.local and name not in self.posteriors:  # a sharded plate's local variable: collected now
+            self.posteriors[name] = self.local[name]()
         try:
             q = self.posteriors[name]
         except KeyError:
-            raise KeyError(f"no posterior for {name!r}; latent variables are {sorted(self.posteriors)}") from None
+            raise KeyError(f"no posterior for {name!r}; latent variables are "
+                           f"{sorted([*self.posteriors, *self.local])}") from None
         if name in self.scales:
             from distributions import InverseSqrtGamma
 

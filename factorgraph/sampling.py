@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from distributions import GaussianGamma, GaussianWishart
+from factors.deterministic import dot_subscripts
 from factors.kernels.forward_backward import forward_sample_chains
+from factors.kernels.kalman import forward_sample
 
 from .nodes import Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
 
@@ -106,9 +108,21 @@ class _Forward:
                 wplates = tuple(q for q in wplates if q is not consumed)
             sx, sw, sy = p["subscripts"]
             return np.einsum(f"{sx}D,Z{sw}D->Z{sy}", p["X"], wv)
+        full = (self.S, *(q.size for q in d.plates))
+        if d.op.name == "dot":  # aᵀb of two random vectors
+            sa, sb, sy = dot_subscripts(d.params)
+            return np.einsum(f"Z{sa}D,Z{sb}D->Z{sy}", self.value(d.parents["a"]), self.value(d.parents["b"]))
+        if d.op.name == "polynomial":  # Σ_m c_m Π_{v∈m} v
+            leaf = {r: self.arg(x, d.plates, d.name) for r, x in d.parents.items()}
+            y = np.zeros(full)
+            for c, roles in d.params["monomials"]:
+                term = np.asarray(c, dtype=float)
+                for r in roles:
+                    term = term * leaf[r]
+                y = y + term
+            return y
         a = self.arg(d.parents["a"], d.plates, d.name)
         b = self.arg(d.parents["b"], d.plates, d.name)
-        full = (self.S, *(q.size for q in d.plates))
         if d.op.name == "sum":
             return np.broadcast_to(a + b, full).copy()
         if d.op.name == "product":
@@ -418,6 +432,33 @@ def _markov_chain(s: _Forward, v, f, frame, full):
     s.put(v, z.reshape(full), full)
 
 
+def _gaussian_markov_chain(s: _Forward, v, f, frame, full):
+    """x_1 ~ N(m₀, P₀⁻¹), x_t ~ N(A x_{t−1}, Q⁻¹) with one (m₀, P₀, A, Q) per draw; 0 past a sequence's length."""
+    D = v.event_shape[0]
+
+    def per_draw(arg, shape):
+        if isinstance(arg, Node):
+            return np.asarray(s.value(arg), float).reshape((s.S, *shape)) if arg.family.__name__ != "Gamma" else \
+                np.asarray(s.value(arg), float).reshape(s.S, -1)
+        return np.broadcast_to(np.asarray(arg, float), (s.S, *shape))
+
+    e = f.edges
+    m0, P0, A = per_draw(e["initial_mean"], (D,)), per_draw(e["initial_precision"], (D, D)), per_draw(
+        e["transition"], (D, D))
+    Q = per_draw(e["noise_precision"], (D, D))
+    if Q.ndim == 2:  # Gamma precisions: τ per dimension, or one τ for all (a draw τ = 0 gives an infinite state)
+        with np.errstate(divide="ignore"):
+            LQ = np.broadcast_to(1.0 / np.sqrt(Q), (s.S, D))[:, :, None] * np.eye(D)
+    else:
+        LQ = np.linalg.cholesky(np.linalg.inv(Q))
+    L0 = np.linalg.cholesky(np.linalg.inv(P0))
+    lengths = np.asarray(f.params["lengths"], dtype=np.int64).reshape(-1)
+    z = s.rng.standard_normal((s.S, lengths.size, full[-1], D))
+    x = forward_sample(np.ascontiguousarray(m0), np.ascontiguousarray(L0), np.ascontiguousarray(A),
+                       np.ascontiguousarray(LQ), lengths, z)
+    s.put(v, x.reshape(full + (D,)), full)
+
+
 _DRAWS = {
     "Gaussian": _gaussian, "Gamma": _gamma, "Beta": _beta, "Bernoulli": _bernoulli, "Dirichlet": _dirichlet,
     "Categorical": _categorical, "MvGaussian": _mv_gaussian, "MvGaussianFixedPrecision": _mv_gaussian,
@@ -431,6 +472,7 @@ _DRAWS = {
     "Probit": _probit, "ScalePrior": _scale_prior, "MarkovChain": _markov_chain, "StudentT": _student_t,
     "Wishart": _wishart, "NormalWishart": _normal_wishart, "MvGaussianWishart": _mv_gaussian_wishart,
     "MvGaussianNormalWishart": _mv_gaussian_normal_wishart,
+    "GaussianMarkovChain": _gaussian_markov_chain, "GaussianMarkovChainDiag": _gaussian_markov_chain,
 }
 
 

@@ -89,6 +89,10 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         raise ModelError(f"infer needs an fg.Model, got {type(model).__name__}")
     if algorithm is not None and not isinstance(getattr(algorithm, "name", None), str):
         raise ModelError(f"algorithm must be fg.VMP() or fg.NCVMP(), got {checks._short(algorithm)}")
+    from .svi import SVI
+
+    if isinstance(algorithm, SVI):
+        return _infer_svi(model, algorithm, max_iter, init, seed, callbacks)
     chosen = ""
     if algorithm is None:
         algorithm, chosen = _default_algorithm(model, handlers)
@@ -101,6 +105,12 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         tol = (1e-6 if handlers else 1e-9) if monotone else None
     if param_tol is _AUTO:
         param_tol = None if monotone else 1e-8
+    from .sharding import find_sharding
+
+    sh = find_sharding(model)
+    if sh is not None:
+        return _infer_sharded(model, algorithm, sh, chosen, max_iter, tol, param_tol, init, schedule, warmup,
+                              damping, handlers, callbacks, progress, seed)
     t0 = time.perf_counter()
     key = _compile_key(model, algorithm, schedule, init, damping, handlers)
     cached = model._compiled
@@ -174,6 +184,49 @@ def _compile_key(model: Model, algorithm: Any, schedule: Any, init: Any, damping
         for name, v in model.variables.items()))
     return (graph, algorithm, None if schedule is None else tuple(schedule), frozenset(init or ()),
             tuple(sorted((damping or {}).items())), tuple(handlers or ()))
+
+
+def _infer_svi(model, svi, max_iter, init, seed, callbacks) -> Result:
+    """``infer`` by stochastic VI: ``max_iter`` minibatch steps (schedules.svi)."""
+    from .svi import run_svi
+
+    max_iter = checks.integer(max_iter, "max_iter (a positive integer)", low=1)
+    init = _by_name(init, "init") or {}
+    out = run_svi(model, svi, max_iter, init, checks.seed(seed), list(callbacks))
+    return Result(model.name, "svi", out["q"], out["elbo"], out["kind"], out["trace"], out["n_iter"], True,
+                  out["time"], 0.0, [], 0.0, out["notes"])
+
+
+def _infer_sharded(model, algorithm, sh, chosen, max_iter, tol, param_tol, init, schedule, warmup, damping,
+                   handlers, callbacks, progress, seed) -> Result:
+    """``infer`` over a plate sharded into Dask chunks (schedules.sharded_run, docs/design.md §10)."""
+    from .sharded_run import collect_local, run_sharded
+
+    warm = []
+    for name in warmup:
+        v = model.variables.get(name)
+        if v is None or not v.is_latent:
+            raise ModelError(f"warmup: {name!r} is not a latent variable of model {model.name!r}")
+        warm.append(v)
+    out = run_sharded(model, algorithm, sh, max_iter, tol, param_tol, dict(init or {}), schedule, damping,
+                      list(callbacks), progress, seed, warm, handlers)
+    eng = out["engine"]
+    kind = combine_kinds({f.evidence_kind for f in eng.c.factors if f.claimed_by is None} | {
+        fit.kind for name, fit in eng.block.items() if eng.c.claimed[name]})
+    notes = ([chosen] if chosen else []) + list(out["notes"])
+    if eng.c.fused:
+        notes.append(f"fused linear-Gaussian factors (cached XᵀX, Xᵀy per chunk): {eng.c.fused}")
+    trace = out["elbo_trace"]
+    result = Result(model.name, algorithm.name, dict(eng.q), float(trace[-1]), kind, trace, out["n_iter"],
+                    out["converged"], out["time"], 0.0, out["warnings"], 0.0, notes)
+    result.sharding = out["sharding"]
+    result.joint.update(eng.joint)
+    result.local.update({n: collect_local(out["backend"], model.variables[n], sh)
+                         for n, loc in eng.local.items() if loc})
+    result.scales.update(n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.is_latent)
+    for text in out["unconverged"]:
+        convergence.warn(text)
+    return result
 
 
 def _default_algorithm(model: Model, handlers: Any) -> tuple[Any, str]:
