@@ -37,6 +37,13 @@ class Model:
         self.compilations = 0  # how many times fg.infer compiled this model (a refit after set_data does not)
         self._compiled: Any = None  # (key, compiled model) of the last fg.infer, reused when the key matches
 
+    def __getstate__(self) -> dict:
+        """A pickled model leaves out what ``fg.infer`` compiled (rule functions, kernels' state): the next
+        fit after unpickling compiles again."""
+        state = self.__dict__.copy()
+        state["_compiled"] = None
+        return state
+
     def __enter__(self) -> Model:
         _ACTIVE.append(self)
         return self

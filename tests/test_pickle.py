@@ -50,3 +50,13 @@ def test_result_round_trip_keeps_posteriors_and_arviz(fit):
     a, b = r.to_arviz(draws=50, seed=1), r2.to_arviz(draws=50, seed=1)
     for v in a.log_likelihood.data_vars:
         np.testing.assert_array_equal(a.log_likelihood[v].values, b.log_likelihood[v].values)
+
+
+def test_model_pickles_without_its_compiled_structure_and_refits_the_same():
+    r = _mixture()
+    m = r.model
+    assert m._compiled is not None
+    m2 = pickle.loads(pickle.dumps(m))
+    assert m2._compiled is None
+    r2 = fg.infer(m2, seed=0)
+    assert r2.elbo == pytest.approx(r.elbo, rel=1e-12)
