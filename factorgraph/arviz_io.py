@@ -86,7 +86,8 @@ def _log_likelihood(model: Model, draws: dict[str, np.ndarray], hyper: dict) -> 
     return data, dims, coords
 
 
-def to_arviz(result: Result, draws: int = 1000, seed: int | None = 0, prior: bool = False) -> Any:
+def to_arviz(result: Result, draws: int = 1000, seed: int | None = 0, prior: bool = False,
+             posterior_predictive: bool = False) -> Any:
     """The fit as an ``arviz.InferenceData``: see ``Result.to_arviz``."""
     az = _import_arviz()
     model = result.model
@@ -114,6 +115,11 @@ def to_arviz(result: Result, draws: int = 1000, seed: int | None = 0, prior: boo
         lat = [n for n in pri if (n in model.variables and n not in obs_data) or n.endswith(".tau")]
         groups["prior"], _ = _group(model, pri, lat)
         groups["prior_predictive"], _ = _group(model, pri, [v.name for v in observed])
+    if posterior_predictive:
+        from .predict import predict
+
+        rep = predict(result, None, draws, seed)  # replicates of the fitted data, y⁽ˢ⁾ ~ p(y | θ⁽ˢ⁾)
+        groups["posterior_predictive"], _ = _group(model, rep, [n for n in rep if n in obs_data])
     for p in model.plates.values():
         coords[p.name] = np.arange(p.size)
     attrs = {"inference_library": "fgvmp", "model": model.name, "algorithm": result.algorithm,

@@ -141,7 +141,8 @@ class Result:
 
         return summary(self, prob, draws, seed)
 
-    def to_arviz(self, draws: int = 1000, seed: int | None = 0, prior: bool = False) -> Any:
+    def to_arviz(self, draws: int = 1000, seed: int | None = 0, prior: bool = False,
+                 posterior_predictive: bool = False) -> Any:
         """The fit as an ``arviz.InferenceData``, for ArviZ's summaries, plots, LOO and WAIC.
 
         Parameters
@@ -153,6 +154,10 @@ class Result:
         prior
             Also add ``prior`` (latent variables) and ``prior_predictive`` (observed variables) groups of
             ``draws`` forward draws (``fg.sample_prior``).
+        posterior_predictive
+            Also add a ``posterior_predictive`` group: ``draws`` replicates of the observed variables that are
+            leaves, y⁽ˢ⁾ ~ p(y | θ⁽ˢ⁾) with θ⁽ˢ⁾ ~ q (``fg.predict(result, draws=draws, seed=seed)``), for
+            posterior predictive checks (``az.plot_ppc``).
 
         Returns
         -------
@@ -176,7 +181,7 @@ class Result:
         """
         from .arviz_io import to_arviz
 
-        return to_arviz(self, draws, seed, prior)
+        return to_arviz(self, draws, seed, prior, posterior_predictive)
 
     @property
     def time_per_iter(self) -> float:

@@ -216,3 +216,30 @@ def test_a_learned_student_t_dof_is_used():
     idata = r.to_arviz(draws=50)
     ref = stats.t.logpdf(y, nu, idata.posterior["mu"].values[0][:, None], 1.0)
     np.testing.assert_allclose(idata.log_likelihood["y"].values[0], ref, rtol=1e-12)
+
+
+def test_posterior_predictive_group_replicates_the_data_and_plot_ppc_runs():
+    import arviz as az
+    import matplotlib
+
+    matplotlib.use("Agg")
+    rng = np.random.default_rng(5)
+    X = np.c_[np.ones(50), rng.normal(size=50)]
+    y = X @ [1.0, 2.0] + 0.5 * rng.normal(size=50)
+    with fg.Model("ppc") as m:
+        n = fg.plate("n", 50)
+        w = fg.mv_gaussian("w", mean=np.zeros(2), precision=1e-2)
+        fg.gaussian("y", mean=fg.inner(X, w, [n]), precision=fg.gamma("tau", 1.0, 1.0), plates=[n], observed=y)
+    r = fg.infer(m)
+    idata = r.to_arviz(draws=3000, seed=2, posterior_predictive=True)
+    rep = idata.posterior_predictive["y"]
+    assert rep.dims == ("chain", "draw", "n") and rep.shape == (1, 3000, 50)
+    # E[y_rep_i] = x_iᵀE[w]; Var = x_iᵀΣx_i + E[1/τ]: the replicates' mean and variance per row, to MC error
+    q_w, q_tau = r.posterior("w"), r.posterior("tau")
+    mean = X @ q_w.mean()
+    var = np.einsum("nd,de,ne->n", X, q_w.cov(), X) + q_tau.rate / (q_tau.shape - 1)
+    draws = rep.values[0]
+    se = np.sqrt(var / 3000)
+    assert np.all(np.abs(draws.mean(0) - mean) < 5 * se)
+    assert np.all(np.abs(draws.var(0) / var - 1) < 5 * np.sqrt(2 / 3000) + 0.02)
+    az.plot_ppc(idata, num_pp_samples=50)
