@@ -11,11 +11,12 @@ import numpy as np
 from factorgraph import checks, convergence
 from factorgraph.model import Model
 from factorgraph.nodes import Deterministic, Gate, ModelError, Variable
+from factorgraph.predict import FitRecord
 from factorgraph.results import Result, combine_kinds
 from factors.base import RuleNotFound
 
 from .algorithms import NCVMP, VMP
-from .compiled import _feeds_handler, _needs_messages, compile_model
+from .compiled import _feeds_handler, _needs_messages, compile_model, rebind
 from .engine import run
 
 _AUTO = "auto"  # tol/param_tol: chosen from the algorithm (see the docstring)
@@ -120,8 +121,25 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         tol = (1e-6 if handlers else 1e-9) if monotone else None
     if param_tol is _AUTO:
         param_tol = None if monotone else 1e-8
+    from .sharding import find_sharding
+
+    sh = find_sharding(model)
+    if sh is not None:
+        return _infer_sharded(model, algorithm, sh, chosen, max_iter, tol, param_tol, init, schedule, warmup,
+                              damping, handlers, callbacks, progress, seed)
     t0 = time.perf_counter()
-    c = compile_model(model, algorithm, schedule, init, damping, handlers)
+    key = _compile_key(model, algorithm, schedule, init, damping, handlers)
+    cached = model._compiled
+    if cached is not None and cached[0] == key:
+        c = cached[1]  # the same graph and options: only what the data determine is derived again
+        c.handlers = dict(handlers or {})  # the claims depend on which variables are handled, not by what
+        rebind(c)
+        reused = True
+    else:
+        model._compiled = None
+        c = compile_model(model, algorithm, schedule, init, damping, handlers)
+        model._compiled = (key, c)
+        reused = False
     compile_time = time.perf_counter() - t0
     warm = []
     for name in warmup:
@@ -159,8 +177,57 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         hyper.update(dofs)
     result = Result(model.name, algorithm.name, dict(eng.q), float(trace[-1]), kind, trace, out["n_iter"],
                     out["converged"], out["time"], compile_time, out["warnings"], elbo_se, notes)
+    if reused:
+        result.notes.append("compiled structure reused from the last fg.infer on this model (set_data or a refit)")
+    # for fg.predict: the model and the data of the fit (set_data may replace them later)
+    result.fit_record = FitRecord(model, {k: d.value for k, d in model.data.items()}, model.data_version)
     result.joint.update(eng.joint)
+    result.model = model
     result.hyper.update(hyper)
+    result.scales.update(n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.is_latent)
+    for text in out["unconverged"]:
+        convergence.warn(text)
+    return result
+
+
+def _compile_key(model: Model, algorithm: Any, schedule: Any, init: Any, damping: Any, handlers: Any) -> tuple:
+    """What a compiled model depends on besides the data: the graph (its nodes, which variables are latent,
+    fully or partly observed) and the options of ``infer`` that shape the compilation (of the handlers,
+    which variables they take over)."""
+    graph = (tuple(model.plates), len(model.factors), len(model.deterministics), tuple(
+        (name, v.is_latent, v.mask is None, v.mask is not None and bool(v.mask.all()),
+         getattr(v, "coord_mask", None) is None or bool(np.all(v.coord_mask)))
+        for name, v in model.variables.items()))
+    return (graph, algorithm, None if schedule is None else tuple(schedule), frozenset(init or ()),
+            tuple(sorted((damping or {}).items())), tuple(handlers or ()))
+
+
+def _infer_sharded(model, algorithm, sh, chosen, max_iter, tol, param_tol, init, schedule, warmup, damping,
+                   handlers, callbacks, progress, seed) -> Result:
+    """``infer`` over a plate sharded into Dask chunks (schedules.sharded_run, docs/design.md §10)."""
+    from .sharded_run import collect_local, run_sharded
+
+    warm = []
+    for name in warmup:
+        v = model.variables.get(name)
+        if v is None or not v.is_latent:
+            raise ModelError(f"warmup: {name!r} is not a latent variable of model {model.name!r}")
+        warm.append(v)
+    out = run_sharded(model, algorithm, sh, max_iter, tol, param_tol, dict(init or {}), schedule, damping,
+                      list(callbacks), progress, seed, warm, handlers)
+    eng = out["engine"]
+    kind = combine_kinds({f.evidence_kind for f in eng.c.factors if f.claimed_by is None} | {
+        fit.kind for name, fit in eng.block.items() if eng.c.claimed[name]})
+    notes = ([chosen] if chosen else []) + list(out["notes"])
+    if eng.c.fused:
+        notes.append(f"fused linear-Gaussian factors (cached XᵀX, Xᵀy per chunk): {eng.c.fused}")
+    trace = out["elbo_trace"]
+    result = Result(model.name, algorithm.name, dict(eng.q), float(trace[-1]), kind, trace, out["n_iter"],
+                    out["converged"], out["time"], 0.0, out["warnings"], 0.0, notes)
+    result.sharding = out["sharding"]
+    result.joint.update(eng.joint)
+    result.local.update({n: collect_local(out["backend"], model.variables[n], sh)
+                         for n, loc in eng.local.items() if loc})
     result.scales.update(n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.is_latent)
     for text in out["unconverged"]:
         convergence.warn(text)

@@ -181,7 +181,7 @@ def _check_others(model: Model, P: Plate) -> None:
 
 def batch_arrays(layout: Layout, rows: np.ndarray) -> dict[str, np.ndarray]:
     """The row arrays of in-memory data restricted to ``rows`` of the data plate."""
-    return {k: np.take(a, rows, axis=ax) for k, (a, ax) in layout.arrays.items()}
+    return {k: np.asarray(np.take(a, rows, axis=ax)) for k, (a, ax) in layout.arrays.items()}  # dask: reads the rows
 
 
 def check_batch(model: Model, layout: Layout, batch: Any) -> tuple[dict[str, np.ndarray], int]:
