@@ -45,7 +45,7 @@ from .nonconjugate import (
 from .results import Comparison, Result, compare
 from .robust import student_t
 from .sampling import sample_prior
-from .scales import exponential, half_cauchy, half_normal, half_student_t
+from .scales import exponential, half_cauchy, half_normal, half_student_t, uniform_scale
 from .sequences import markov_chain
 
 _LAZY = {name: "schedules" for name in
@@ -71,7 +71,7 @@ __all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "
            "mv_gaussian", "plate", "select", "InferenceError", "Laplace", "MVI", "NCVMP", "VIDiag", "VMP",
            "approximate", "models", "AIKL", "BVI", "index",
            "binomial", "binomial_logit", "multinomial", "multinomial_softmax", "poisson", "poisson_log"]
-__all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t"]
+__all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t", "uniform_scale"]
 __all__ += ["ConvergenceWarning"]
 __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bound", "site",
             "projection_log_expectation"]
