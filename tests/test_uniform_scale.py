@@ -173,6 +173,10 @@ def test_hierarchical_group_scale():
     assert 0 < r.posterior("tau").mean() < 10.0
     draws = r.sample(200)["tau"]
     assert np.all(draws < 10.0)
+    table = r.summary()
+    assert table.loc["tau"].iloc[3] < 10.0  # the upper quantile, on the σ scale
+    prior = fg.sample_prior(m, draws=20_000, seed=1)["tau"]
+    assert prior.max() < 10.0 and abs(prior.mean() - 5.0) < 0.1  # U(0, 10)
 
 
 @pytest.mark.parametrize(("upper", "match"), [(0.0, r"'sigma': upper must be positive, got 0.0"),
