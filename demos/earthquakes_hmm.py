@@ -71,7 +71,16 @@ def main(small: bool = False, seed: int = 0) -> dict:
         ax.legend()
         fig.tight_layout()
         fig.savefig(OUT / "earthquakes_hmm.png", dpi=120)
-        print(f"figure: {OUT / 'earthquakes_hmm.png'}")
+        plt.close(fig)
+        from factorgraph import plots
+
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+        plots.elbo_trace(results, ax=axes[0]).set_title("ELBO per sweep")
+        plots.evidence_comparison(comparison, ax=axes[1], relative=True).set_title("log Bayes factor against the best")
+        fig.tight_layout()
+        fig.savefig(OUT / "earthquakes_hmm_elbo.png", dpi=120)
+        plt.close(fig)
+        print(f"figures: {OUT / 'earthquakes_hmm.png'}, {OUT / 'earthquakes_hmm_elbo.png'}")
     return out
 
 

@@ -5,7 +5,8 @@
    predictive ``models.linear_predictive``.
 3. ``fg.compare`` of the shared-α model against the ARD model on the same data.
 
-Run ``python demos/quickstart.py`` (``--small`` for a fast run).
+Run ``python demos/quickstart.py`` (``--small`` for a fast run; ``--plot`` also saves the evidence comparison
+as a bar chart, ``factorgraph.plots.evidence_comparison``, to ``demos/out/quickstart_evidence.png``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def _table(headers: list[str], rows: list[list[object]]) -> str:
     return "\n".join(out)
 
 
-def main(small: bool = False, seed: int = 0) -> dict:
+def main(small: bool = False, seed: int = 0, plot: bool = False) -> dict:
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     N = 50 if small else 200
@@ -85,6 +86,10 @@ def main(small: bool = False, seed: int = 0) -> dict:
     print("\n3. Model comparison by the evidence bound:")
     print(comparison)
     print(f"   best: {comparison.best()}")
+    figure = None
+    if plot:
+        figure = _plot_comparison(comparison)
+        print(f"   figure: {figure}")
     elapsed = time.perf_counter() - t0
     print(f"\n[quickstart: {elapsed:.2f} s]")
     return {
@@ -94,13 +99,37 @@ def main(small: bool = False, seed: int = 0) -> dict:
         "pred_mean": np.asarray(pred.mean), "pred_sd": np.sqrt(pred.var()), "pred_truth": X_new @ true_w,
         "ard_alpha": np.asarray(e_alpha), "evidence": dict(zip(comparison.names, comparison.evidence.tolist(),
                                                                 strict=True)),
-        "best_model": comparison.best(), "time": elapsed,
+        "best_model": comparison.best(), "time": elapsed, "figure": figure,
     }
+
+
+def _plot_comparison(comparison: fg.Comparison):
+    """The evidence comparison as a bar chart, saved under demos/out/ (the Agg backend: nothing is shown)."""
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from factorgraph import plots
+
+    out = Path(__file__).resolve().parent / "out"
+    out.mkdir(exist_ok=True)
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    plots.evidence_comparison(comparison, ax=ax)
+    ax.set_ylim(min(comparison.evidence) - 10, max(comparison.evidence) + 5)
+    fig.tight_layout()
+    path = out / "quickstart_evidence.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--small", action="store_true", help="a small, fast run")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--plot", action="store_true", help="save the evidence comparison as a bar chart")
     a = ap.parse_args()
-    main(small=a.small, seed=a.seed)
+    main(small=a.small, seed=a.seed, plot=a.plot)

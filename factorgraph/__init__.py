@@ -15,6 +15,7 @@ The engine (``schedules``) sits to the right of this package in the import order
 
 from distributions import GaussianMixture, MvGaussian
 
+from . import data as _data
 from .bounds import expected_log_sum_exp, softmax_bound
 from .builders import (
     bernoulli,
@@ -30,7 +31,7 @@ from .builders import (
 from .convergence import ConvergenceWarning
 from .counts import binomial, binomial_logit, multinomial, multinomial_softmax, poisson, poisson_log
 from .covariance import gaussian_wishart, wishart
-from .expressions import inner, select
+from .expressions import dot, select
 from .indexing import index
 from .model import Model
 from .nodes import ModelError, Plate, Variable
@@ -42,14 +43,28 @@ from .nonconjugate import (
     probit,
     student_t_site,
 )
+from .predict import predict
 from .results import Comparison, Result, compare
 from .robust import student_t
 from .sampling import sample_prior
 from .scales import exponential, half_cauchy, half_normal, half_student_t, uniform_scale
 from .sequences import markov_chain
+from .state_space import gaussian_markov_chain
+
+# data nodes (fg.data) are accepted by every public builder, which records its call for model.set_data
+data = _data.data
+inner = _data.inner
+(bernoulli, beta, categorical, dirichlet, gamma, gaussian, gaussian_gamma, mv_gaussian, binomial, binomial_logit,
+ multinomial, multinomial_softmax, poisson, poisson_log, gaussian_wishart, wishart, bernoulli_logit,
+ categorical_softmax, cauchy_site, laplace_site, probit, student_t_site, student_t, exponential, half_cauchy,
+ half_normal, half_student_t, markov_chain) = map(_data.recorded, (
+    bernoulli, beta, categorical, dirichlet, gamma, gaussian, gaussian_gamma, mv_gaussian, binomial, binomial_logit,
+    multinomial, multinomial_softmax, poisson, poisson_log, gaussian_wishart, wishart, bernoulli_logit,
+    categorical_softmax, cauchy_site, laplace_site, probit, student_t_site, student_t, exponential, half_cauchy,
+    half_normal, half_student_t, markov_chain))
 
 _LAZY = {name: "schedules" for name in
-         ("infer", "VMP", "NCVMP", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
+         ("infer", "VMP", "NCVMP", "SVI", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
 _LAZY.update({"site": "schedules", "projection_log_expectation": "schedules"})  # site terms for fg.approximate
 
 
@@ -58,26 +73,29 @@ def __getattr__(name: str):
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
-    if name == "models":
+    if name in ("models", "plots"):  # plots imports matplotlib only when it draws
         import importlib
 
-        return importlib.import_module("factorgraph.models")
+        return importlib.import_module(f"factorgraph.{name}")
     raise AttributeError(f"module 'factorgraph' has no attribute {name!r}")
 
 
 __all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "bernoulli", "bernoulli_logit",
            "beta", "categorical_softmax", "cauchy_site", "laplace_site", "probit", "student_t_site",
            "categorical", "compare", "dirichlet", "gamma", "gaussian", "gaussian_gamma", "infer", "inner",
-           "mv_gaussian", "plate", "select", "InferenceError", "Laplace", "MVI", "NCVMP", "VIDiag", "VMP",
+           "mv_gaussian", "plate", "select", "InferenceError", "Laplace", "MVI", "NCVMP", "SVI", "VIDiag", "VMP",
            "approximate", "models", "AIKL", "BVI", "index",
            "binomial", "binomial_logit", "multinomial", "multinomial_softmax", "poisson", "poisson_log"]
 __all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t", "uniform_scale"]
-__all__ += ["ConvergenceWarning"]
+__all__ += ["ConvergenceWarning", "SVI"]
 __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bound", "site",
             "projection_log_expectation"]
-__all__ += ["markov_chain"]
+__all__ += ["markov_chain", "gaussian_markov_chain"]
+__all__ += ["dot"]
 __all__ += ["sample_prior"]
+__all__ += ["data", "predict"]
 __all__ += ["student_t"]
+__all__ += ["plots"]
 
 
 def __dir__() -> list[str]:

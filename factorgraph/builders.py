@@ -35,6 +35,16 @@ from .model import Model, current_model
 from .nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Node, Plate, PrecisionOf, Variable
 
 
+class _EventDim:
+    """A variable's vector dimension, read when the model is compiled (it may be inferred from the
+    variable's neighbours after the builder returns).  A class, not a closure, so models pickle."""
+
+    def __init__(self, var: Variable) -> None:
+        self.var = var
+
+    def __call__(self) -> int:
+        return self.var.event_shape[0]
+
 def plate(name: str, size: int) -> Plate:
     """Declare a plate (a named replication axis of the given size) in the active model."""
     return current_model(f"plate {name!r}").add_plate(name, size)
@@ -191,6 +201,14 @@ def beta(name: str, alpha: Any = 1.0, beta: Any = 1.0, *, plates: Sequence[Plate
     return _finish(model, var, BETA, {}, {"alpha": a, "beta": b}, None, None)
 
 
+def _bernoulli_block(block: np.ndarray, name: str) -> np.ndarray:
+    vals, m = checks.observed_array(block.astype(float) if block.dtype == bool else block, None, block.shape, name)
+    if np.any(~np.isin(vals, (0.0, 1.0))):
+        bad = vals[~np.isin(vals, (0.0, 1.0))][0].item()
+        raise ModelError(f"observed data of Bernoulli variable {name!r} must be 0/1 or bool, got {bad!r}")
+    return vals
+
+
 def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), observed: Any = None,
               mask: Any = None) -> Variable:
     """A binary variable x ~ Bernoulli(probs), ``probs`` a constant in (0, 1) or a Beta variable."""
@@ -212,6 +230,9 @@ def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), obse
     var = Variable(model, name, Bernoulli, _var_plates(model, plates, name, [probs]))
     if observed is not None:
         observed = checks.bool_as_float(observed)
+        if checks.is_dask(observed):  # each chunk is checked when it is computed
+            observed = checks.lazy(observed, _bernoulli_block, f"observed data of {name!r}", name)
+            return _finish(model, var, BERNOULLI, {"probs": probs}, {}, observed, mask)
         vals, m = checks.observed_array(observed, mask, var.shape, name)
         if np.any(~np.isin(vals[m], (0.0, 1.0))):
             bad = vals[m][~np.isin(vals[m], (0.0, 1.0))][0].item()
@@ -362,7 +383,7 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
     D = dims.pop() if dims else None
     var = Variable(model, name, MvGaussian, model.sorted_plates([*vplates, *(p for p in _parent_plates(
         [x for x in (mean, precision) if is_random(x)]) if p not in consumed.values())]), (D,))
-    params["D"] = lambda: var.event_shape[0]
+    params["D"] = _EventDim(var)
     if mask is None or observed is None or np.ndim(mask) != len(var.plates) + 1:
         return _finish(model, var, ftype, edges, params, observed, mask, consumed)
     # a per-coordinate mask (plates + (D,)): rows with any coordinate observed, plus var.coord_mask
@@ -413,7 +434,7 @@ def gaussian_gamma(name: str, mean: Any = 0.0, precision: Any = 1.0, *, shape: A
     if len(dims) > 1:
         raise ModelError(f"{name!r}: inconsistent dimensions {sorted(dims)} from dim, mean and precision")
     var = Variable(model, name, GaussianGamma, (), (dims.pop() if dims else None,))
-    params = {"D": lambda: var.event_shape[0], "mean_raw": mu0, "shape": a0, "rate": b0, "ard": ard}
+    params = {"D": _EventDim(var), "mean_raw": mu0, "shape": a0, "rate": b0, "ard": ard}
     return _finish(model, var, NORMAL_GAMMA, {"precision": precision}, params, None, None, consumed)
 
 

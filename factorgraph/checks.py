@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .nodes import Gate, ModelError, Node, Plate, PrecisionOf
+from .nodes import Data, Gate, ModelError, Node, Plate, PrecisionOf
 
 #: largest magnitude of a value: its square (1e300) and sums of many squares stay finite in float64
 MAX_ABS = 1e150
@@ -60,10 +60,67 @@ def _describe(node: Any) -> str:
     return repr(node)
 
 
+def is_dask(value: Any) -> bool:
+    """Whether ``value`` is a ``dask.array`` (checked without importing dask)."""
+    return type(value).__module__.startswith("dask.array") and hasattr(value, "chunks")
+
+
+def lazy(value: Any, check: Any, what: str, *args: Any) -> Any:
+    """A dask array whose blocks pass through ``check(block, *args)`` (which returns the block's values)
+    when they are computed: the in-memory validation, run per chunk, its ``ModelError`` naming the chunk's
+    rows.  Only the dtype is checked now (reading the data would load it)."""
+    if value.dtype.kind not in "biuf":
+        raise ModelError(f"{what} must be numeric, got a dask array of dtype {value.dtype}")
+    return value.map_blocks(_checked_block, check, args, dtype=float, meta=np.empty((0,) * value.ndim))
+
+
+def _checked_block(block: np.ndarray, check: Any, args: tuple, block_info: dict | None = None) -> np.ndarray:
+    try:
+        return check(np.asarray(block), *args)
+    except ModelError as e:
+        where = ""
+        if block_info and None in block_info:
+            info = block_info[None]
+            parts = [f"{a}–{b - 1} along axis {i}" for i, ((a, b), n) in
+                     enumerate(zip(info["array-location"], info["shape"], strict=True)) if (a, b) != (0, n)]
+            where = f" (in the chunk at rows {', '.join(parts)})" if parts else " (in its only chunk)"
+        raise ModelError(f"{e}{where}") from None
+
+
+def _counts_block(block: np.ndarray, name: str, event_ndim: int) -> np.ndarray:
+    return counts(block, None, block.shape, name, event_ndim)[0]
+
+
+def one_hot_labels(value: Any, K: int, name: str) -> Any:
+    """Integer labels of a dask array as lazy one-hot rows (checked per chunk, as ``integer_labels``)."""
+    if value.dtype.kind not in "iuf":
+        raise ModelError(f"observed labels of {name!r} must be integers 0..{K - 1}, got a dask array of dtype "
+                         f"{value.dtype}")
+    return value.map_blocks(_checked_block, _one_hot_block, (K, name), dtype=float, new_axis=value.ndim,
+                            chunks=value.chunks + ((K,),), meta=np.empty((0,) * (value.ndim + 1)))
+
+
+def _one_hot_block(block: np.ndarray, K: int, name: str) -> np.ndarray:
+    lab, _ = integer_labels(block, None, block.shape, K, name)
+    return (lab[..., None] == np.arange(K)).astype(float)
+
+
+def _constant_block(block: np.ndarray, what: str) -> np.ndarray:
+    return constant(block, what)
+
+
+def _observed_block(block: np.ndarray, name: str, event_ndim: int) -> np.ndarray:
+    return observed_array(block, None, block.shape, name, event_ndim)[0]
+
+
 def constant(value: Any, what: str) -> np.ndarray:
-    """A finite float array (parameters: no missing entries, no magnitude beyond ``MAX_ABS``)."""
+    """A finite float array (parameters: no missing entries, no magnitude beyond ``MAX_ABS``).
+
+    A dask array stays lazy: each chunk is checked when it is computed (``lazy``)."""
     if isinstance(value, Node | Gate | PrecisionOf):
         raise ModelError(f"{what} must be a constant here, got {_describe(value)}")
+    if is_dask(value):
+        return lazy(value, _constant_block, what, what)
     arr, missing = as_float_array(value, what)
     if missing is not None and missing.any():
         raise ModelError(f"{what} is a masked array with {int(missing.sum())} masked entries; a parameter "
@@ -84,6 +141,9 @@ def as_float_array(value: Any, what: str) -> tuple[np.ndarray, np.ndarray | None
     bytes, dates, objects that are not numbers, ragged nested lists and integers too large for a float.
     Data frames and series convert through ``numpy.asarray``."""
     missing = None
+    if isinstance(value, Data):
+        raise ModelError(f"{what}: the data node {value.name!r} cannot be used here; data nodes are accepted as the "
+                         "X of fg.inner and as array arguments of the builders (fg.gaussian(..., observed=...), ...)")
     if isinstance(value, str | bytes | dict | set) or callable(value):
         raise ModelError(f"{what} must be numeric (a number or an array of numbers), got {_short(value)}")
     if np.ma.isMaskedArray(value):
@@ -183,8 +243,17 @@ def observed_array(value: Any, mask: Any, shape: tuple[int, ...], name: str,
     ``mask`` (plate-shaped, True where observed) may mark entries as missing, and so may the mask of
     a ``numpy.ma`` masked array (True = masked): an entry is observed where both say so, and a masked
     entry's hidden value is never used.  Only observed entries must be finite and within ``MAX_ABS``.
-    A variable that cannot have missing values checks ``mask.all()`` itself.
+    A variable that cannot have missing values checks ``mask.all()`` itself.  A dask array stays lazy (its
+    chunks are checked when computed, ``lazy``) and is fully observed.
     """
+    if is_dask(value):
+        if mask is not None and not (isinstance(mask, np.ndarray) and mask.dtype == bool and mask.all()):
+            raise ModelError(f"observed data of {name!r} is a dask array: mask= is not supported with dask data")
+        if tuple(value.shape) != tuple(shape):
+            raise ModelError(f"observed data of {name!r} has shape {tuple(value.shape)}, but the variable's plates "
+                             f"and event give shape {shape}")
+        arr = lazy(value, _observed_block, f"observed data of {name!r}", name, event_ndim)
+        return arr, np.broadcast_to(np.True_, tuple(shape[: len(shape) - event_ndim]))
     arr, hidden = as_float_array(value, f"observed data of {name!r}")
     if arr.size == 0:
         raise ModelError(f"observed data of {name!r} is empty")
@@ -250,7 +319,10 @@ def bool_as_float(value: Any) -> Any:
 def counts(value: Any, mask: Any, shape: tuple[int, ...], name: str, event_ndim: int = 0
            ) -> tuple[np.ndarray, np.ndarray]:
     """Non-negative integer counts (as floats) of the given shape; returns (values, mask) as
-    ``observed_array`` does."""
+    ``observed_array`` does (a dask array stays lazy, checked per chunk)."""
+    if is_dask(value):
+        _, m = observed_array(value, mask, shape, name, event_ndim)
+        return lazy(value, _counts_block, f"counts of {name!r}", name, event_ndim), m
     arr, m = observed_array(value, mask, shape, name, event_ndim)
     seen = arr[m]
     bad = seen[(seen < 0) | (seen != np.round(seen))]

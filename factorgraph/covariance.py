@@ -84,7 +84,8 @@ def wishart(name: str, dof: Any = None, scale: Any = 1.0, *, plates: Sequence[Pl
     """A random D×D precision matrix Λ ~ Wishart(dof, scale), with ``scale`` the INVERSE scale matrix V.
 
     The density is p(Λ) ∝ |Λ|^((ν − D − 1)/2) exp(−½ tr(VΛ)), so E[Λ] = ν V⁻¹ (Infer.NET and BayesPy
-    convention; scipy.stats.wishart(df=ν, scale=V⁻¹) is the same law).
+    convention; scipy.stats.wishart(df=ν, scale=V⁻¹) is the same law).  Use it as the precision of
+    ``fg.mv_gaussian(..., precision=L)``, or gated, ``precision=L[z]``.
 
     Parameters
     ----------
@@ -95,8 +96,6 @@ def wishart(name: str, dof: Any = None, scale: Any = 1.0, *, plates: Sequence[Pl
         trailing shape (D, D), broadcasting against the plates.
     plates, dim
         Replication plates; D when ``scale`` is a scalar.
-
-    Use it as the precision of ``fg.mv_gaussian(..., precision=L)``, or gated, ``precision=L[z]``.
     """
     model = current_model(f"wishart {name!r}")
     model.check_name(name)

@@ -34,8 +34,8 @@ class VariationalGaussianMixture(DensityMixin, _Fitted, BaseEstimator):
     "dirichlet_distribution")``), or per axis μ_kd ~ N(m₀_d, s_d²/β₀), τ_kd ~ Gamma(ν₀/2, ν₀s_d²/2)
     (``"diag"``).  x_n ~ N(μ_{z_n}, Λ_{z_n}⁻¹).
 
-    ``predict_proba`` gives p(z = k | x*, X) ∝ E[π_k] p_k(x* | X) and ``score_samples`` the log posterior
-    predictive density log p(x* | X) = log Σ_k E[π_k] p_k(x* | X), with p_k the component's predictive
+    ``predict_proba`` gives ``p(z = k | x*, X) ∝ E[π_k] p_k(x* | X)`` and ``score_samples`` the log posterior
+    predictive density ``log p(x* | X) = log Σ_k E[π_k] p_k(x* | X)``, with p_k the component's predictive
     (a multivariate Student-t for "full"; see ``models.MixturePredictive``).
 
     Parameters
@@ -146,7 +146,7 @@ class VariationalGaussianMixture(DensityMixin, _Fitted, BaseEstimator):
         return float(np.mean(self.score_samples(X)))
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """p(z = k | x*, X) ∝ E[π_k] p_k(x* | X), shape (n_samples, n_components)."""
+        """``p(z = k | x*, X) ∝ E[π_k] p_k(x* | X)``, shape (n_samples, n_components)."""
         lc = self._component_log_density(X)
         p = np.exp(lc - lc.max(axis=1, keepdims=True))
         return p / p.sum(axis=1, keepdims=True)

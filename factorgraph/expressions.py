@@ -8,7 +8,9 @@ from typing import Any
 import numpy as np
 
 from distributions import Bernoulli, Categorical, Gaussian, GaussianGamma, MvGaussian
-from factors.deterministic import Inner, Product, Sum
+from factors.deterministic import Dot, Inner, Product, Sum
+from factors.plating import expand
+from factors.polynomial import Polynomial
 
 from . import checks
 from .model import current_model
@@ -42,8 +44,7 @@ def _binary(op: Any, stem: str, a: Any, b: Any) -> Deterministic:
         va = {v.name for v in _roots(a)}
         vb = {v.name for v in _roots(b)}
         if va & vb and not _distinct_elements(a, b, va & vb):
-            raise ModelError(f"{stem}: variable(s) {sorted(va & vb)} appear on both sides; under mean field "
-                             "the operands of a deterministic node must be independent")
+            return _polynomial(model, stem, op, a, b)
     plates = model.sorted_plates([*_plates_of(a), *_plates_of(b)])
     dst = tuple(p.index for p in plates)
     src = {"a": _src(a, plates), "b": _src(b, plates)}
@@ -51,6 +52,72 @@ def _binary(op: Any, stem: str, a: Any, b: Any) -> Deterministic:
                          {"src": src, "dst": dst, "sizes": tuple(p.size for p in plates)})
     model.deterministics.append(node)
     return node
+
+
+def _polynomial(model: Any, stem: str, op: Any, a: Any, b: Any) -> Deterministic:
+    """``a op b`` whose operands share variables, written out as a multilinear polynomial of independent
+    leaves (factors/polynomial.py): exact under mean field.  A variable that would be squared is refused."""
+    plates = model.sorted_plates([*_plates_of(a), *_plates_of(b)])
+    dst = tuple(p.index for p in plates)
+    leaves: dict[int, Node] = {}
+
+    def const(c: Any, src: tuple[int, ...]) -> dict[frozenset, Any]:
+        return {frozenset(): expand(np.asarray(c, float), src, dst, 0)}
+
+    def flat(x: Any, src: tuple[int, ...]) -> dict[frozenset, Any]:
+        if not isinstance(x, Node):
+            return const(x, src)
+        if isinstance(x, Deterministic) and x.op in (Sum, Product):
+            pa, pb = (flat(x.parents[r], x.params["src"][r]) for r in ("a", "b"))
+            return _combine(x.op, pa, pb, stem, names)
+        if isinstance(x, Deterministic) and x.op is Polynomial:
+            out: dict[frozenset, Any] = {}
+            for c, roles in x.params["monomials"]:
+                key = frozenset(_leaf(x.parents[r]) for r in roles)
+                out[key] = out.get(key, 0.0) + expand(c, x.params["dst"], dst, 0)
+            return out
+        return {frozenset([_leaf(x)]): 1.0}
+
+    def _leaf(x: Node) -> int:
+        leaves.setdefault(id(x), x)
+        return id(x)
+
+    def names(ids: frozenset) -> list[str]:
+        return sorted(leaves[i].name for i in ids)
+
+    poly = _combine(op, flat(a, _src(a, plates)), flat(b, _src(b, plates)), stem, names)
+    nodes = list(leaves.values())
+    for i, x in enumerate(nodes):
+        for y in nodes[i + 1:]:
+            shared = {v.name for v in _roots(x)} & {v.name for v in _roots(y)}
+            if shared:
+                raise ModelError(f"{stem}: variable(s) {sorted(shared)} appear on both sides through different "
+                                 f"expressions ({x.name!r}, {y.name!r}); a sum of products that share variables is "
+                                 "exact only when each shared variable enters itself")
+    role = {id(x): f"x{i}" for i, x in enumerate(nodes)}
+    monomials = [(c, frozenset(role[i] for i in key)) for key, c in poly.items()]
+    sizes = tuple(p.size for p in plates)
+    params = {"monomials": monomials, "roles": list(role.values()), "dst": dst, "sizes": sizes, "shape": sizes,
+              "src": {role[id(x)]: tuple(p.index for p in x.plates) for x in nodes}}
+    node = Deterministic(model, model.fresh_name(stem), Polynomial, {role[id(x)]: x for x in nodes}, plates, params)
+    model.deterministics.append(node)
+    return node
+
+
+def _combine(op: Any, pa: dict, pb: dict, stem: str, names: Any) -> dict:
+    if op is Sum:
+        out = dict(pa)
+        for k, c in pb.items():
+            out[k] = out.get(k, 0.0) + c
+        return out
+    out = {}
+    for ka, ca in pa.items():
+        for kb, cb in pb.items():
+            if ka & kb:
+                raise ModelError(f"{stem}: {names(ka & kb)} would be multiplied by itself (a square); only sums of "
+                                 "products of distinct variables are exact under mean field")
+            out[ka | kb] = out.get(ka | kb, 0.0) + ca * cb
+    return out
 
 
 def _roots(x: Node) -> list[Variable]:
@@ -109,13 +176,63 @@ def scale(c: Any, a: Any) -> Deterministic:
     return _binary(Product, "scale", c, a)
 
 
+def _random_vector(x: Any, what: str) -> Variable | Indexed:
+    if not isinstance(x, Variable | Indexed):
+        raise ModelError(f"{what}: {checks._short(x)} is not a random vector (an fg.mv_gaussian variable); for an "
+                         "observed matrix use fg.inner(X, w, plates)")
+    if x.family is not MvGaussian:
+        raise ModelError(f"{what}: {x.name!r} is {x.family.__name__}; dot products need fg.mv_gaussian vectors")
+    return x
+
+
+def dot(a: Any, b: Any) -> Deterministic:
+    """y = aᵀb of two independent random vectors (``fg.mv_gaussian``, same dimension D), plated.
+
+    Under mean field (q(a)q(b)) the moments are exact: E[y] = E[a]ᵀE[b] and E[y²] = tr(E[aaᵀ]E[bbᵀ]).  The
+    result is plated over the union of a's and b's plates (``z`` over n and ``w`` over d give y over (n, d):
+    y_nd = z_nᵀw_d).  Messages to a are Gaussian, (Σ η₁E[b], Σ η₂E[bbᵀ]) summed over the plates a lacks;
+    see factors/deterministic.py.  Both operands latent and at zero mean is a fixed point: start one of them
+    away from zero (``fg.infer(..., init={"w": ...})``).
+    """
+    model = current_model("dot")
+    a = _random_vector(a, "dot")
+    b = _random_vector(b, "dot")
+    for x in (a, b):
+        if x.model is not model:
+            raise ModelError(f"dot: {x.name!r} belongs to model {x.model.name!r}, not to the active model "
+                             f"{model.name!r}")
+    shared = {v.name for v in _roots(a)} & {v.name for v in _roots(b)}
+    if shared:
+        raise ModelError(f"dot: {sorted(shared)} appear(s) on both sides; under mean field the operands of a dot "
+                         "product must be independent")
+    da, db = a.event_shape[0], b.event_shape[0]
+    if da is None or db is None:
+        if da is None and db is None:
+            raise ModelError(f"dot: the dimensions of {a.name!r} and {b.name!r} are unknown; give one of them dim=")
+        for x, d in ((a, db), (b, da)):
+            if x.event_shape[0] is None:
+                x.event_shape = (d,)
+    elif da != db:
+        raise ModelError(f"dot: {a.name!r} has dimension {da} but {b.name!r} has dimension {db}")
+    plates = model.sorted_plates([*a.plates, *b.plates])
+    params = {"src": {"a": _src(a, plates), "b": _src(b, plates)}, "dst": tuple(p.index for p in plates),
+              "sizes": tuple(p.size for p in plates)}
+    node = Deterministic(model, model.fresh_name("dot"), Dot, {"a": a, "b": b}, plates, params)
+    model.deterministics.append(node)
+    return node
+
+
 def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
-    """Inner products y = X w of the rows of an observed matrix with a weight vector.
+    """Inner products y = X w of the rows of an observed matrix, or of a random plated vector, with a weight
+    vector.
 
     Parameters
     ----------
     X
-        Observed inputs, shape (plate sizes..., D): one row per element of ``plates``.
+        Observed inputs, shape (plate sizes..., D): one row per element of ``plates``; or a random vector Z
+        (``fg.mv_gaussian`` plated, e.g. z_n ~ N(0, I) over n, or the states x_t of a state-space model): then
+        y = Zᵀw is ``fg.dot(Z, w)``, exact under mean field, with E[(zᵀw)²] = tr(E[zzᵀ]E[wwᵀ]) (``plates`` may
+        be omitted or must be Z's plates).
     w
         An ``mv_gaussian`` (full covariance, event D), a ``gaussian_gamma`` block, or a scalar
         ``gaussian`` plated over a plate of size D (mean field over the components).  Extra plates
@@ -125,6 +242,11 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
     """
     model = current_model("inner")
     plates = checks.plate_list(plates, model, "inner")
+    if isinstance(X, Variable | Indexed | Deterministic):
+        if plates and tuple(plates) != tuple(X.plates):
+            raise ModelError(f"inner: {X.name!r} is plated over {[p.name for p in X.plates]}, not over "
+                             f"{[p.name for p in plates]}")
+        return dot(X, w)
     Xa = checks.constant(X, "inner: X")
     if Xa.ndim != len(plates) + 1:
         raise ModelError(f"inner: X must have one axis per plate {[p.name for p in plates]} plus the "

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import checks
 from .model import current_model
-from .nodes import Deterministic, Indexed, ModelError, Node, Plate, Variable
+from .nodes import Data, Deterministic, Indexed, ModelError, Node, Plate, Variable
 
 
 def index(x: Variable, idx: Any, plate: Plate | None = None, *, along: Plate | None = None) -> Indexed:
@@ -55,6 +55,11 @@ def index(x: Variable, idx: Any, plate: Plate | None = None, *, along: Plate | N
     couples a_{i_n} and a_{j_n}: the joint update is then a Jacobi step, which converges for weakly
     coupled elements but need not raise the ELBO at every sweep.
     """
+    data = idx if isinstance(idx, Data) else None
+    if data is not None:  # labels from a data node: set_data and fg.predict may replace them (new rows)
+        if isinstance(x, Indexed):
+            raise ModelError(f"index: {x.name!r} is already indexed; index {x.source.name!r} by data labels directly")
+        idx = data.value
     if isinstance(x, Indexed):
         return _compose(x, idx, plate, along)
     if not isinstance(x, Variable):
@@ -72,7 +77,18 @@ def index(x: Variable, idx: Any, plate: Plate | None = None, *, along: Plate | N
     labels = _labels(x.name, idx, along.size)
     plate = _plate(model, x, labels, plate, along)
     plates = model.sorted_plates([plate if p is along else p for p in x.plates])
-    return Indexed(model, model.fresh_name(f"{x.name}[{plate.name}]"), x, labels, along, plate, plates)
+    if data is not None:
+        if data.model is not model:
+            raise ModelError(f"index: the data node {data.name!r} belongs to model {data.model.name!r}")
+        if data.axes.get(0, plate) is not plate:
+            raise ModelError(f"data {data.name!r}: axis 0 runs over plate {data.axes[0].name!r} in one use and over "
+                             f"{plate.name!r} as the labels of {x.name!r}")
+    node = Indexed(model, model.fresh_name(f"{x.name}[{plate.name}]"), x, labels, along, plate, plates)
+    if data is not None:
+        data.axes[0] = plate
+        data.uses.append(node)
+        node.data = data.name
+    return node
 
 
 def _compose(x: Indexed, idx: Any, plate: Plate | None, along: Plate | None) -> Indexed:

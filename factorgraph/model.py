@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -30,6 +31,18 @@ class Model:
         self.deterministics: list[Deterministic] = []
         self.factors: list[FactorNode] = []
         self._names: set[str] = set()
+        self.data: dict[str, Any] = {}  # data node name -> fg.data node
+        self.calls: dict[str, Any] = {}  # variable name -> its recorded builder call (factorgraph.data)
+        self.data_version = 0  # bumped by set_data
+        self.compilations = 0  # how many times fg.infer compiled this model (a refit after set_data does not)
+        self._compiled: Any = None  # (key, compiled model) of the last fg.infer, reused when the key matches
+
+    def __getstate__(self) -> dict:
+        """A pickled model leaves out what ``fg.infer`` compiled (rule functions, kernels' state): the next
+        fit after unpickling compiles again."""
+        state = self.__dict__.copy()
+        state["_compiled"] = None
+        return state
 
     def __enter__(self) -> Model:
         _ACTIVE.append(self)
@@ -83,6 +96,19 @@ class Model:
     def sorted_plates(self, plates: Iterable[Plate]) -> tuple[Plate, ...]:
         uniq = {p.name: p for p in plates}
         return tuple(sorted(uniq.values(), key=lambda p: p.index))
+
+    def set_data(self, **values: Any) -> None:
+        """Replace the values of data nodes (``fg.data``) by name: ``model.set_data(X=X_new, y=y_new)``.
+
+        The new values pass the checks of construction (the builders that read them are re-run), and the
+        plates a data node spans may change size; every data node on a resized plate must then be
+        replaced in the same call.  The graph is unchanged, so the next ``fg.infer`` with the same options
+        reuses what the last one compiled (``model.compilations`` does not grow) and gives the result of
+        a model built afresh with the new data.  On a ``ModelError`` the model is left as it was.
+        """
+        from .data import set_data
+
+        set_data(self, values)
 
     # ------------------------------------------------------------------------------ inspection
     def __getitem__(self, name: str) -> Variable:

@@ -85,6 +85,9 @@ class Variable(Node):
         Distribution class of its posterior (from ``distributions``).
     event_shape
         Trailing event axes: ``()`` for scalars, ``(D,)`` for vectors, ``(K,)`` for Categorical.
+
+    Attributes
+    ----------
     value, mask
         Observed values (plate-shaped, plus event axes) and a boolean mask that is True where the
         value is observed; ``mask is None`` means fully latent.
@@ -258,3 +261,33 @@ class Indexed(Node):
 
     def __repr__(self) -> str:
         return f"<{self.source.name}[{self.along.name} -> {self.plate.name}] plates={[p.name for p in self.plates]}>"
+
+
+class Data:
+    """``fg.data("X", array)``: a named array of data that ``model.set_data`` and ``fg.predict`` can replace.
+
+    A data node is accepted as the inputs ``X`` of ``fg.inner``, as the integer labels of ``x[labels]``
+    (``fg.index``), and as any array argument of a builder (``observed=``, ``mask=``, a constant ``mean``,
+    ``precision``, ``trials``, ``exposure``, ...).  It spans the plates of its leading axes: the ``plates`` of
+    ``fg.inner``, the plate the labels run over, the plates of the variable it is observed on, or of the
+    variable it parameterises when its leading axes have that variable's plate sizes; ``axes`` maps each
+    such axis to its plate (filled in as the node is used).
+    """
+
+    def __init__(self, model: Model, name: str, value: Any) -> None:
+        self.model = model
+        self.name = name
+        self.value = value
+        self.axes: dict[int, Plate] = {}  # leading axis -> the plate it runs over
+        self.uses: list[Any] = []  # deterministic nodes (fg.inner) and variables (builders) that read it
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(np.shape(self.value))
+
+    @property
+    def plates(self) -> tuple[Plate, ...]:
+        return tuple(self.axes[i] for i in sorted(self.axes))
+
+    def __repr__(self) -> str:
+        return f"<data {self.name!r} shape={self.shape} plates={[p.name for p in self.plates]}>"

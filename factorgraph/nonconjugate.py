@@ -60,11 +60,20 @@ def bernoulli_logit(name: str, logit: Any, *, observed: Any = None, mask: Any = 
     return var
 
 
+def _binary_block(block: np.ndarray, name: str) -> np.ndarray:
+    return _binary_labels(block, None, name)[0]
+
+
 def _binary_labels(observed: Any, mask: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     """Labels as bool, 0/1 or ±1 → (floats 0/1, NaN where missing; the mask, True = observed), missing
     entries from ``mask=`` and from a masked array's own mask."""
     if observed is None:
         raise ModelError(f"{name!r}: observed labels are required, got None")
+    if checks.is_dask(observed):  # each chunk is checked and recoded when it is computed
+        if mask is not None:
+            raise ModelError(f"labels of {name!r} are a dask array: mask= is not supported with dask data")
+        return (checks.lazy(observed, _binary_block, f"labels of {name!r}", name),
+                np.broadcast_to(np.True_, tuple(observed.shape)))
     lab = checks.bool_as_float(observed)
     shape = np.shape(np.ma.getdata(lab)) if np.ma.isMaskedArray(lab) else None
     if shape is None:
@@ -111,6 +120,9 @@ def categorical_softmax(name: str, logits: Any, over: Plate, *, observed: Any = 
         shape = tuple(p.size for p in vplates)
         if counts:
             obs, mask = checks.counts(observed, mask, shape + (K,), name, event_ndim=1)
+        elif checks.is_dask(observed):  # one-hot per chunk, checked when computed
+            checks.observed_array(observed, mask, shape, name)
+            obs, mask = checks.one_hot_labels(observed, K, name), np.broadcast_to(np.True_, shape)
         else:
             lab, m = checks.integer_labels(observed, mask, shape, K, name)
             obs = np.where(m[..., None], lab[..., None] == np.arange(K), np.nan)

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from distributions import GaussianGamma
+from distributions import GaussianGamma, GaussianWishart
+from factors.deterministic import dot_subscripts
 from factors.kernels.forward_backward import forward_sample_chains
+from factors.kernels.kalman import forward_sample
 
 from .nodes import Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
 
@@ -53,6 +55,7 @@ class _Forward:
         self.out: dict[str, np.ndarray] = {}
         self.views: dict[int, np.ndarray] = {}
         self.precision: dict[str, np.ndarray] = {}  # scale variables (fg.half_cauchy, ...): σ⁻², as parents use it
+        self.hyper: dict[str, dict[str, Any]] = {}  # learned hyperparameters by variable (a fit's result.hyper)
 
     # ------------------------------------------------------------------ values of parents
     def value(self, node: Node) -> np.ndarray:
@@ -105,9 +108,21 @@ class _Forward:
                 wplates = tuple(q for q in wplates if q is not consumed)
             sx, sw, sy = p["subscripts"]
             return np.einsum(f"{sx}D,Z{sw}D->Z{sy}", p["X"], wv)
+        full = (self.S, *(q.size for q in d.plates))
+        if d.op.name == "dot":  # aᵀb of two random vectors
+            sa, sb, sy = dot_subscripts(d.params)
+            return np.einsum(f"Z{sa}D,Z{sb}D->Z{sy}", self.value(d.parents["a"]), self.value(d.parents["b"]))
+        if d.op.name == "polynomial":  # Σ_m c_m Π_{v∈m} v
+            leaf = {r: self.arg(x, d.plates, d.name) for r, x in d.parents.items()}
+            y = np.zeros(full)
+            for c, roles in d.params["monomials"]:
+                term = np.asarray(c, dtype=float)
+                for r in roles:
+                    term = term * leaf[r]
+                y = y + term
+            return y
         a = self.arg(d.parents["a"], d.plates, d.name)
         b = self.arg(d.parents["b"], d.plates, d.name)
-        full = (self.S, *(q.size for q in d.plates))
         if d.op.name == "sum":
             return np.broadcast_to(a + b, full).copy()
         if d.op.name == "product":
@@ -290,7 +305,12 @@ def _binomial_logit(s: _Forward, v, f, frame, full):
 def _multinomial_p(s, v, p, full):
     if v.value is None:
         raise ModelError(f"sampling: the numbers of trials of {v.name!r} come from its observed counts, which it lacks")
-    n = np.broadcast_to(np.nansum(v.value, axis=-1).astype(np.int64), full)
+    n = np.nansum(v.value, axis=-1).astype(np.int64)
+    if n.shape != full[1:]:  # fg.predict at a new number of rows without new counts
+        raise ModelError(f"sampling: the numbers of trials of {v.name!r} come from its observed counts, of shape "
+                         f"{v.value.shape}; at plates of sizes {full[1:]} give counts of that shape (their row "
+                         "sums are the trials)")
+    n = np.broadcast_to(n, full)
     p = np.broadcast_to(p, full + p.shape[-1:])
     p = p / p.sum(-1, keepdims=True)
     s.put(v, s.rng.multinomial(n, p).astype(float), full)
@@ -335,6 +355,73 @@ def _site(noise):
     return draw
 
 
+def _student_t(s: _Forward, v, f, frame, full):
+    """y = mean + ε/√(λτ), λ ~ Gam(ν/2, ν/2): the scale mixture fg.student_t is built as (a learned ν from the fit)."""
+    m = np.broadcast_to(s.arg(f.edges["mean"], frame, v.name), full)
+    t = np.broadcast_to(s.arg(f.edges["precision"], frame, v.name), full)
+    nu = float(s.hyper.get(v.name, {}).get("dof", f.params["dof"]))
+    lam = s.rng.gamma(0.5 * nu, 2.0 / nu, full)
+    s.put(v, m + s.rng.standard_normal(full) / np.sqrt(lam * t), full)
+
+
+def _wishart_draw(rng, dof, scale, full, D):
+    """Λ ~ Wishart(ν, V⁻¹) (E[Λ] = ν·V⁻¹, V the inverse scale matrix) by Bartlett's decomposition:
+    Λ = L A Aᵀ Lᵀ with L L ᵀ = V⁻¹, A lower triangular, A_ii² ~ χ²(ν − i), A_ij ~ N(0, 1) below the diagonal."""
+    nu = np.broadcast_to(np.asarray(dof, float), full)
+    L = np.linalg.cholesky(np.linalg.inv(np.broadcast_to(np.asarray(scale, float), full + (D, D))))
+    A = np.tril(rng.standard_normal(full + (D, D)), -1)
+    idx = np.arange(D)
+    A[..., idx, idx] = np.sqrt(rng.chisquare(nu[..., None] - idx))
+    LA = L @ A
+    return LA @ np.swapaxes(LA, -1, -2)
+
+
+def _wishart(s: _Forward, v, f, frame, full):
+    D = v.event_shape[0]
+    s.put(v, _wishart_draw(s.rng, f.params["dof"], f.params["scale"], full, D), full)
+
+
+def _normal_wishart(s: _Forward, v, f, frame, full):
+    """Λ ~ Wishart(ν₀, V₀⁻¹), μ | Λ ~ N(m₀, (β₀Λ)⁻¹); μ under the name, Λ as "<name>.precision"."""
+    p, D = f.params, v.event_shape[0]
+    lam = _wishart_draw(s.rng, p["dof"], p["scale"], full, D)
+    beta = np.broadcast_to(np.asarray(p["beta"], float), full)
+    s.out[v.name] = _mv_given_precision(s.rng, np.broadcast_to(p["mean"], full + (D,)), beta[..., None, None] * lam)
+    s.out[f"{v.name}.precision"] = lam
+
+
+def _mv_given_precision(rng, mean, lam):
+    """x ~ N(mean, Λ⁻¹) for a batch of precision matrices: x = mean + L⁻ᵀz with L Lᵀ = Λ."""
+    L = np.linalg.cholesky(lam)
+    z = rng.standard_normal(mean.shape)
+    return mean + np.linalg.solve(np.swapaxes(L, -1, -2), z[..., None])[..., 0]
+
+
+def _mv_gaussian_wishart(s: _Forward, v, f, frame, full):
+    D = v.event_shape[0]
+    m = np.broadcast_to(s.arg(f.edges["mean"], frame, v.name), full + (D,))
+    lam = np.broadcast_to(s.arg(f.edges["precision"], frame, v.name), full + (D, D))
+    s.put(v, _mv_given_precision(s.rng, m, lam), full)
+
+
+class _Alias:
+    """The precision half "<θ>.precision" of a normal–Wishart block θ, addressable like a node."""
+
+    def __init__(self, node: Node) -> None:
+        self.name, self.plates = f"{node.name}.precision", node.plates
+
+
+def _mv_gaussian_normal_wishart(s: _Forward, v, f, frame, full):
+    D = v.event_shape[0]
+    a = f.edges["params"]
+    m = np.broadcast_to(s.arg(a, frame, v.name), full + (D,))
+    if isinstance(a, Gate):
+        lam = s.arg(Gate(_Alias(a.source), a.selector, a.plate), frame, v.name)
+    else:
+        lam = _expand(s.out[f"{a.name}.precision"], a.plates, frame, v.name)
+    s.put(v, _mv_given_precision(s.rng, m, np.broadcast_to(lam, full + (D, D))), full)
+
+
 def _probit(s: _Forward, v, f, frame, full):
     x = np.broadcast_to(s.arg(f.edges["x"], frame, v.name), full)
     s.put(v, np.where(x + s.rng.standard_normal(full) > 0, 1.0, -1.0), full)  # labels ±1, as stored
@@ -352,6 +439,33 @@ def _markov_chain(s: _Forward, v, f, frame, full):
     s.put(v, z.reshape(full), full)
 
 
+def _gaussian_markov_chain(s: _Forward, v, f, frame, full):
+    """x_1 ~ N(m₀, P₀⁻¹), x_t ~ N(A x_{t−1}, Q⁻¹) with one (m₀, P₀, A, Q) per draw; 0 past a sequence's length."""
+    D = v.event_shape[0]
+
+    def per_draw(arg, shape):
+        if isinstance(arg, Node):
+            return np.asarray(s.value(arg), float).reshape((s.S, *shape)) if arg.family.__name__ != "Gamma" else \
+                np.asarray(s.value(arg), float).reshape(s.S, -1)
+        return np.broadcast_to(np.asarray(arg, float), (s.S, *shape))
+
+    e = f.edges
+    m0, P0, A = per_draw(e["initial_mean"], (D,)), per_draw(e["initial_precision"], (D, D)), per_draw(
+        e["transition"], (D, D))
+    Q = per_draw(e["noise_precision"], (D, D))
+    if Q.ndim == 2:  # Gamma precisions: τ per dimension, or one τ for all (a draw τ = 0 gives an infinite state)
+        with np.errstate(divide="ignore"):
+            LQ = np.broadcast_to(1.0 / np.sqrt(Q), (s.S, D))[:, :, None] * np.eye(D)
+    else:
+        LQ = np.linalg.cholesky(np.linalg.inv(Q))
+    L0 = np.linalg.cholesky(np.linalg.inv(P0))
+    lengths = np.asarray(f.params["lengths"], dtype=np.int64).reshape(-1)
+    z = s.rng.standard_normal((s.S, lengths.size, full[-1], D))
+    x = forward_sample(np.ascontiguousarray(m0), np.ascontiguousarray(L0), np.ascontiguousarray(A),
+                       np.ascontiguousarray(LQ), lengths, z)
+    s.put(v, x.reshape(full + (D,)), full)
+
+
 _DRAWS = {
     "Gaussian": _gaussian, "Gamma": _gamma, "Beta": _beta, "Bernoulli": _bernoulli, "Dirichlet": _dirichlet,
     "Categorical": _categorical, "MvGaussian": _mv_gaussian, "MvGaussianFixedPrecision": _mv_gaussian,
@@ -362,7 +476,11 @@ _DRAWS = {
     "LaplaceSite": _site(lambda rng, p, shape: rng.laplace(0.0, p["scale"], shape)),
     "CauchySite": _site(lambda rng, p, shape: p["scale"] * rng.standard_cauchy(shape)),
     "StudentTSite": _site(lambda rng, p, shape: p["scale"] * rng.standard_t(p["dof"], shape)),
-    "Probit": _probit, "ScalePrior": _scale_prior, "UniformScale": _uniform_scale, "MarkovChain": _markov_chain,
+    "Probit": _probit, "ScalePrior": _scale_prior, "UniformScale": _uniform_scale,
+    "MarkovChain": _markov_chain, "StudentT": _student_t,
+    "Wishart": _wishart, "NormalWishart": _normal_wishart, "MvGaussianWishart": _mv_gaussian_wishart,
+    "MvGaussianNormalWishart": _mv_gaussian_normal_wishart,
+    "GaussianMarkovChain": _gaussian_markov_chain, "GaussianMarkovChainDiag": _gaussian_markov_chain,
 }
 
 
@@ -424,6 +542,8 @@ def sample_posterior(result: Result, draws: int = 1000, seed: int | None = 0) ->
         x = q.sample(S, rng)
         if isinstance(q, GaussianGamma):
             out[name], out[f"{name}.tau"] = (np.asarray(a) for a in x)
+        elif isinstance(q, GaussianWishart):  # joint (μ, Λ): the mean under the name, Λ as "<name>.precision"
+            out[name], out[f"{name}.precision"] = (np.asarray(a) for a in x)
         else:
             out[name] = np.asarray(x)
     return out

@@ -21,6 +21,11 @@ def markov_chain(name: str, initial: Any, transition: Any, *, plates: Sequence[P
     """A hidden state sequence z_1..z_T ∈ {0, …, K−1} that is a Markov chain:
     z_1 ~ Categorical(π), z_t | z_{t−1} ~ Categorical(A[z_{t−1}]).
 
+    The posterior q(z) is the exact chain posterior given the other messages into z (the emissions,
+    through gates such as ``fg.gaussian("y", mean=mu[z], precision=tau[z], ...)``): forward–backward
+    over all sequences at once, O(T·K²) (MacKay 1997; Beal 2003, ch. 3).  ``result.posterior(name)``
+    is a ``CategoricalChain`` whose ``mean()`` gives the smoothed marginals q(z_t = k).
+
     Parameters
     ----------
     initial
@@ -35,11 +40,6 @@ def markov_chain(name: str, initial: Any, transition: Any, *, plates: Sequence[P
         Integer lengths 1 ≤ L_n ≤ T, one per sequence (shape of the sequence plates), for sequences
         shorter than the time plate: steps t ≥ L_n do not exist; their marginals are 0, so gated
         factors on them (the emissions, whose data there may be any finite filler) drop out.
-
-    The posterior q(z) is the exact chain posterior given the other messages into z (the emissions,
-    through gates such as ``fg.gaussian("y", mean=mu[z], precision=tau[z], ...)``): forward–backward
-    over all sequences at once, O(T·K²) (MacKay 1997; Beal 2003, ch. 3).  ``result.posterior(name)``
-    is a ``CategoricalChain`` whose ``mean()`` gives the smoothed marginals q(z_t = k).
     """
     model = current_model(f"markov_chain {name!r}")
     model.check_name(name)

@@ -1,10 +1,10 @@
 """``result.summary()``: a pandas table of the posterior mean, sd and a central credible interval per scalar.
 
 Intervals are the exact quantiles of q where its marginals have closed-form quantiles (scipy.stats'
-``ppf``): Gaussian, Gamma, Beta, the Gaussian marginals of a multivariate Gaussian, and the Student-t
-and Gamma marginals of a normal–gamma block.  Other posteriors (mixtures, Dirichlet, Categorical, the
-affine-independent families of AI-KL) take their interval from draws of q; their mean and sd still come
-from q's moments where q has them.  The default probability 0.94 follows ArviZ's summaries.
+``ppf``): Gaussian, Gamma, Beta, the Gaussian marginals of a multivariate Gaussian or of a Gaussian Markov
+chain, and the Student-t and Gamma marginals of a normal–gamma block.  Other posteriors (mixtures, Dirichlet,
+Categorical, the affine-independent families of AI-KL) take their interval from draws of q; their mean and sd
+still come from q's moments where q has them.  The default probability 0.94 follows ArviZ's summaries.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 from scipy import stats
 
 from distributions import Beta, Categorical, Gamma, Gaussian, GaussianGamma, InverseSqrtGamma, MvGaussian
+from distributions.gaussian_chain import GaussianChain
 
 if TYPE_CHECKING:
     from .results import Result
@@ -31,7 +32,7 @@ def _exact(q: Any) -> list[tuple[str, Any, Any, Any]] | None:
     if isinstance(q, Gaussian):
         m, s = q.mean(), q.std()
         return [("", m, s, stats.norm(m, s))]
-    if isinstance(q, MvGaussian):
+    if isinstance(q, MvGaussian | GaussianChain):  # a Gaussian chain's one-step marginals are Gaussian
         m, s = q.mean(), np.sqrt(q.var())
         return [("", m, s, stats.norm(m, s))]
     if isinstance(q, Gamma):

@@ -8,6 +8,7 @@ from .binomial import BINOMIAL, BINOMIAL_LOGIT
 from .discrete import BERNOULLI, BETA, CATEGORICAL, DIRICHLET
 from .gamma import GAMMA
 from .gaussian import GAUSSIAN
+from .gaussian_markov_chain import GAUSSIAN_MARKOV_CHAIN, GAUSSIAN_MARKOV_CHAIN_DIAG
 from .grouped_gaussian import GROUPED_GAUSSIAN
 from .linear_gaussian import LINEAR_GAUSSIAN
 from .logistic import BERNOULLI_LOGIT
@@ -35,6 +36,7 @@ FACTOR_TYPES: tuple[FactorType, ...] = (
 )
 FACTOR_TYPES += (SCALE_PRIOR,)
 FACTOR_TYPES += (MARKOV_CHAIN,)
+FACTOR_TYPES += (GAUSSIAN_MARKOV_CHAIN, GAUSSIAN_MARKOV_CHAIN_DIAG)
 FACTOR_TYPES += (STUDENT_T,)
 FACTOR_TYPES += (UNIFORM_SCALE,)
 

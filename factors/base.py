@@ -40,11 +40,22 @@ class RuleNotFound(LookupError):
     """No message rule for a (factor, edge, algorithm, method); lists the rules that exist."""
 
 
+_REGISTRY: dict[str, FactorType] = {}
+
+
+def factor_type(name: str) -> FactorType:
+    """The factor type registered under ``name`` (how a pickled ``FactorType`` is restored)."""
+    import factors  # noqa: F401  (registers every factor type)
+
+    return _REGISTRY[name]
+
+
 class FactorType:
     """A factor family: its edges, its message rules and its evidence terms."""
 
     def __init__(self, name: str, conjugate: bool = True, **edges: type) -> None:
         self.name = name
+        _REGISTRY.setdefault(name, self)
         self.conjugate = conjugate  # False: messages depend on the target's own posterior (NCVMP)
         self.edges: dict[str, type] = dict(edges)
         self._rules: dict[tuple[str, str, str], Rule] = {}
@@ -56,6 +67,11 @@ class FactorType:
         # a structured factor owns the posterior of its "out" variable: fn(m, p, potentials) -> q, where
         # potentials are the summed messages of every other factor (None: the starting q from m["out"])
         self.structured: Callable | None = None
+
+    def __reduce__(self) -> tuple:
+        # pickled by name: the registered instance is the same object in every process (a sharded fit ships
+        # its model to workers, and the compiler tests factor types by identity)
+        return (factor_type, (self.name,))
 
     def rule(self, edge: str, algorithm: str = "vmp", method: str = "default") -> Callable[[Rule], Rule]:
         if edge not in self.edges:
@@ -177,6 +193,8 @@ def point_stats(family: type, value: np.ndarray) -> Stats:
             return (np.log(x),)
         if name == "Bernoulli":
             return (x,)
+        if name == "Wishart":
+            return (x, np.linalg.slogdet(x)[1])
     raise TypeError(f"no point statistics for family {name}")
 
 

@@ -13,6 +13,9 @@ contribution's gradient with respect to the parent's statistics:
       ⇒ to w_d (mean field over d): (Σ_n x_nd(η₁ₙ + 2η₂ₙ(E[y_n] − x_nd E[w_d])), Σ_n η₂ₙ x_nd²)
 * y_n = x_nᵀw_n, one weight vector per row (``inner(X, w[groups])``): the same per row, without the Σ_n
   (the indexed view w[groups] then sums the rows of each group)
+* y = aᵀb of two independent random vectors (``dot(a, b)``, ``inner(Z, w)`` with a random Z):
+      E[y] = E[a]ᵀE[b],  E[y²] = tr(E[aaᵀ]E[bbᵀ])  ⇒ to a: (Σ η₁E[b], Σ η₂E[bbᵀ])
+  summed over the plates of y that a lacks (e.g. over d for z_n in y_nd = z_nᵀw_d)
 
 A constant operand c enters with statistics (c, c²).  The parent's plates may be fewer than y's:
 messages are summed over the missing plates (``plating.reduce``).
@@ -120,6 +123,60 @@ class Inner:
         else:  # many weight vectors on few rows
             lin, prec = H.T @ X2, np.einsum("nk,nd,ne->kde", E, X2, X2, optimize=True)
         return (lin.reshape(p["w_shape"] + (D,)), prec.reshape(p["w_shape"] + (D, D)))
+
+
+class Dot:
+    """y = aᵀb of two independent random D-vectors (MvGaussian), plated: y's plates are the union of a's and
+    b's (``p["src"]`` of each operand, ``p["dst"]`` of y, ``p["sizes"]``), each operand broadcast over the plates
+    it lacks.
+
+    The moments and messages are einsum contractions over plate letters, so that neither operand is
+    materialised over the plates it lacks (y_nd = z_nᵀw_d costs O(NDK²) flops and O(ND + NK² + DK²) memory):
+
+        E[y] = E[a]ᵀE[b],   E[y²] = Σ_ij E[a_i a_j] E[b_i b_j],
+        to a: (Σ_{plates of y not in a} η₁E[b],  Σ η₂E[bbᵀ]).
+    """
+
+    name = "dot"
+
+    @staticmethod
+    def forward(par: dict[str, Stats], p: dict[str, Any]) -> Stats:
+        sa, sb, sy = dot_subscripts(p)
+        (a1, a2), (b1, b2) = (_on_plates(par[r], p, r) for r in ("a", "b"))
+        return (np.einsum(f"{sa}D,{sb}D->{sy}", a1, b1, optimize=True),
+                np.einsum(f"{sa}DE,{sb}DE->{sy}", a2, b2, optimize=True))
+
+    @staticmethod
+    def pullback(role: str, msg: Stats, par: dict[str, Stats], p: dict[str, Any]) -> Stats:
+        sa, sb, sy = dot_subscripts(p)
+        other = "b" if role == "a" else "a"
+        mine, theirs = (sa, sb) if role == "a" else (sb, sa)
+        o1, o2 = _on_plates(par[other], p, other)
+        h, eta2 = (np.broadcast_to(m, p["sizes"]) for m in msg)
+        return (np.einsum(f"{sy},{theirs}D->{mine}D", h, o1, optimize=True),
+                np.einsum(f"{sy},{theirs}DE->{mine}DE", eta2, o2, optimize=True))
+
+
+_PLATE_LETTERS = "abcdefghijklmnopqrstuvwxyz"  # plates of a dot product (events are D, E)
+
+
+def dot_subscripts(p: dict[str, Any]) -> tuple[str, str, str]:
+    """einsum letters of a, b and y from their plates (cached in the parameters)."""
+    if "subscripts" not in p:
+        letter = {q: _PLATE_LETTERS[j] for j, q in enumerate(p["dst"])}
+        p["subscripts"] = tuple("".join(letter[q] for q in qs) for qs in (p["src"]["a"], p["src"]["b"], p["dst"]))
+    return p["subscripts"]
+
+
+def _on_plates(stats: Stats, p: dict[str, Any], role: str) -> Stats:
+    """An operand's (E[x], E[xxᵀ]) broadcast (as views) to the full sizes of its own plates."""
+    size = dict(zip(p["dst"], p["sizes"], strict=True))
+    shape = tuple(size[q] for q in p["src"][role])
+    out = []
+    for s, k in zip(stats, (1, 2), strict=True):
+        s = expand(s, p["src"][role], p["src"][role], k)
+        out.append(np.broadcast_to(s, shape + s.shape[s.ndim - k:]))
+    return tuple(out)
 
 
 # ------------------------------------------------------------------------------------ helpers

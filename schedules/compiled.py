@@ -110,6 +110,7 @@ def compile_model(model, algorithm, schedule=None, init=None, damping: dict | No
             raise ModelError(f"damping of {key!r} must lie in [0, 1), got {val!r}")
     for f in factors:
         f.damping = f.initial_damping = damping.get(f.name, algorithm.damping)
+    model.compilations += 1
     c = Compiled(model, algorithm, factors, latent, [])
     c.fused = [f.name for f in factors if f.node.ftype is LINEAR_GAUSSIAN]
     for f in factors:
@@ -271,13 +272,19 @@ def _fuse(model) -> list[FactorNode]:
         if not ok:
             out.append(f)
             continue
-        yv = y.value.reshape(-1)
-        xtx, xty = cached_gram(mean.params, yv)
-        params = {"xtx": xtx, "xty": xty, "yty": float(yv @ yv), "n": yv.size}
         precision = prec.reshape(()) if isinstance(prec, np.ndarray) else prec
-        out.append(FactorNode(LINEAR_GAUSSIAN, f.name, {"w": mean.parents["w"], "precision": precision},
-                              (), f.method, params))
+        fused = FactorNode(LINEAR_GAUSSIAN, f.name, {"w": mean.parents["w"], "precision": precision},
+                           (), f.method, {})  # its statistics: _bind
+        fused.source = f  # the factor it replaces, whose data rebind() reads again
+        out.append(fused)
     return out
+
+
+def _linear_stats(f: FactorNode) -> dict[str, Any]:
+    """XᵀX, Xᵀy, yᵀy and n of a Gaussian factor on inner(X, w) with fully observed outputs y."""
+    yv = f.edges["out"].value.reshape(-1)
+    xtx, xty = cached_gram(f.edges["mean"].params, yv)
+    return {"xtx": xtx, "xty": xty, "yty": float(yv @ yv), "n": yv.size}
 
 
 def _fuse_grouped(f: FactorNode) -> FactorNode | None:
@@ -297,19 +304,24 @@ def _fuse_grouped(f: FactorNode) -> FactorNode | None:
         precision = prec.source
     else:
         return None
-    yv = y.value.reshape(-1)
+    fused = FactorNode(GROUPED_GAUSSIAN, f.name, {"mean": mean.source, "precision": precision}, (mean.along,),
+                       f.method, {})
+    fused.source = f
+    return fused
+
+
+def _grouped_stats(f: FactorNode) -> dict[str, Any]:
+    """Per-group counts, sums of y and of y² of a Gaussian factor on a[g] with fully observed y."""
+    mean = f.edges["mean"]
+    yv = f.edges["out"].value.reshape(-1)
     G = mean.along.size
-    params = {"count": mean.counts, "sum": np.bincount(mean.labels, weights=yv, minlength=G),
-              "sumsq": np.bincount(mean.labels, weights=yv * yv, minlength=G)}
-    return FactorNode(GROUPED_GAUSSIAN, f.name, {"mean": mean.source, "precision": precision}, (mean.along,),
-                      f.method, params)
+    return {"count": mean.counts, "sum": np.bincount(mean.labels, weights=yv, minlength=G),
+            "sumsq": np.bincount(mean.labels, weights=yv * yv, minlength=G)}
 
 
 # ------------------------------------------------------------------------------------ factors
 def _compile_factor(f: FactorNode, algorithm, model, handled: set[str] = frozenset()) -> CFactor:
-    params = {k: (v() if callable(v) else v) for k, v in f.params.items()}
-    _finalize(f, params)
-    params["state"] = {}  # variational parameters a rule keeps between calls (ξ, a), fresh per run
+    params: dict[str, Any] = {}
     rules, initial = {}, {}
     for edge, arg in f.edges.items():
         target = arg.source if isinstance(arg, Gate) else arg
@@ -329,7 +341,21 @@ def _compile_factor(f: FactorNode, algorithm, model, handled: set[str] = frozens
     except RuleNotFound as e:
         raise ModelError(f"{f.name}: {e}") from None
     gates = [a for a in (*f.edges.values(), *f.params.values()) if isinstance(a, Gate)]
-    fplates = tuple(p.index for p in f.plates)
+    cf = CFactor(f, tuple(p.index for p in f.plates), (), params, rules, evidence, kind, {},
+                 gates[0] if gates else None, initial=initial)
+    _bind(cf)
+    return cf
+
+
+def _bind(cf: CFactor) -> None:
+    """The parts of a compiled factor that the data determine: sizes, parameters and constants' statistics."""
+    f = cf.node
+    if hasattr(f, "source"):  # a fused factor: its sufficient statistics, read again from the data
+        f.params = (_linear_stats if f.ftype is LINEAR_GAUSSIAN else _grouped_stats)(f.source)
+    params = {k: (v() if callable(v) else v) for k, v in f.params.items()}
+    _finalize(f, params)
+    params["state"] = {}  # variational parameters a rule keeps between calls (ξ, a), fresh per run
+    fplates = cf.plates
     for k, g in list(params.items()):  # constants selected by fg.select: (K, event...) onto the factor's plates
         if isinstance(g, Gate):
             params[k] = expand(g.source, (g.plate.index,), fplates, g.source.ndim - 1)
@@ -339,8 +365,26 @@ def _compile_factor(f: FactorNode, algorithm, model, handled: set[str] = frozens
             const[edge] = _const_stats(f, edge, arg, params)
         elif isinstance(arg, Gate) and isinstance(arg.source, np.ndarray):
             const[edge] = _const_stats(f, edge, arg.source, params)
-    return CFactor(f, fplates, tuple(p.size for p in f.plates), params, rules, evidence, kind, const,
-                   gates[0] if gates else None, initial=initial)
+    cf.sizes, cf.params, cf.const_stats = tuple(p.size for p in f.plates), params, const
+    cf.weight, cf.damping = None, cf.initial_damping
+
+
+def rebind(c: Compiled) -> None:
+    """Make a compiled model current with its model's data (after ``model.set_data``, or before a refit).
+
+    The structure (rules, consumers, handlers' claims, the schedule) stays; what the data determine is
+    derived again: plate sizes, parameters, fused statistics, the weights of missing entries."""
+    for f in c.factors:
+        _bind(f)
+    c.latent = [v for v in c.model.variables.values() if v.is_latent]
+    c.dropped, c.pruned, c.block_prior = set(), {}, {}
+    for name, handler in c.handlers.items():
+        _check_learn(c, c.model.variables[name], handler)
+    drop_missing(c)
+    prune_selectors(c)
+    latent = {id(v) for v in c.latent}
+    if any(id(v) not in latent for v in c.order) or len(c.order) != len(c.latent):
+        raise ModelError("the compiled schedule no longer matches the model's latent variables")  # see infer's key
 
 
 def _feeds_handler(node, handled: set[str], edge: str, f: FactorNode) -> bool:
@@ -475,4 +519,4 @@ def _gated_data(v: Variable, factors: list[CFactor]) -> np.ndarray | None:
     return None
 
 
-__all__ = ["CFactor", "Compiled", "Consumer", "Plate", "categorical_init", "compile_model", "one_hot"]
+__all__ = ["CFactor", "Compiled", "Consumer", "Plate", "categorical_init", "compile_model", "one_hot", "rebind"]

@@ -375,12 +375,14 @@ class Engine:
         potentials); with ``start`` it builds its starting q from v's current statistics instead."""
         pot = None
         if not start:
-            pot = v.family._zero_natural(v.shape, v.event_shape)[0]
+            pot = list(v.family._zero_natural(v.shape, v.event_shape))
             for cons in self.c.consumers.get(id(v), []):
                 if cons.factor is not f:
-                    pot = pot + self.consumer_message(cons)[0]
+                    pot = [a + b for a, b in zip(pot, self.consumer_message(cons), strict=True)]
             for g in self.c.selector_factors.get(id(v), []):
-                pot = pot + self.selector_message(g)[0]
+                pot[0] = pot[0] + self.selector_message(g)[0]
+            # a one-parameter family (a categorical chain) gets its log-potentials, others the tuple (η₁, η₂)
+            pot = pot[0] if len(pot) == 1 else tuple(pot)
         try:
             q = f.node.ftype.structured(_Moments(self, f), f.params, pot)
         except FloatingPointError as e:
@@ -491,6 +493,8 @@ class Engine:
                 self.set_posterior(v, Bernoulli(probs=categorical_init(v, self.c.selector_factors[id(v)], rng)[..., 1]))
             elif v.lower is not None:  # its prior alone (a Pareto law over λ) has E[λ] = ∞: start at E[λ] = 4c
                 self.set_posterior(v, TruncatedGamma(shape=1.0, rate=1.0 / (3.0 * v.lower), lower=v.lower))
+            elif v.name in self.structured:
+                continue  # a continuous chain starts from its prior chain, built below once its parents have q
             else:
                 prior = next(f for f in self.c.factors if f.node is v.prior)
                 q = v.family.from_natural(*self._prior_natural(v, prior))

@@ -11,11 +11,12 @@ import numpy as np
 from factorgraph import checks, convergence
 from factorgraph.model import Model
 from factorgraph.nodes import Deterministic, Gate, ModelError, Variable
+from factorgraph.predict import FitRecord
 from factorgraph.results import Result, combine_kinds
 from factors.base import RuleNotFound
 
 from .algorithms import NCVMP, VMP
-from .compiled import _feeds_handler, _needs_messages, compile_model
+from .compiled import _feeds_handler, _needs_messages, compile_model, rebind
 from .engine import run
 
 _AUTO = "auto"  # tol/param_tol: chosen from the algorithm (see the docstring)
@@ -25,7 +26,8 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
           param_tol: Any = _AUTO, init: dict[str, Any] | None = None,
           schedule: Sequence[str] | None = None, warmup: Sequence[str] = (),
           damping: dict[str, float] | None = None, handlers: dict[str, Any] | None = None,
-          callbacks: Sequence[Callable] = (), progress: bool | None = None, seed: int | None = 0) -> Result:
+          callbacks: Sequence[Callable] = (), progress: bool | None = None, seed: int | None = 0,
+          data: Any = None) -> Result:
     """Run inference on a model.
 
     Parameters
@@ -33,8 +35,9 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     model
         An ``fg.Model``.
     algorithm
-        ``fg.VMP()`` or ``fg.NCVMP()``.  By default (None) VMP when every factor has a VMP message rule
-        (conjugate factors, and the quadratic bounds of the logistic and softmax factors), NCVMP
+        ``fg.VMP()``, ``fg.NCVMP()`` or ``fg.SVI(batch_size=..., learning_rate=...)`` (stochastic variational
+        inference: ``max_iter`` minibatch steps; see ``fg.SVI``).  By default (None) VMP when every factor
+        has a VMP message rule (conjugate factors, and the quadratic bounds of the logistic and softmax factors), NCVMP
         otherwise (non-conjugate factors that no global handler claims); ``Result.algorithm`` and a
         note say which ran and why.
     max_iter
@@ -82,17 +85,35 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         ``True``: always; ``False``: never.
     seed
         Seeds the random responsibilities that break the symmetry of a mixture's selector when no
-        ``init`` is given for it (the only randomness in VMP).
+        ``init`` is given for it (the only randomness in VMP), and SVI's minibatches.
+    data
+        SVI only: an iterable of batches streamed in place of the model's own rows, each a dict of row
+        arrays for the data plate keyed by observed variable name (and, for ``fg.inner`` inputs, by the
+        expression's name, or ``"X"`` when there is one); the model built on any rows fixes the shapes and
+        ``fg.SVI(n_data=N)`` the rescaling.  The run stops at ``max_iter`` steps or when the stream ends.
     """
     if not isinstance(model, Model):
         raise ModelError(f"infer needs an fg.Model, got {type(model).__name__}")
     if algorithm is not None and not isinstance(getattr(algorithm, "name", None), str):
-        raise ModelError(f"algorithm must be fg.VMP() or fg.NCVMP(), got {checks._short(algorithm)}")
+        raise ModelError(f"algorithm must be fg.VMP(), fg.NCVMP() or fg.SVI(...), got {checks._short(algorithm)}")
+    if getattr(algorithm, "name", None) == "svi":
+        from .svi import run_svi
+
+        if handlers or schedule is not None or warmup or damping:
+            raise ModelError("SVI takes no handlers, schedule, warmup or damping")
+        if not (isinstance(tol, str) and tol == _AUTO and isinstance(param_tol, str) and param_tol == _AUTO):
+            raise ModelError("SVI has no stopping rule (tol, param_tol): it runs max_iter steps or until the stream "
+                             "ends; stop it earlier with a callback")
+        _, _, max_iter, seed, progress, init, _, _, _, _, callbacks = _options(
+            None, None, max_iter, seed, progress, init, None, (), None, None, callbacks)
+        return run_svi(model, algorithm, data, max_iter, init, callbacks, progress, seed)
+    if data is not None:
+        raise ModelError("data= streams batches to fg.SVI only; other algorithms use the data in the model")
     chosen = ""
     if algorithm is None:
         algorithm, chosen = _default_algorithm(model, handlers)
     if not hasattr(algorithm, "name") or algorithm.name not in ("vmp", "ncvmp"):
-        raise ModelError(f"algorithm must be fg.VMP() or fg.NCVMP(), got {algorithm!r}")
+        raise ModelError(f"algorithm must be fg.VMP(), fg.NCVMP() or fg.SVI(...), got {algorithm!r}")
     tol, param_tol, max_iter, seed, progress, init, schedule, warmup, damping, handlers, callbacks = _options(
         tol, param_tol, max_iter, seed, progress, init, schedule, warmup, damping, handlers, callbacks)
     monotone = getattr(algorithm, "monotone", True)
@@ -100,8 +121,25 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         tol = (1e-6 if handlers else 1e-9) if monotone else None
     if param_tol is _AUTO:
         param_tol = None if monotone else 1e-8
+    from .sharding import find_sharding
+
+    sh = find_sharding(model)
+    if sh is not None:
+        return _infer_sharded(model, algorithm, sh, chosen, max_iter, tol, param_tol, init, schedule, warmup,
+                              damping, handlers, callbacks, progress, seed)
     t0 = time.perf_counter()
-    c = compile_model(model, algorithm, schedule, init, damping, handlers)
+    key = _compile_key(model, algorithm, schedule, init, damping, handlers)
+    cached = model._compiled
+    if cached is not None and cached[0] == key:
+        c = cached[1]  # the same graph and options: only what the data determine is derived again
+        c.handlers = dict(handlers or {})  # the claims depend on which variables are handled, not by what
+        rebind(c)
+        reused = True
+    else:
+        model._compiled = None
+        c = compile_model(model, algorithm, schedule, init, damping, handlers)
+        model._compiled = (key, c)
+        reused = False
     compile_time = time.perf_counter() - t0
     warm = []
     for name in warmup:
@@ -139,8 +177,57 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         hyper.update(dofs)
     result = Result(model.name, algorithm.name, dict(eng.q), float(trace[-1]), kind, trace, out["n_iter"],
                     out["converged"], out["time"], compile_time, out["warnings"], elbo_se, notes)
+    if reused:
+        result.notes.append("compiled structure reused from the last fg.infer on this model (set_data or a refit)")
+    # for fg.predict: the model and the data of the fit (set_data may replace them later)
+    result.fit_record = FitRecord(model, {k: d.value for k, d in model.data.items()}, model.data_version)
     result.joint.update(eng.joint)
+    result.model = model
     result.hyper.update(hyper)
+    result.scales.update(n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.is_latent)
+    for text in out["unconverged"]:
+        convergence.warn(text)
+    return result
+
+
+def _compile_key(model: Model, algorithm: Any, schedule: Any, init: Any, damping: Any, handlers: Any) -> tuple:
+    """What a compiled model depends on besides the data: the graph (its nodes, which variables are latent,
+    fully or partly observed) and the options of ``infer`` that shape the compilation (of the handlers,
+    which variables they take over)."""
+    graph = (tuple(model.plates), len(model.factors), len(model.deterministics), tuple(
+        (name, v.is_latent, v.mask is None, v.mask is not None and bool(v.mask.all()),
+         getattr(v, "coord_mask", None) is None or bool(np.all(v.coord_mask)))
+        for name, v in model.variables.items()))
+    return (graph, algorithm, None if schedule is None else tuple(schedule), frozenset(init or ()),
+            tuple(sorted((damping or {}).items())), tuple(handlers or ()))
+
+
+def _infer_sharded(model, algorithm, sh, chosen, max_iter, tol, param_tol, init, schedule, warmup, damping,
+                   handlers, callbacks, progress, seed) -> Result:
+    """``infer`` over a plate sharded into Dask chunks (schedules.sharded_run, docs/design.md §10)."""
+    from .sharded_run import collect_local, run_sharded
+
+    warm = []
+    for name in warmup:
+        v = model.variables.get(name)
+        if v is None or not v.is_latent:
+            raise ModelError(f"warmup: {name!r} is not a latent variable of model {model.name!r}")
+        warm.append(v)
+    out = run_sharded(model, algorithm, sh, max_iter, tol, param_tol, dict(init or {}), schedule, damping,
+                      list(callbacks), progress, seed, warm, handlers)
+    eng = out["engine"]
+    kind = combine_kinds({f.evidence_kind for f in eng.c.factors if f.claimed_by is None} | {
+        fit.kind for name, fit in eng.block.items() if eng.c.claimed[name]})
+    notes = ([chosen] if chosen else []) + list(out["notes"])
+    if eng.c.fused:
+        notes.append(f"fused linear-Gaussian factors (cached XᵀX, Xᵀy per chunk): {eng.c.fused}")
+    trace = out["elbo_trace"]
+    result = Result(model.name, algorithm.name, dict(eng.q), float(trace[-1]), kind, trace, out["n_iter"],
+                    out["converged"], out["time"], 0.0, out["warnings"], 0.0, notes)
+    result.sharding = out["sharding"]
+    result.joint.update(eng.joint)
+    result.local.update({n: collect_local(out["backend"], model.variables[n], sh)
+                         for n, loc in eng.local.items() if loc})
     result.scales.update(n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.is_latent)
     for text in out["unconverged"]:
         convergence.warn(text)

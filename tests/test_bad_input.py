@@ -369,14 +369,14 @@ def observing_a_deterministic_node():
         (a + b).observe(1.0)
 
 
-@build_error("'a'", "both sides")
-def same_variable_on_both_sides_of_a_sum():
+@build_error("['a']", "multiplied by itself")
+def same_variable_squared():
     with fg.Model():
         a = fg.gaussian("a")
-        _ = a + a
+        _ = a * a
 
 
-@build_error("'a'", "both sides")
+@build_error("['a']", "multiplied by itself")
 def same_variable_on_both_sides_of_a_product():
     with fg.Model():
         a, b = fg.gaussian("a"), fg.gaussian("b")

@@ -36,6 +36,11 @@ def linreg():
 
 
 @pytest.fixture(scope="module")
+def pca_wine():
+    return _load("pca_ard").main(small=True, seed=0)
+
+
+@pytest.fixture(scope="module")
 def mixture():
     return _load("gaussian_mixture").main(small=True, seed=0)
 
@@ -86,6 +91,15 @@ def test_linreg_264_bound_picks_order(linreg):
 
 
 # ------------------------------------------------------------------------------------------- mixture
+def test_pca_wine_ard_switches_components_off(pca_wine):
+    on, off = pca_wine["fits"][True], pca_wine["fits"][False]
+    assert on.converged and on.n_iter < 300
+    assert 2 <= pca_wine["kept"] <= 6 and on.active().sum() == pca_wine["kept"]
+    assert on.elbo > off.elbo and off.active().sum() >= on.active().sum()
+    assert _non_decreasing(on.elbo_trace) and _non_decreasing(off.elbo_trace)
+    assert (Path(__file__).resolve().parents[1] / "demos" / "out" / "pca_ard.png").exists()
+
+
 def test_mixture_recovers_clusters(mixture):
     assert mixture["ari"] >= 0.95
     assert mixture["converged"]

@@ -28,7 +28,7 @@ from distributions import (
     Wishart,
 )
 from factors import FACTOR_TYPES
-from factors.deterministic import Inner, Product, Sum
+from factors.deterministic import Dot, Inner, Product, Sum
 from factors.scale_priors import scale_prior_params
 from factors.uniform_scale import uniform_scale_params
 
@@ -114,6 +114,10 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "ScalePrior": {**scale_prior_params("half_t", scale=2.0, dof=1.0), "state": {}},
         "UniformScale": uniform_scale_params(np.array([2.0, 0.7])),
         "MarkovChain": {"lengths": np.array([4, 3]), "state": {}},
+        # 2 sequences × 4 steps of a D-dimensional chain (the second 3 steps long)
+        "GaussianMarkovChain": {"lengths": np.array([4, 3]), "state": {}, "D": D, "noise": "full"},
+        "GaussianMarkovChainDiag": {"lengths": np.array([4, 3]), "state": {}, "D": D, "noise": "diag"},
+        "GaussianMarkovChainDiag/shared": {"lengths": np.array([4, 3]), "state": {}, "D": D, "noise": "shared"},
         "StudentT": {"dof": 3.0, "learn_dof": False, "present": np.array([1.0, 0.0]), "state": {}},
     }[name]
     if name == "NormalWishart":
@@ -126,13 +130,18 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
 
 
 CASES = [(ft, variant) for ft in FACTOR_TYPES
-         for variant in ([ft.name, ft.name + "/ard"] if ft.name in ("MvGaussian", "NormalGamma") else [ft.name])]
+         for variant in ([ft.name, ft.name + "/ard"] if ft.name in ("MvGaussian", "NormalGamma") else
+                         [ft.name, ft.name + "/shared"] if ft.name == "GaussianMarkovChainDiag" else [ft.name])]
 
 
 def _moments(ft, variant, rng):
     m = {}
     for edge, family in ft.edges.items():
-        if ft.name == "MarkovChain":  # 2 sequences × 4 steps; π and A (D "from" rows) per sequence
+        if ft.name.startswith("GaussianMarkovChain"):  # 2 sequences × 4 steps; A's D rows; τ per dimension
+            tau = () if variant.endswith("/shared") or family is Wishart else (D,)
+            m[edge] = _stats(family, rng, {"out": BATCH + (4,), "transition": BATCH + (D,),
+                                           "noise_precision": BATCH + tau}.get(edge, BATCH))
+        elif ft.name == "MarkovChain":  # 2 sequences × 4 steps; π and A (D "from" rows) per sequence
             m[edge] = _stats(family, rng, {"out": BATCH + (4,), "initial": BATCH, "transition": BATCH + (D,)}[edge])
         elif ft.name in ("CategoricalSoftmax", "MultinomialSoftmax") and edge == "logits":  # class plate = event axis
             m[edge] = _stats(family, rng, BATCH + (D,))
@@ -245,11 +254,15 @@ def _det_mean_field(rng):
 
 
 @pytest.mark.parametrize("case", ["sum", "product", "inner", "inner_mean_field", "inner_rowwise_precision",
-                                  "inner_plated", "inner_plated_wfirst", "inner_plated_2x"])
+                                  "inner_plated", "inner_plated_wfirst", "inner_plated_2x", "dot"])
 def test_deterministic_pullback_is_gradient(case):
     rng = np.random.default_rng(2)
-    op = {"sum": Sum, "product": Product}.get(case, Inner)
-    if case.startswith("inner_plated"):
+    op = {"sum": Sum, "product": Product, "dot": Dot}.get(case, Inner)
+    if case == "dot":  # y_tp = c_pᵀx_t: x on plate 0 (4 steps), c on plate 1 (2 outputs)
+        params = {"src": {"a": (1,), "b": (0,)}, "dst": (0, 1), "sizes": (4, 2)}
+        par = {"a": _stats(MvGaussian, rng, (2,)), "b": _stats(MvGaussian, rng, (4,))}
+        yshape = (4, 2)
+    elif case.startswith("inner_plated"):
         params, par, yshape = _det_plated(rng, case)
     else:
         params, par, yshape = _det_mean_field(rng) if case == "inner_mean_field" else _det_case(op, rng)
@@ -272,6 +285,8 @@ def test_deterministic_pullback_is_gradient(case):
                 dn[i][idx] -= 1e-6
                 grad[idx] = (objective({**par, role: tuple(up)}) - objective({**par, role: tuple(dn)})) / 2e-6
             got = np.broadcast_to(msg[i], grad.shape)
-            if grad.ndim == 2:
+            if grad.ndim == 2 and op is not Dot:
                 grad, got = 0.5 * (grad + grad.T), 0.5 * (got + got.T)
+            elif i == 1 and op is Dot:  # symmetric second moments: compare symmetrised
+                grad, got = 0.5 * (grad + np.swapaxes(grad, -1, -2)), 0.5 * (got + np.swapaxes(got, -1, -2))
             np.testing.assert_allclose(got, grad, rtol=1e-5, atol=1e-6, err_msg=f"{case} -> {role}[{i}]")

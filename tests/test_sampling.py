@@ -203,3 +203,28 @@ def test_prior_with_a_bernoulli_selector_and_selected_constants():
     np.testing.assert_allclose(d["x"][~on_].std(), 0.1, rtol=0.05)  # off: N(0, 1/100)
     np.testing.assert_allclose(d["x"][on_].mean(), 10.0, atol=0.05)  # on: N(10, 1)
     np.testing.assert_allclose(d["x"][on_].std(), 1.0, rtol=0.05)
+
+
+def test_wishart_and_normal_wishart_forward_draws_have_their_moments():
+    V = np.array([[2.0, 0.5], [0.5, 1.0]])  # inverse scale: E[Λ] = ν V⁻¹
+    nu, S = 6.0, 40000
+    with fg.Model("wishart") as m:
+        n = fg.plate("n", 3)
+        L = fg.wishart("L", dof=nu, scale=V)
+        fg.mv_gaussian("x", mean=np.zeros(2), precision=L, plates=[n])
+        theta = fg.gaussian_wishart("theta", mean=np.array([1.0, -1.0]), beta=2.0, dof=nu, scale=V)
+        fg.mv_gaussian("y", mean=theta, plates=[n])
+    d = fg.sample_prior(m, draws=S, seed=0)
+    assert d["L"].shape == (S, 2, 2) and d["x"].shape == (S, 3, 2) and d["theta.precision"].shape == (S, 2, 2)
+    lam = nu * np.linalg.inv(V)
+    # Var Λ_ij = ν(Σ_ij² + Σ_ii Σ_jj) with Σ = V⁻¹ = E[Λ]/ν
+    se = np.sqrt((lam**2 + np.outer(np.diag(lam), np.diag(lam))) / nu / S)
+    assert np.all(np.abs(d["L"].mean(0) - lam) < 4 * se)
+    assert np.all(np.abs(d["theta.precision"].mean(0) - lam) < 4 * se)
+    # x | Λ ~ N(0, Λ⁻¹): Cov x = E[Λ⁻¹] = V / (ν − D − 1); μ ~ N(m₀, (β Λ)⁻¹) has mean m₀
+    cov = np.einsum("sni,snj->ij", d["x"], d["x"]) / (3 * S)
+    np.testing.assert_allclose(cov, V / (nu - 3.0), atol=0.03)
+    np.testing.assert_allclose(d["theta"].mean(0), [1.0, -1.0], atol=4 * np.sqrt(0.5 * 0.5 / S))
+    # y | θ ~ N(μ, Λ⁻¹): Cov y = Cov μ + E[Λ⁻¹] = (1/β + 1)·V/(ν − D − 1)
+    yc = d["y"] - d["y"].mean((0, 1))
+    np.testing.assert_allclose(np.einsum("sni,snj->ij", yc, yc) / (3 * S), 1.5 * V / (nu - 3.0), atol=0.05)

@@ -185,6 +185,33 @@ def gmm_nodes(X: np.ndarray, K: int, z_init: np.ndarray):
     return VB(Y, mu, Lam, Z, alpha), Z, mu
 
 
+def pca_nodes(X: np.ndarray, K: int, W0: np.ndarray, shape: float = 1e-3, rate: float = 1e-3, rotate: bool = False):
+    """BayesPy's Bayesian PCA with ARD (its own ``demos/pca.py`` model: ``GaussianARD`` loadings W with
+    Gamma(a₀, b₀) column precisions α, ``GaussianARD`` states, ``SumMultiply('i,i')``, one Gamma(a₀, b₀) noise
+    precision τ; no mean) on X (N, D), the loadings' q started as a point mass at ``W0`` (D, K).
+
+    Returns (VB, order, W, Z): ``Q.update(*order)`` is one sweep in the library's order (z, W, α, τ); with
+    ``rotate`` its ``RotationOptimizer`` runs after each sweep (``Q.callback``)."""
+    from bayespy.inference import VB
+    from bayespy.inference.vmp import transformations
+    from bayespy.nodes import Gamma, GaussianARD, SumMultiply
+
+    N, D = X.shape
+    alpha = Gamma(shape, rate, plates=(K,))
+    W = GaussianARD(0, alpha, shape=(K,), plates=(D, 1))
+    Z = GaussianARD(0, 1, shape=(K,), plates=(1, N))
+    tau = Gamma(shape, rate)
+    Y = GaussianARD(SumMultiply("i,i", W, Z), tau)
+    Y.observe(X.T)
+    W.initialize_from_value(W0[:, None, :])
+    Q = VB(Y, Z, W, alpha, tau)
+    if rotate:
+        R = transformations.RotationOptimizer(transformations.RotateGaussianARD(W, alpha),
+                                              transformations.RotateGaussianARD(Z), K)
+        Q.callback = R.rotate
+    return Q, (Z, W, alpha, tau), W, Z
+
+
 def gmm(
     X,
     K: int,

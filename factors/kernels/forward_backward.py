@@ -112,6 +112,36 @@ def forward_backward(phi: np.ndarray, log_pi: np.ndarray, log_trans: np.ndarray,
 
 
 @njit(cache=True, parallel=True)
+def _chain_log_normalisers(phi, log_pi, trans, lengths, logz):  # pragma: no cover - compiled
+    S, N, T, K = phi.shape
+    for i in prange(S * N):
+        s, n = i // N, i % N
+        L = lengths[n]
+        alpha = np.zeros((L, K))
+        b = np.zeros((L, K))
+        scale = np.zeros(L)
+        logz[s, n] = _forward_filter(phi[s, n], log_pi[s], trans[s], L, alpha, b, scale)
+
+
+def chain_log_normalisers(phi: np.ndarray, log_pi: np.ndarray, trans: np.ndarray,
+                          lengths: np.ndarray) -> np.ndarray:
+    """log Z of N chains under S parameter draws at once (the forward filter alone).
+
+    ``phi``: (S, N, T, K) node log-potentials; ``log_pi``: (S, K) initial log weights; ``trans``: (S, K, K)
+    transition weights (not logs; row = from); ``lengths``: (N,).  Returns (S, N): with φ the emission
+    log-likelihoods and (π, A) a draw, log Z_n = log p(y_n | θ), the likelihood of sequence n with its
+    labels summed out.
+    """
+    phi = np.ascontiguousarray(phi, dtype=np.float64)
+    S, N = phi.shape[:2]
+    logz = np.zeros((S, N))
+    _chain_log_normalisers(phi, np.ascontiguousarray(log_pi, dtype=np.float64),
+                           np.ascontiguousarray(trans, dtype=np.float64),
+                           np.ascontiguousarray(lengths, dtype=np.int64), logz)
+    return logz
+
+
+@njit(cache=True, parallel=True)
 def _backward_sample(phi, log_pi, trans, lengths, u, out):  # pragma: no cover - compiled
     S = u.shape[0]
     N, T, K = phi.shape

@@ -1,0 +1,123 @@
+"""The posterior of a Gaussian Markov chain: q(x_1..x_T) held by its smoothed moments."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Distribution, RngLike, Shape, as_rng, as_shape
+
+_LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+class GaussianChain(Distribution):
+    r"""A Gaussian distribution over state sequences x_1..x_T ∈ R^D (batched over sequences), Markov in t.
+
+    .. math::
+
+        q(x) = \frac1Z \exp\Big(-\tfrac12 x^\top\Lambda x + h^\top x\Big),
+
+    with Λ block-tridiagonal (a Gaussian Markov chain).  It is kept by what message passing needs: the
+    smoothed means μ_t = E[x_t], second moments E[x_t x_tᵀ] = Σ_t + μ_tμ_tᵀ, the pairwise moments
+    E[x_t x_{t−1}ᵀ], the log-normaliser log Z and the joint entropy
+
+    .. math::
+
+        H[q] = \tfrac{LD}{2}(1 + \log 2\pi) - \tfrac12\log|\Lambda|.
+
+    Built by the Kalman filter and Rauch–Tung–Striebel smoother in information form (the q of
+    ``fg.gaussian_markov_chain``).
+
+    Parameters
+    ----------
+    mean : array, shape batch + (T, D)
+        μ_t (0 past a sequence's length).
+    second : array, shape batch + (T, D, D)
+        E[x_t x_tᵀ].
+    pair : array, shape batch + (T, D, D)
+        E[x_t x_{t−1}ᵀ]; 0 at t = 0 and past a sequence's length.
+    log_normalizer, joint_entropy : arrays, shape batch
+        log Z and H[q(x_1..x_L)] per sequence.
+    sampler : callable, optional
+        ``sampler(draws, rng)`` → joint draws of shape (draws,) + batch + (T, D) (forward filtering,
+        backward sampling).  Without it steps are drawn independently from their marginals.
+    """
+
+    event_ndims = (1, 2)
+
+    def __init__(self, mean: np.ndarray, second: np.ndarray, pair: np.ndarray, log_normalizer: np.ndarray,
+                 joint_entropy: np.ndarray, sampler=None) -> None:
+        self._mean = np.asarray(mean, dtype=float)
+        self.second = np.asarray(second, dtype=float)
+        self.pair = np.asarray(pair, dtype=float)
+        self.log_normalizer = np.asarray(log_normalizer, dtype=float)
+        self.joint_entropy = np.asarray(joint_entropy, dtype=float)
+        self._sampler = sampler
+
+    @classmethod
+    def independent(cls, mean: np.ndarray, second: np.ndarray) -> GaussianChain:
+        """The chain whose steps are independent with the given moments (a starting point): pairwise
+        moments μ_tμ_{t−1}ᵀ, entropy Σ_t ½ log det(2πe Σ_t), log-normaliser 0."""
+        mu, m2 = np.asarray(mean, dtype=float), np.asarray(second, dtype=float)
+        pair = np.zeros(m2.shape)
+        pair[..., 1:, :, :] = mu[..., 1:, :, None] * mu[..., :-1, None, :]
+        cov = m2 - mu[..., :, None] * mu[..., None, :]
+        D = mu.shape[-1]
+        sign, ld = np.linalg.slogdet(cov)
+        h = np.where(sign > 0, 0.5 * D * (1.0 + _LOG_2PI) + 0.5 * ld, 0.0).sum(-1)
+        return cls(mu, m2, pair, np.zeros(mu.shape[:-2]), h)
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        """Sequences × steps (the shape of the chain variable)."""
+        return self._mean.shape[:-1]
+
+    @property
+    def event_shape(self) -> tuple[int, ...]:
+        return self._mean.shape[-1:]
+
+    def mean(self) -> np.ndarray:
+        """The smoothed means E[x_t], shape batch + (T, D)."""
+        return self._mean
+
+    def cov(self) -> np.ndarray:
+        """The smoothed covariances Cov(x_t), shape batch + (T, D, D)."""
+        return self.second - self._mean[..., :, None] * self._mean[..., None, :]
+
+    def var(self) -> np.ndarray:
+        """The smoothed marginal variances diag Cov(x_t)."""
+        return np.diagonal(self.cov(), axis1=-2, axis2=-1).copy()
+
+    def lag_one_cov(self) -> np.ndarray:
+        """Cov(x_t, x_{t−1}) = E[x_t x_{t−1}ᵀ] − μ_tμ_{t−1}ᵀ (0 at t = 0), shape batch + (T, D, D)."""
+        out = self.pair.copy()
+        out[..., 1:, :, :] -= self._mean[..., 1:, :, None] * self._mean[..., :-1, None, :]
+        return out
+
+    def expected_stats(self) -> tuple[np.ndarray, np.ndarray]:
+        """E[u(x_t)] = (μ_t, E[x_t x_tᵀ]), as for an MvGaussian per step."""
+        return self._mean, self.second
+
+    def entropy(self) -> np.ndarray:
+        """H[q] laid out on the steps: each sequence's joint entropy at its first step, 0 elsewhere
+        (a sum over steps gives the joint entropy, which is not a sum of per-step entropies)."""
+        out = np.zeros(self._mean.shape[:-1])
+        out[..., 0] = self.joint_entropy
+        return out
+
+    def sample(self, shape: int | Shape = (), rng: RngLike = None) -> np.ndarray:
+        """Joint draws of the state sequences, shape ``shape + batch_shape + (D,)``."""
+        shape = as_shape(shape)
+        rng = as_rng(rng)
+        S = int(np.prod(shape))
+        if self._sampler is not None:
+            x = np.asarray(self._sampler(S, rng))
+        else:
+            cov = self.cov()
+            ok = np.trace(cov, axis1=-2, axis2=-1) > 0
+            chol = np.linalg.cholesky(np.where(ok[..., None, None], cov, np.eye(cov.shape[-1])))
+            z = rng.standard_normal((S,) + self._mean.shape)
+            x = self._mean + np.where(ok[..., None], np.einsum("...ij,...j->...i", chol, z), 0.0)
+        return x.reshape(shape + self._mean.shape)
+
+    def __repr__(self) -> str:
+        return f"GaussianChain(batch_shape={self.batch_shape}, D={self._mean.shape[-1]})"

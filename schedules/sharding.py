@@ -1,0 +1,437 @@
+"""A plate sharded over Dask chunks: the in-memory engine run per chunk, the global posteriors on the driver.
+
+When observed values or ``fg.inner`` inputs are ``dask.array``s chunked along one plate (the sharded
+plate), ``fg.infer`` runs here (docs/design.md §10).  Each chunk of rows becomes a *chunk model*: the user's
+model with the sharded plate cut to the chunk's rows and its data the chunk's blocks, compiled and run by the
+ordinary ``Engine`` in a ``ChunkState`` that lives where the chunk's data are (a thread of this process under
+Dask's default scheduler, a Dask actor on a worker when a ``dask.distributed.Client`` is active).  The local
+variables of the plate (responsibilities, per-row latents, NCVMP state) never leave it.
+
+A variable off the sharded plate (a global) is updated on the driver.  Its natural parameters are the sum of
+its messages: those of factors on the sharded plate are sums over rows, so each chunk returns its partial sum
+(the same rules on its rows) and the driver adds them; the messages of factors off the plate (its prior) are
+the same in every chunk and come from chunk 0.  The driver forms q, checks it as the engine does, and ships
+it back with the next batch of commands.  The ELBO is split the same way.  ``ShardedEngine`` presents the
+engine's interface to ``engine._iterate``, so the stopping rules, damping and NCVMP backtracking are the
+in-memory ones.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from distributions import Bernoulli, Categorical
+from factorgraph import checks
+from factorgraph.nodes import Indexed, ModelError, Plate, Variable
+
+from .compiled import _gated_data, compile_model
+from .engine import Engine
+
+
+# ------------------------------------------------------------------------------------ finding the shards
+@dataclass
+class Sharding:
+    """How the sharded plate is cut: its name, the chunk boundaries and the dask arrays that carry it."""
+
+    plate: Plate
+    bounds: list[tuple[int, int]]
+    arrays: list[Any]  # the model's dask arrays, rechunked to ``bounds`` along the plate
+    slots: list[tuple[Any, str, int]] = field(default_factory=list)  # (holder, attribute/key, plate axis)
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self.bounds)
+
+
+def _holders(model) -> list[tuple[Any, str, tuple[Plate, ...], str]]:
+    """Every place a node keeps plate-shaped data: (object, attribute or params key, the plates of its axes,
+    what to call it in an error)."""
+    out = []
+    for v in model.variables.values():
+        out.append((v, "value", v.plates, f"the observed data of {v.name!r}"))
+    for d in model.deterministics:
+        if "X" in d.params:
+            xp = tuple(p for i, p in enumerate(d.plates) if i in d.params.get("x_axes", ()))
+            out.append((d.params, "X", xp, f"the inputs X of {d.name!r}"))
+    return out
+
+
+def find_sharding(model) -> Sharding | None:
+    """The sharded plate of a model whose data include dask arrays (None when none do): the one plate along
+    which they are chunked; every dask array is rechunked to the first one's chunks along it (observed values
+    first, in declaration order, then inner products' inputs), and to one chunk along its other axes."""
+    found = []
+    for holder, key, plates, what in _holders(model):
+        arr = holder[key] if isinstance(holder, dict) else getattr(holder, key)
+        if checks.is_dask(arr):
+            found.append((holder, key, plates, what, arr))
+    if not found:
+        return None
+    ref: dict[Plate, tuple[int, ...]] = {}
+    for _holder, _key, plates, what, arr in found:
+        chunked = [p for p, c in zip(plates, arr.chunks, strict=False) if len(c) > 1]
+        if len(chunked) > 1:
+            raise ModelError(f"{what} is a dask array chunked along several plates {[p.name for p in chunked]}; "
+                             "chunk it along one plate only (the sharded plate)")
+        for p in chunked:
+            ref.setdefault(p, arr.chunks[plates.index(p)])
+    if len(ref) > 1:
+        raise ModelError(f"the dask data are chunked along different plates {sorted(p.name for p in ref)}; "
+                         "chunk every array along the same plate")
+    plate = next(iter(ref)) if ref else found[0][2][0]  # one chunk: the first plate of the first array
+    chunks = ref.get(plate, (plate.size,))
+    cuts = np.concatenate([[0], np.cumsum(chunks)]).astype(int)
+    sh = Sharding(plate, [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:], strict=True)], [])
+    for holder, key, plates, what, arr in found:
+        if plate not in plates:
+            raise ModelError(f"{what} is a dask array without the sharded plate {plate.name!r}; give it as a numpy "
+                             "array, or chunk every dask array along one plate they share")
+        axis = plates.index(plate)
+        sh.arrays.append(arr.rechunk({axis: tuple(chunks), **{i: -1 for i in range(arr.ndim) if i != axis}}))
+        sh.slots.append((holder, key, axis))
+    return sh
+
+
+class _Slot:
+    """Stands for the k-th dask array in a pickled model skeleton."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+
+def skeleton(model, sh: Sharding) -> bytes:
+    """The model pickled without its sharded data (dask arrays become slots, their all-true masks dropped)."""
+    import cloudpickle
+
+    saved = []
+    for k, (holder, key, _axis) in enumerate(sh.slots):
+        if isinstance(holder, dict):
+            saved.append((holder, key, holder[key]))
+            holder[key] = _Slot(k)
+        else:
+            saved.append((holder, key, getattr(holder, key)))
+            setattr(holder, key, _Slot(k))
+            saved.append((holder, "mask", holder.mask))
+            holder.mask = None
+    try:
+        return cloudpickle.dumps(model)
+    finally:
+        for holder, key, val in reversed(saved):
+            if isinstance(holder, dict):
+                holder[key] = val
+            else:
+                setattr(holder, key, val)
+
+
+def chunk_model(blob: bytes, plate_name: str, start: int, stop: int, blocks: list[np.ndarray],
+                rows: np.ndarray | None = None):
+    """The model restricted to rows ``start:stop`` (or the given ``rows``) of the sharded plate, its data the
+    chunk's blocks."""
+    idx = np.arange(start, stop) if rows is None else np.asarray(rows)
+    model = pickle.loads(blob)
+    plate = model.plates[plate_name]
+    n0 = plate.size
+    object.__setattr__(plate, "size", len(idx))
+    for v in model.variables.values():
+        if isinstance(v.value, _Slot):
+            v.value = blocks[v.value.k]
+            v.mask = np.ones(v.shape, dtype=bool)
+        elif plate in v.plates and v.value is not None:
+            axis = v.plates.index(plate)
+            v.value = _take(v.value, axis, idx)
+            full = tuple(n0 if p is plate else p.size for p in v.plates)  # the plate's size before the cut
+            v.mask = _take(np.broadcast_to(v.mask, full), axis, idx)
+    for d in model.deterministics:
+        if isinstance(d.params.get("X"), _Slot):
+            d.params["X"] = blocks[d.params["X"].k]
+        elif plate in d.plates and "X" in d.params:
+            xp = [p for i, p in enumerate(d.plates) if i in d.params["x_axes"]]
+            if plate in xp:
+                d.params["X"] = _take(d.params["X"], xp.index(plate), idx)
+        if "shape" in d.params:
+            d.params["shape"] = tuple(p.size for p in d.plates)
+        if "sizes" in d.params:
+            d.params["sizes"] = tuple(p.size for p in d.plates)
+        d.params["products"] = {}
+    nodes = [*model.deterministics, *(a for f in model.factors for a in f.edges.values())]
+    for node in nodes:
+        if isinstance(node, Indexed) and node.plate is plate:
+            node.labels = node.labels[idx]
+            node.counts = np.bincount(node.labels, minlength=node.along.size).astype(float)
+        elif isinstance(node, Indexed) and node.along is plate:
+            raise ModelError(f"{node.name!r} gathers the sharded plate {plate_name!r}: a sharded plate cannot be "
+                             "indexed")
+    for f in model.factors:  # constants given per row of the sharded plate
+        if plate in f.plates:
+            axis = f.plates.index(plate)
+            for edge, arg in f.edges.items():
+                if isinstance(arg, np.ndarray) and arg.ndim > axis and arg.shape[axis] == n0 > 1:
+                    f.edges[edge] = _take(arg, axis, idx)
+    return model
+
+
+def _gated_rows(v: Variable, factors: list) -> np.ndarray:
+    """The observed outputs of a factor gated by ``v`` (plated over the sharded plate only), one row per row of
+    the plate, unscaled (``compiled._gated_data`` scales them by their standard deviation over all rows)."""
+    for f in factors:
+        out = f.node.edges.get("out")
+        if f.gate is None or f.gate.selector is not v or not isinstance(out, Variable) or not out.is_observed:
+            continue
+        zp = [p.index for p in v.plates]
+        op = [p.index for p in out.plates]
+        if not set(zp) <= set(op):
+            continue
+        first = [op.index(i) for i in zp]
+        rest = [i for i in range(out.value.ndim) if i not in first]
+        return np.transpose(out.value, first + rest).reshape(int(np.prod(v.shape, dtype=int)), -1)
+    raise ModelError(f"no observed data gated by {v.name!r}")
+
+
+def _release_unused(c) -> None:
+    """Drop the inputs X of inner products no compiled factor reads (a fused likelihood keeps XᵀX, Xᵀy): out of
+    core, a chunk then holds its statistics, not its rows."""
+    from .compiled import _used_deterministics
+
+    used = {id(d) for d in _used_deterministics(c, c.model)}
+    for d in c.model.deterministics:
+        if id(d) not in used and "X" in d.params:
+            d.params["X"] = None
+
+
+def _take(a: np.ndarray, axis: int, idx: np.ndarray) -> np.ndarray:
+    a = np.asarray(a)
+    if a.ndim <= axis or a.shape[axis] == 1:
+        return a
+    return np.take(a, idx, axis=axis)
+
+
+def is_local(node_or_factor, plate_index: int) -> bool:
+    plates = node_or_factor.plates
+    return any((p.index if isinstance(p, Plate) else p) == plate_index for p in plates)
+
+
+# ------------------------------------------------------------------------------------ a chunk's state
+class ChunkState:
+    """One chunk's model, compiled and run by the in-memory engine, with its local variables' posteriors.
+
+    ``run(commands)`` executes a batch and returns the answers of those that have one:
+
+    * ``("set", name, q)``: a global's new posterior from the driver;
+    * ``("damp", {factor: α})``: the damping the driver's backtracking chose;
+    * ``("update", name)``: update a local variable (the engine's own update);
+    * ``("msg", name, with_global)``: the natural parameters the factors on the plate send the global
+      ``name`` (summed over the chunk's rows), and with ``with_global`` those of the factors off it;
+    * ``("elbo", with_global)``: (E[log f] on the plate, local entropies[, off-plate terms]);
+    * ``("snap",)``, ``("restore",)``: the engine's backtracking snapshot;
+    * ``("seeded",)``, ``("start", seeds)``, ``("info",)``: the start (``sharded_run._seed``: the requests
+      ``moments``, ``centred``, ``row``, ``d2``, ``pick``, ``d2max``, ``assign`` of a selector's seeding);
+    * ``("site", name, what, ...)``: sums over the chunk's sites of a handled global (``site_op``).
+    """
+
+    def __init__(self, blob: bytes, plate_name: str, start: int, stop: int, options: dict, *blocks) -> None:
+        model = chunk_model(blob, plate_name, start, stop, list(blocks), options.get("rows"))
+        self.rows = (start, stop)
+        c = compile_model(model, options["algorithm"], options["schedule"],
+                          {**options["init"], **options["local_init"]}, options["damping"],
+                          options.get("handlers"))
+        self.c, self.eng = c, Engine(c)
+        _release_unused(c)
+        self.p = model.plates[plate_name].index
+        # factors on the plate, by name (a fused factor keeps its name but sums the plate away)
+        self.on_plate = {f.name for f in model.factors if model.plates[plate_name] in f.plates}
+        for f in c.factors:
+            if f.node.ftype.structured is not None and is_local(f, self.p):
+                raise ModelError(f"{f.name}: a structured factor (a chain) along the sharded plate {plate_name!r} "
+                                 "cannot be split into chunks")
+        self.options = options
+        self.init = {k: _take(v, model.variables[k].plates.index(model.plates[plate_name]), np.arange(start, stop))
+                     for k, v in options["local_init"].items()}
+        self._snap = None
+        self._data: dict[str, np.ndarray] = {}
+
+    def local_of(self, v: Variable) -> bool:
+        return is_local(v, self.p)
+
+    def seeded(self) -> list[str]:
+        """The mixture selectors on the plate whose start the chunks must agree on (``seed`` below)."""
+        c = self.c
+        return [v.name for v in c.latent if is_local(v, self.p) and v.name not in self.init
+                and v.name not in c.dropped and id(v) in c.selector_factors
+                and v.family in (Categorical, Bernoulli) and _gated_data(v, c.selector_factors[id(v)]) is not None]
+
+    def start(self, seeds: dict[str, np.ndarray]) -> None:
+        self.eng.initialise({**self.options["init"], **self.init, **seeds}, np.random.default_rng(self.options["seed"]))
+
+    # k-means++ seeding of a selector across chunks, the same draws as ``compiled.categorical_init`` in memory
+    def _raw(self, name: str) -> np.ndarray:
+        if name not in self._data:
+            v = self.c.model.variables[name]
+            self._data[name] = _gated_rows(v, self.c.selector_factors[id(v)])
+        return self._data[name]
+
+    def seed_op(self, cmd: tuple) -> Any:
+        op, name = cmd[0], cmd[1]
+        x = self._raw(name)
+        if op == "moments":
+            return len(x), x.sum(0)
+        if op == "centred":
+            return ((x - cmd[2]) ** 2).sum(0)
+        x = x / cmd[2]
+        if op == "row":
+            return x[cmd[3]]
+        d2 = np.min([((x - c) ** 2).sum(-1) for c in cmd[3]], axis=0)
+        if op == "d2":
+            return d2.sum()
+        if op == "pick":
+            cdf = np.cumsum(d2 / cmd[4])
+            return int(np.searchsorted(cdf, cmd[5], side="right"))
+        D2 = np.stack([((x - c) ** 2).sum(-1) for c in cmd[3]], axis=-1)
+        if op == "d2max":
+            return D2.max()
+        # "assign": the in-memory tie-breaking noise is rng.random((N, K)) in row order; this chunk's rows
+        # take the draws from start·K on
+        bits = np.random.PCG64()
+        bits.state = cmd[4]
+        K = D2.shape[1]
+        bits.advance(self.rows[0] * K)
+        D2 = D2 + np.random.Generator(bits).random(D2.shape) * 1e-9 * (1.0 + cmd[5])
+        r = np.full(D2.shape, 0.1 / K)
+        r[np.arange(len(x)), D2.argmin(-1)] += 0.9
+        v = self.c.model.variables[name]
+        return r.reshape(v.shape + (K,))[..., 1] if v.family is Bernoulli else r.reshape(v.shape + (K,))
+
+    def info(self) -> dict:
+        c = self.c
+        return {"order": [v.name for v in c.order],
+                "local": {v.name: is_local(v, self.p) for v in c.latent},
+                "factors": [(f.name, f.node.ftype.conjugate, f.evidence_kind, f.initial_damping,
+                             f.name in self.on_plate) for f in c.factors],
+                "q": {v.name: self.eng.q[v.name] for v in c.latent if not is_local(v, self.p)},
+                "sequential": {k: p.size for k, p in c.sequential.items()},
+                "fused": list(c.fused),
+                "claimed": {k: [f.name for f in fs] for k, fs in c.claimed.items()},
+                "block_prior": dict(c.block_prior)}
+
+    def run(self, commands: list) -> list:
+        eng, c = self.eng, self.c
+        out = []
+        for cmd in commands:
+            op = cmd[0]
+            if op == "set":
+                eng.set_posterior(c.model.variables[cmd[1]], cmd[2])
+            elif op == "damp":
+                for f in c.factors:
+                    if f.name in cmd[1]:
+                        f.damping = cmd[1][f.name]
+            elif op == "update":
+                eng.update(c.model.variables[cmd[1]])
+            elif op == "msg":
+                out.append(self._messages(c.model.variables[cmd[1]], cmd[2]))
+            elif op == "elbo":
+                out.append(self._elbo(cmd[1]))
+            elif op == "snap":
+                self._snap = eng.snapshot()
+            elif op == "restore":
+                eng.restore(self._snap)
+            elif op == "start":
+                self.start(cmd[1])
+            elif op == "seeded":
+                out.append(self.seeded())
+            elif op == "info":
+                out.append(self.info())
+            elif op == "site":
+                out.append(self.site_op(cmd))
+            else:
+                out.append(self.seed_op(cmd))
+        return out
+
+    def _messages(self, v: Variable, with_global: bool) -> tuple:
+        eng = self.eng
+        eng._updating = v.name
+        local = [np.zeros_like(z) for z in v.family._zero_natural(v.shape, v.event_shape)]
+        glob = [np.zeros_like(a) for a in local] if with_global else None
+        for cons in self.c.consumers.get(id(v), []):
+            here = (cons.factor.name in self.on_plate if cons.factor is not None
+                    else is_local(cons.det or cons.index, self.p))
+            if not here and not with_global:
+                continue
+            m = eng.consumer_message(cons)
+            acc = local if here else glob
+            for i, a in enumerate(m):
+                acc[i] = acc[i] + a
+        for f in self.c.selector_factors.get(id(v), []):
+            here = f.name in self.on_plate
+            if here or with_global:
+                acc = local if here else glob
+                acc[0] = acc[0] + eng.selector_message(f)[0]
+        return tuple(local), (None if glob is None else tuple(glob))
+
+    def _elbo(self, with_global: bool) -> tuple[float, float, float, float]:
+        from factors.plating import reduce
+
+        eng, c = self.eng, self.c
+        ef = [0.0, 0.0]  # on the plate, off it
+        for f in c.factors:
+            here = f.name in self.on_plate
+            if f.claimed_by is not None or (not here and not with_global):
+                continue  # a handler's sites: the driver adds its BlockFit's terms
+            e = eng.factor_evidence(f)
+            r = eng.instance_weights(f)
+            if r is not None:
+                e = e * r
+            ef[0 if here else 1] += float(np.sum(reduce(e, f.plates, (), f.sizes, 0)))
+        h = [0.0, 0.0]
+        for v in c.latent:
+            here = is_local(v, self.p)
+            if v.name in c.handlers or (not here and not with_global):
+                continue
+            ent = np.broadcast_to(eng.q[v.name].entropy(), v.shape)
+            if v.name in c.pruned:
+                ent = ent * c.pruned[v.name]
+            h[0 if here else 1] += float(ent[~v.mask].sum()) if v.mask is not None else float(ent.sum())
+        return ef[0], h[0], ef[1], h[1]
+
+    def _target(self, name: str):
+        """The chunk's rows as a ``BlockTarget`` of the handled global ``name``: its claimed sites only (the
+        Gaussian part, the rest of the graph's message, is the driver's)."""
+        from .engine import _Moments, _rows
+        from .handlers import BlockTarget, Site
+
+        v = self.c.model.variables[name]
+        K = v.shape[0] if v.plates else 0
+        D = v.event_shape[0]
+        sites = []
+        for f in self.c.claimed[name]:
+            edge = next(e for e in f.node.edges if e in f.node.ftype.pointwise)
+            mom = _Moments(self.eng, f)
+            others = {e: tuple(_rows(a, f.sizes) for a in mom[e]) for e in f.node.edges if e != edge}
+            X = f.node.edges[edge].params["X"]
+            sites.append(Site(X.reshape(-1, X.shape[-1]), f.node.ftype.pointwise[edge], others, f.params, K, f.name))
+        n = D * max(K, 1)
+        return BlockTarget(np.zeros(n), np.zeros((n, n)), sites)
+
+    def site_op(self, cmd: tuple) -> Any:
+        """Sums over the chunk's claimed sites for a handler on the driver: ``("site", name, what, *args)``."""
+        name, what = cmd[1], cmd[2]
+        t = self._target(name)
+        if what == "terms":
+            return t._site_terms(*cmd[3:])
+        if what == "hessian":
+            return t.hessian(cmd[3]) - 2.0 * t.eta2
+        if what == "laplace":
+            return t.laplace_site_term(*cmd[3:])
+        if what == "quadratic":
+            return t.quadratic_site_term(*cmd[3:])
+        if what == "mc":
+            return t.mc_sites
+        if what == "natural":  # the quadratic sites' (η₁, η₂, constant), summed
+            e1, e2, c = t.gaussian_part()
+            return e1, e2, c - t.prior_const
+        raise ValueError(f"unknown site request {what!r}")
+
+    def local_posterior(self, name: str) -> Any:
+        return self.eng.q[name]

@@ -1,0 +1,263 @@
+"""Sharded plates (dask data): the same posteriors and ELBO as in memory, on a two-process LocalCluster and on
+Dask's default threaded scheduler; the reporting; bad chunks; a lost worker."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import factorgraph as fg
+
+da = pytest.importorskip("dask.array")  # the dask extra, installed by .ci/run
+distributed = pytest.importorskip("distributed")
+
+RTOL = 1e-10
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       silence_logs=40)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _data(N=240, D=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, D))
+    w = np.array([1.0, -2.0, 0.5])[:D]
+    y = X @ w + 0.3 * rng.normal(size=N)
+    s = (rng.random(N) < 1.0 / (1.0 + np.exp(-(X @ w)))).astype(float)
+    return X, y, s
+
+
+def _chunked(a, rows=80):
+    return da.from_array(a, chunks=(rows,) + a.shape[1:])
+
+
+def linear(X, y, fused=True):
+    N, D = X.shape
+    with fg.Model("linear") as m:
+        n = fg.plate("n", N)
+        w = fg.mv_gaussian("w", mean=np.zeros(D), precision=1.0)
+        tau = fg.gamma("tau", 1.0, 1.0)
+        mean = fg.inner(X, w, plates=[n])
+        if not fused:  # an intercept: the likelihood stays factorised (messages through the sum)
+            mean = mean + fg.gaussian("b", 0.0, 1.0)
+        fg.gaussian("y", mean=mean, precision=tau, plates=[n], observed=y)
+    return m
+
+
+def logistic(X, s):
+    N, D = X.shape
+    with fg.Model("logistic") as m:
+        n = fg.plate("n", N)
+        alpha = fg.gamma("alpha", 1.0, 1.0)
+        w = fg.mv_gaussian("w", mean=np.zeros(D), precision=alpha)
+        fg.bernoulli_logit("s", fg.inner(X, w, plates=[n]), observed=s, plates=[n])
+    return m
+
+
+def gaussian_mixture(x, K=3):
+    N = x.shape[0]
+    with fg.Model("gaussian_mixture") as m:
+        k, n = fg.plate("k", K), fg.plate("n", N)
+        z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n])
+        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        tau = fg.gamma("tau", 1.0, 1.0, plates=[k])
+        fg.gaussian("x", mu[z], tau[z], plates=[n], observed=x)
+    return m
+
+
+def varying_intercept(y, groups, G=7):
+    N = y.shape[0]
+    with fg.Model("varying_intercept") as m:
+        c, n = fg.plate("c", G), fg.plate("n", N)
+        mu = fg.gaussian("mu", 0.0, 0.01)
+        a = fg.gaussian("a", mean=mu, precision=fg.gamma("tau_a", 2.0, 1.0), plates=[c])
+        fg.gaussian("y", mean=a[groups], precision=fg.gamma("tau", 2.0, 1.0), plates=[n], observed=y)
+    return m
+
+
+def poisson_regression(X, counts):
+    N, D = X.shape
+    with fg.Model("poisson") as m:
+        n = fg.plate("n", N)
+        w = fg.mv_gaussian("w", mean=np.zeros(D), precision=1.0)
+        fg.poisson_log("y", fg.inner(X, w, plates=[n]), plates=[n], observed=counts)
+    return m
+
+
+def softmax_regression(X, labels, K=3):
+    N, D = X.shape
+    with fg.Model("softmax") as m:
+        n, k = fg.plate("n", N), fg.plate("k", K)
+        W = fg.mv_gaussian("W", mean=np.zeros(D), precision=1.0, plates=[k])
+        fg.categorical_softmax("y", fg.inner(X, W, plates=[n]), over=k, observed=labels)
+    return m
+
+
+def bernoulli_mixture(B, K=2):
+    N, Dd = B.shape
+    with fg.Model("bernoulli_mixture") as m:
+        k, n, d = fg.plate("k", K), fg.plate("n", N), fg.plate("d", Dd)
+        z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n])
+        p = fg.beta("p", 1.0, 1.0, plates=[k, d])
+        fg.bernoulli("x", p[z], plates=[n, d], observed=B)
+    return m
+
+
+def _count_data(N=240, seed=3):
+    X, _, _ = _data(N)
+    rng = np.random.default_rng(seed)
+    return rng.poisson(np.exp(0.5 * X @ np.array([1.0, -1.0, 0.5]))).astype(float)
+
+
+def _class_data(N=240, seed=4):
+    X, _, _ = _data(N)
+    rng = np.random.default_rng(seed)
+    logits = X @ rng.normal(size=(3, 3)).T
+    return np.array([rng.choice(3, p=np.exp(r) / np.exp(r).sum()) for r in logits])
+
+
+def _binary_data(N=240, seed=5):
+    rng = np.random.default_rng(seed)
+    protos = np.array([[0.9, 0.8, 0.1, 0.2], [0.1, 0.2, 0.9, 0.7]])
+    return (rng.random((N, 4)) < protos[rng.integers(0, 2, N)]).astype(float)
+
+
+def _mixture_data(N=240, seed=1):
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rng.normal(-3, 1, N // 3), rng.normal(0, 0.5, N // 3), rng.normal(4, 1, N - 2 * (N // 3))])
+    return rng.permutation(x)
+
+
+def _groups(N=240, G=7, seed=2):
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, G, N)
+    return g, rng.normal(size=G)[g] + 0.3 * rng.normal(size=N)
+
+
+def _same(r0, r1, names):
+    assert r1.n_iter == r0.n_iter
+    assert abs(r1.elbo - r0.elbo) <= RTOL * abs(r0.elbo)
+    for name in names:
+        for a, b in zip(r0.posterior(name).natural, r1.posterior(name).natural, strict=True):
+            np.testing.assert_allclose(b, a, rtol=RTOL, atol=RTOL * np.max(np.abs(a)))
+
+
+CASES = {
+    "linear_fused": (lambda X, y, s, c: linear(c(X), c(y)), lambda X, y, s: linear(X, y), ["w", "tau"]),
+    "linear_factorised": (lambda X, y, s, c: linear(c(X), c(y), fused=False), lambda X, y, s: linear(X, y, False),
+                          ["w", "tau", "b"]),
+    "logistic_ncvmp": (lambda X, y, s, c: logistic(c(X), c(s)), lambda X, y, s: logistic(X, s), ["w", "alpha"]),
+    # the selector starts from the same k-means++ seeding as in memory (the chunks compute distances, the
+    # driver draws); the responsibilities are collected from the chunks by ``posterior("z")``
+    "gaussian_mixture": (lambda X, y, s, c: gaussian_mixture(c(_mixture_data())),
+                         lambda X, y, s: gaussian_mixture(_mixture_data()), ["mu", "tau", "pi", "z"]),
+    # the handler on the driver; log p̃, its gradient and Hessian are sums over the chunks' rows
+    "logistic_laplace": (lambda X, y, s, c: logistic(c(X), c(s)), lambda X, y, s: logistic(X, s), ["w", "alpha"],
+                         {"handlers": {"w": fg.Laplace()}}),
+    "poisson_ncvmp": (lambda X, y, s, c: poisson_regression(c(X), c(_count_data())),
+                      lambda X, y, s: poisson_regression(X, _count_data()), ["w"]),
+    "softmax_ncvmp": (lambda X, y, s, c: softmax_regression(c(X), c(_class_data())),
+                      lambda X, y, s: softmax_regression(X, _class_data()), ["W"], {"max_iter": 25}),
+    "bernoulli_mixture": (lambda X, y, s, c: bernoulli_mixture(c(_binary_data())),
+                          lambda X, y, s: bernoulli_mixture(_binary_data()), ["p", "pi", "z"]),
+    # segment sums over the groups, per chunk, added on the driver
+    "varying_intercept": (lambda X, y, s, c: varying_intercept(c(_groups()[1]), _groups()[0]),
+                          lambda X, y, s: varying_intercept(_groups()[1], _groups()[0]), ["a", "mu", "tau", "tau_a"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_sharded_equals_in_memory_on_a_cluster(client, case):
+    build_dask, build_np, names, *options = CASES[case]
+    options = {"progress": False, **(options[0] if options else {})}
+    X, y, s = _data()
+    with warnings.catch_warnings():  # a case run for a fixed number of sweeps warns alike in both
+        warnings.simplefilter("ignore", fg.ConvergenceWarning)
+        r0 = fg.infer(build_np(X, y, s), **options)
+        r1 = fg.infer(build_dask(X, y, s, _chunked), **options)
+    _same(r0, r1, names)
+    assert r1.sharding["backend"] == "distributed" and r1.sharding["workers"] == 2
+    assert r1.sharding["chunks"] == 3 and r1.sharding["chunk_rows"] == [80, 80, 80]
+    assert r1.sharding["bytes_per_sweep"] > 0
+
+
+def test_sharded_on_the_threaded_scheduler_without_a_client():
+    X, y, s = _data()
+    r0 = fg.infer(logistic(X, s), progress=False)
+    import dask
+
+    with dask.config.set(scheduler="threads"):  # the local scheduler, even with the module's client active
+        r1 = fg.infer(logistic(_chunked(X, 50), _chunked(s, 50)), progress=False)
+    _same(r0, r1, ["w", "alpha"])
+    assert r1.sharding["backend"] == "threads" and r1.sharding["chunk_rows"] == [50, 50, 50, 50, 40]
+    assert any("sharded plate 'n': 5 chunks" in n for n in r1.notes)
+
+
+def test_a_chunk_with_bad_values_names_the_variable_and_the_rows(client):
+    X, y, s = _data()
+    y = y.copy()
+    y[170] = np.nan
+    with pytest.raises(fg.ModelError) as mem:
+        linear(X, y)
+    with pytest.raises(fg.ModelError, match=r"observed data of 'y' contains nan.*chunk at rows 160–239") as dist:
+        fg.infer(linear(_chunked(X), _chunked(y)), progress=False)
+    assert str(mem.value) in str(dist.value)
+
+
+def test_bytes_per_sweep_do_not_grow_with_the_rows(client):
+    X, y, _s = _data(N=480)
+    small = fg.infer(linear(_chunked(X[:240]), _chunked(y[:240])), progress=False).sharding
+    large = fg.infer(linear(_chunked(X), _chunked(y)), progress=False).sharding
+    assert large["chunks"] == 2 * small["chunks"]
+    # the same messages per chunk: twice the chunks move twice the bytes, whatever the rows per chunk
+    assert large["bytes_per_sweep"] <= 2.2 * small["bytes_per_sweep"]
+
+
+def test_a_worker_killed_mid_fit_is_recovered_with_the_same_result(client):
+    """The chunks of a lost worker are rebuilt from their data elsewhere and their commands replayed."""
+    import os
+    import signal
+
+    X, y, s = _data()
+    r0 = fg.infer(logistic(X, s), progress=False)
+    killed = []
+
+    def kill(it, elbo, eng):
+        if it == 3 and not killed:
+            address = eng.backend.actors[0]._address
+            killed.append(address)
+            pid = client.run(os.getpid, workers=[address])[address]
+            os.kill(pid, signal.SIGKILL)
+
+    r1 = fg.infer(logistic(_chunked(X), _chunked(s)), callbacks=[kill], progress=False)
+    assert killed and r1.sharding["retries"] >= 1
+    _same(r0, r1, ["w", "alpha"])
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_arrays_chunked_differently_are_cut_alike():
+    """X in chunks of 100 rows and y in chunks of 60: both are cut at y's boundaries (observed values come
+    first, then the inner products' inputs)."""
+    import dask
+
+    X, y, _s = _data()
+    r0 = fg.infer(linear(X, y, fused=False), progress=False)
+    with dask.config.set(scheduler="threads"):
+        r1 = fg.infer(linear(_chunked(X, 100), _chunked(y, 60), fused=False), progress=False)
+    _same(r0, r1, ["w", "tau", "b"])
+    assert r1.sharding["chunk_rows"] == [60, 60, 60, 60]
+
+
+def test_dask_data_chunked_along_two_plates_is_refused():
+    B = _binary_data()
+    with pytest.raises(fg.ModelError, match=r"the observed data of 'x' is a dask array chunked along several plates "
+                                            r"\['n', 'd'\]"):
+        fg.infer(bernoulli_mixture(da.from_array(B, chunks=(80, 2))), progress=False)
