@@ -57,11 +57,11 @@ inner = _data.inner
 (bernoulli, beta, categorical, dirichlet, gamma, gaussian, gaussian_gamma, mv_gaussian, binomial, binomial_logit,
  multinomial, multinomial_softmax, poisson, poisson_log, gaussian_wishart, wishart, bernoulli_logit,
  categorical_softmax, cauchy_site, laplace_site, probit, student_t_site, student_t, exponential, half_cauchy,
- half_normal, half_student_t, markov_chain) = map(_data.recorded, (
+ half_normal, half_student_t, uniform_scale, markov_chain) = map(_data.recorded, (
     bernoulli, beta, categorical, dirichlet, gamma, gaussian, gaussian_gamma, mv_gaussian, binomial, binomial_logit,
     multinomial, multinomial_softmax, poisson, poisson_log, gaussian_wishart, wishart, bernoulli_logit,
     categorical_softmax, cauchy_site, laplace_site, probit, student_t_site, student_t, exponential, half_cauchy,
-    half_normal, half_student_t, markov_chain))
+    half_normal, half_student_t, uniform_scale, markov_chain))
 
 _LAZY = {name: "schedules" for name in
          ("infer", "VMP", "NCVMP", "SVI", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
