@@ -21,6 +21,7 @@ from .multinomial import Multinomial
 from .mv_gaussian import MvGaussian
 from .point_mass import PointMass
 from .poisson import Poisson
+from .truncated_gamma import TruncatedGamma
 from .wishart import Wishart
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "MvGaussian",
     "PointMass",
     "Poisson",
+    "TruncatedGamma",
     "GaussianWishart",
     "Wishart",
 ]

@@ -7,6 +7,7 @@ from scipy.special import digamma, gammaln
 
 from .base import Distribution, RngLike, Shape
 from .gamma import Gamma
+from .truncated_gamma import TruncatedGamma
 
 
 class InverseSqrtGamma(Distribution):
@@ -19,20 +20,27 @@ class InverseSqrtGamma(Distribution):
         E[\sigma^k] = b^{k/2}\,\Gamma(a - k/2)/\Gamma(a)\ (a > k/2).
 
     Its cdf and quantiles are exact through the Gamma: P(σ ≤ s) = P(τ ≥ s⁻²).  ``precision`` is the
-    Gamma over τ itself.
+    Gamma over τ itself.  With a Gamma truncated to τ > c (``fg.uniform_scale``: σ < c^(−1/2)) the same
+    relations hold with the truncated Gamma's moments, E[σ^k] = E[τ^(−k/2)] = b^(k/2) Γ(a − k/2, bc)/Γ(a, bc)
+    (finite for every k), and its survival function.
 
     Parameters
     ----------
-    precision : Gamma
+    precision : Gamma or TruncatedGamma
         The distribution of τ = σ⁻².
     """
 
     __slots__ = ("precision",)
 
     def __init__(self, precision: Gamma) -> None:
-        if not isinstance(precision, Gamma):
-            raise TypeError(f"InverseSqrtGamma needs a Gamma over the precision, got {type(precision).__name__}")
+        if not isinstance(precision, Gamma | TruncatedGamma):
+            raise TypeError("InverseSqrtGamma needs a Gamma or TruncatedGamma over the precision, got "
+                            f"{type(precision).__name__}")
         self.precision = precision
+
+    @property
+    def _truncated(self) -> bool:
+        return isinstance(self.precision, TruncatedGamma)
 
     @property
     def batch_shape(self) -> Shape:
@@ -53,7 +61,9 @@ class InverseSqrtGamma(Distribution):
         return self.precision.rate
 
     def moment(self, k: float) -> np.ndarray:
-        """E[σ^k] = b^(k/2) Γ(a − k/2)/Γ(a), +inf where a ≤ k/2."""
+        """E[σ^k] = b^(k/2) Γ(a − k/2)/Γ(a), +inf where a ≤ k/2 (truncated: E[τ^(−k/2)])."""
+        if self._truncated:
+            return self.precision.moment(-0.5 * k)
         a, b = self.shape, self.rate
         with np.errstate(invalid="ignore", divide="ignore"):
             val = np.exp(0.5 * k * np.log(b) + gammaln(a - 0.5 * k) - gammaln(a))
@@ -65,6 +75,9 @@ class InverseSqrtGamma(Distribution):
 
     def var(self) -> np.ndarray:
         """E[σ²] − E[σ]² = b/(a − 1) − E[σ]² (a > 1), computed as E[σ]²(Γ(a)Γ(a−1)/Γ(a−½)² − 1)."""
+        if self._truncated:
+            m = self.mean()
+            return self.moment(2.0) - m * m
         a = self.shape
         m = self.mean()
         with np.errstate(invalid="ignore", over="ignore"):
@@ -73,7 +86,9 @@ class InverseSqrtGamma(Distribution):
         return np.where(a > 1.0, v, np.inf)
 
     def mean_log(self) -> np.ndarray:
-        """E[log σ] = −(ψ(a) − log b)/2."""
+        """E[log σ] = −E[log τ]/2 = −(ψ(a) − log b)/2 (untruncated)."""
+        if self._truncated:
+            return -0.5 * self.precision.mean_log()
         return -0.5 * (digamma(self.shape) - np.log(self.rate))
 
     def logpdf(self, x) -> np.ndarray:
@@ -89,6 +104,8 @@ class InverseSqrtGamma(Distribution):
 
         x = np.asarray(x, dtype=float)
         with np.errstate(divide="ignore"):
+            if self._truncated:
+                return np.where(x > 0, self.precision.sf(1.0 / (x * x)), 0.0)
             return np.where(x > 0, gammaincc(self.shape, self.rate / (x * x)), 0.0)
 
     def ppf(self, q) -> np.ndarray:
@@ -96,6 +113,8 @@ class InverseSqrtGamma(Distribution):
         from scipy.special import gammainccinv
 
         q = np.asarray(q, dtype=float)
+        if self._truncated:
+            return self.precision.isf(q) ** -0.5
         return np.sqrt(self.rate / gammainccinv(self.shape, q))
 
     def median(self) -> np.ndarray:
@@ -114,4 +133,4 @@ class InverseSqrtGamma(Distribution):
         return self.precision.entropy() - np.log(2.0) + 3.0 * self.mean_log()
 
     def __repr__(self) -> str:
-        return f"InverseSqrtGamma(precision=Gamma(shape={self.shape}, rate={self.rate}))"
+        return f"InverseSqrtGamma(precision={self.precision!r})"

@@ -47,7 +47,7 @@ from .predict import predict
 from .results import Comparison, Result, compare
 from .robust import student_t
 from .sampling import sample_prior
-from .scales import exponential, half_cauchy, half_normal, half_student_t
+from .scales import exponential, half_cauchy, half_normal, half_student_t, uniform_scale
 from .sequences import markov_chain
 from .state_space import gaussian_markov_chain
 
@@ -57,11 +57,11 @@ inner = _data.inner
 (bernoulli, beta, categorical, dirichlet, gamma, gaussian, gaussian_gamma, mv_gaussian, binomial, binomial_logit,
  multinomial, multinomial_softmax, poisson, poisson_log, gaussian_wishart, wishart, bernoulli_logit,
  categorical_softmax, cauchy_site, laplace_site, probit, student_t_site, student_t, exponential, half_cauchy,
- half_normal, half_student_t, markov_chain) = map(_data.recorded, (
+ half_normal, half_student_t, uniform_scale, markov_chain) = map(_data.recorded, (
     bernoulli, beta, categorical, dirichlet, gamma, gaussian, gaussian_gamma, mv_gaussian, binomial, binomial_logit,
     multinomial, multinomial_softmax, poisson, poisson_log, gaussian_wishart, wishart, bernoulli_logit,
     categorical_softmax, cauchy_site, laplace_site, probit, student_t_site, student_t, exponential, half_cauchy,
-    half_normal, half_student_t, markov_chain))
+    half_normal, half_student_t, uniform_scale, markov_chain))
 
 _LAZY = {name: "schedules" for name in
          ("infer", "VMP", "NCVMP", "SVI", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
@@ -86,7 +86,7 @@ __all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "
            "mv_gaussian", "plate", "select", "InferenceError", "Laplace", "MVI", "NCVMP", "SVI", "VIDiag", "VMP",
            "approximate", "models", "AIKL", "BVI", "index",
            "binomial", "binomial_logit", "multinomial", "multinomial_softmax", "poisson", "poisson_log"]
-__all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t"]
+__all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t", "uniform_scale"]
 __all__ += ["ConvergenceWarning", "SVI"]
 __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bound", "site",
             "projection_log_expectation"]

@@ -506,6 +506,7 @@ def sd_as_precision(sd: Any, precision: Any, variance: Any, name: str, variance_
             hint = (f"; {node.name!r} is a Gamma variable over a precision: pass precision={node.name}"
                     if fam is not None and fam.__name__ == "Gamma" else "")
             raise ModelError(f"{name!r}: sd must be a positive constant or a scale variable made by fg.half_normal, "
-                             f"fg.half_cauchy, fg.half_student_t or fg.exponential, got {node!r}{hint}")
+                             "fg.half_cauchy, fg.half_student_t, fg.exponential or fg.uniform_scale, "
+                             f"got {node!r}{hint}")
         return sd
     return 1.0 / positive(sd, f"{name!r}: sd") ** 2

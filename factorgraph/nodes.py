@@ -104,6 +104,7 @@ class Variable(Node):
         self.mask: np.ndarray | None = None
         self.prior: FactorNode | None = None
         self.category_plate: Plate | None = None  # Categorical: the plate its categories index
+        self.lower: np.ndarray | None = None  # a Gamma truncated to x > lower (fg.uniform_scale)
 
     @property
     def is_observed(self) -> bool:

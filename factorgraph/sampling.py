@@ -340,6 +340,13 @@ def _scale_prior(s: _Forward, v, f, frame, full):
     s.precision[v.name] = s.out[v.name] ** -2.0
 
 
+def _uniform_scale(s: _Forward, v, f, frame, full):
+    """σ ~ U(0, upper); parents see the precision σ⁻²."""
+    sigma = np.broadcast_to(f.params["upper"], full) * (1.0 - s.rng.uniform(size=full))
+    s.put(v, sigma, full)
+    s.precision[v.name] = s.out[v.name] ** -2.0
+
+
 def _site(noise):
     def draw(s: _Forward, v, f, frame, full):
         x = np.broadcast_to(s.arg(f.edges["x"], frame, v.name), full)
@@ -469,7 +476,8 @@ _DRAWS = {
     "LaplaceSite": _site(lambda rng, p, shape: rng.laplace(0.0, p["scale"], shape)),
     "CauchySite": _site(lambda rng, p, shape: p["scale"] * rng.standard_cauchy(shape)),
     "StudentTSite": _site(lambda rng, p, shape: p["scale"] * rng.standard_t(p["dof"], shape)),
-    "Probit": _probit, "ScalePrior": _scale_prior, "MarkovChain": _markov_chain, "StudentT": _student_t,
+    "Probit": _probit, "ScalePrior": _scale_prior, "UniformScale": _uniform_scale,
+    "MarkovChain": _markov_chain, "StudentT": _student_t,
     "Wishart": _wishart, "NormalWishart": _normal_wishart, "MvGaussianWishart": _mv_gaussian_wishart,
     "MvGaussianNormalWishart": _mv_gaussian_normal_wishart,
     "GaussianMarkovChain": _gaussian_markov_chain, "GaussianMarkovChainDiag": _gaussian_markov_chain,

@@ -17,8 +17,11 @@ Internally the variable is a Gamma over the precision σ⁻², so every Gaussian
 conjugate; the prior's own term is non-conjugate and runs under NCVMP (Knowles & Minka 2011) with an exact
 quadrature of its expected log density (see ``factors.scale_priors``).  The evidence stays a lower bound.
 
-A uniform(0, U) prior on σ is not offered: under any Gamma posterior over σ⁻² the expected log prior is −∞
-(the Gamma puts mass on σ > U), so it would need a truncated-Gamma posterior, which the library lacks.
+``fg.uniform_scale("sigma", upper=U)`` is σ ~ U(0, U).  Under any Gamma over σ⁻² its expected log prior would
+be −∞ (the Gamma puts mass on σ > U), so its variable's posterior is a Gamma truncated to σ⁻² > U⁻²
+(``distributions.TruncatedGamma``); the Gaussian terms' Gamma messages multiply into it unchanged and the
+prior's remaining term λ^(−3/2) is conjugate, so it runs under VMP as well, with an exact evidence term
+(see ``factors.uniform_scale``).
 """
 
 from __future__ import annotations
@@ -26,15 +29,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from distributions import Gamma
 from factors.scale_priors import SCALE_PRIOR, scale_prior_params
+from factors.uniform_scale import UNIFORM_SCALE, uniform_scale_params
 
 from . import checks
 from .builders import _finish, _plates
 from .model import current_model
 from .nodes import Plate, Variable
 
-SCALE_BUILDERS = ("fg.half_normal", "fg.half_cauchy", "fg.half_student_t", "fg.exponential")
+SCALE_BUILDERS = ("fg.half_normal", "fg.half_cauchy", "fg.half_student_t", "fg.exponential", "fg.uniform_scale")
 
 
 def _scale_variable(kind: str, name: str, plates: Sequence[Plate], params: dict, **arrays) -> Variable:
@@ -79,3 +85,22 @@ def exponential(name: str, rate: Any = 1.0, *, plates: Sequence[Plate] = ()) -> 
     """
     lam = checks.positive(rate, f"{name!r}: rate")
     return _scale_variable("exponential", name, plates, scale_prior_params("exponential", rate=lam), rate=lam)
+
+
+def uniform_scale(name: str, upper: Any, *, plates: Sequence[Plate] = ()) -> Variable:
+    """A standard deviation σ ~ Uniform(0, upper): p(σ) = 1/upper on 0 < σ < upper (Gelman 2006).
+
+    On the precision λ = σ⁻² this is p(λ) = ½ upper⁻¹ λ^(−3/2) on λ > upper⁻², zero below, so the posterior
+    q(λ) is a Gamma truncated to λ > upper⁻² (``distributions.TruncatedGamma``; ``result.posterior(name)``
+    reports it on the σ scale, an ``InverseSqrtGamma`` whose σ lies in (0, upper)).  The prior's term is
+    conjugate (it adds −3/2 to the shape's natural parameter) and its evidence term exact.
+    """
+    u = checks.positive(upper, f"{name!r}: upper")
+    model = current_model(f"uniform_scale {name!r}")
+    model.check_name(name)
+    var = Variable(model, name, Gamma, _plates(model, plates, name))
+    checks.fits(u.shape, var.shape, f"{name!r}: upper")
+    var.scale_prior = "uniform"
+    params = uniform_scale_params(u)
+    var.lower = np.broadcast_to(params["lower"], var.shape).copy()
+    return _finish(model, var, UNIFORM_SCALE, {}, params, None, None)

@@ -47,8 +47,7 @@ def _exact(q: Any) -> list[tuple[str, Any, Any, Any]] | None:
         tau = q.tau
         return [("", q.mean(), np.sqrt(q.var()), t), (".tau", tau.mean(), tau.std(), stats.gamma(a, scale=1.0 / b))]
     if isinstance(q, InverseSqrtGamma):  # σ = τ^(−1/2), τ ~ Gam(a, b): σ's p-quantile is τ's (1 − p)-quantile^(−1/2)
-        tau = stats.gamma(q.precision.shape, scale=q.precision.scale)
-        return [("", q.mean(), q.std(), _Transformed(lambda p: tau.ppf(1.0 - p) ** -0.5))]
+        return [("", q.mean(), q.std(), _Transformed(q.ppf))]
     return None
 
 

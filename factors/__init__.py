@@ -23,6 +23,7 @@ from .scale_priors import SCALE_PRIOR
 from .sites import CAUCHY_SITE, LAPLACE_SITE, PROBIT, STUDENT_T_SITE
 from .softmax import CATEGORICAL_SOFTMAX
 from .student_t import STUDENT_T
+from .uniform_scale import UNIFORM_SCALE
 from .wishart import WISHART
 
 FACTOR_TYPES: tuple[FactorType, ...] = (
@@ -37,5 +38,6 @@ FACTOR_TYPES += (SCALE_PRIOR,)
 FACTOR_TYPES += (MARKOV_CHAIN,)
 FACTOR_TYPES += (GAUSSIAN_MARKOV_CHAIN, GAUSSIAN_MARKOV_CHAIN_DIAG)
 FACTOR_TYPES += (STUDENT_T,)
+FACTOR_TYPES += (UNIFORM_SCALE,)
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

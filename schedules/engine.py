@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from distributions import Bernoulli, Categorical, Gamma, Gaussian, GaussianGamma, MvGaussian
+from distributions import Bernoulli, Categorical, Gamma, Gaussian, GaussianGamma, MvGaussian, TruncatedGamma
 from factorgraph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
 from factors.base import point_stats
 from factors.data_products import row_threads
@@ -406,7 +406,7 @@ class Engine:
             self._accept(v, tuple(mixed))
 
     def _accept(self, v: Variable, nat: tuple) -> None:
-        q = v.family.from_natural(*nat)
+        q = _from_natural(v, nat)
         proper = np.asarray(q.is_proper())
         if v.mask is not None:
             proper = proper | v.mask
@@ -491,6 +491,8 @@ class Engine:
                                                                          rng)))
             elif v.family is Bernoulli and id(v) in self.c.selector_factors:
                 self.set_posterior(v, Bernoulli(probs=categorical_init(v, self.c.selector_factors[id(v)], rng)[..., 1]))
+            elif v.lower is not None:  # its prior alone (a Pareto law over λ) has E[λ] = ∞: start at E[λ] = 4c
+                self.set_posterior(v, TruncatedGamma(shape=1.0, rate=1.0 / (3.0 * v.lower), lower=v.lower))
             elif v.name in self.structured:
                 continue  # a continuous chain starts from its prior chain, built below once its parents have q
             else:
@@ -514,6 +516,13 @@ class Engine:
 
 
 # ------------------------------------------------------------------------------------ helpers
+def _from_natural(v: Variable, nat: tuple) -> Any:
+    """q(v) from its summed natural parameters: its family's, truncated where the variable has a bound."""
+    if v.lower is not None:
+        return TruncatedGamma.from_natural(*nat, lower=v.lower)
+    return v.family.from_natural(*nat)
+
+
 def _index_axes(node: Indexed) -> tuple[int, int, int]:
     """(indexed plate's axis in the source, gathered plate's axis in the view, number of plates)."""
     return node.source.plates.index(node.along), node.plates.index(node.plate), len(node.plates)
@@ -559,7 +568,9 @@ def _default_init(v: Variable):
 
 
 def _coerce_init(v: Variable, value: Any):
-    if isinstance(value, v.family):
+    if v.lower is not None and isinstance(value, Gamma | TruncatedGamma):  # the variable's truncation applies
+        value = _from_natural(v, tuple(np.broadcast_to(n, v.shape) for n in value.natural))
+    if isinstance(value, v.family | TruncatedGamma):
         if value.batch_shape != v.shape:
             raise ModelError(f"init of {v.name!r} has batch shape {value.batch_shape}, expected {v.shape}")
         return value

@@ -30,6 +30,7 @@ from distributions import (
 from factors import FACTOR_TYPES
 from factors.deterministic import Dot, Inner, Product, Sum
 from factors.scale_priors import scale_prior_params
+from factors.uniform_scale import uniform_scale_params
 
 D = 3
 BATCH = (2,)
@@ -111,6 +112,7 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "Multinomial": {},
         "MultinomialSoftmax": {},
         "ScalePrior": {**scale_prior_params("half_t", scale=2.0, dof=1.0), "state": {}},
+        "UniformScale": uniform_scale_params(np.array([2.0, 0.7])),
         "MarkovChain": {"lengths": np.array([4, 3]), "state": {}},
         # 2 sequences × 4 steps of a D-dimensional chain (the second 3 steps long)
         "GaussianMarkovChain": {"lengths": np.array([4, 3]), "state": {}, "D": D, "noise": "full"},
