@@ -76,7 +76,7 @@ def lazy(value: Any, check: Any, what: str, *args: Any) -> Any:
 
 def _checked_block(block: np.ndarray, check: Any, args: tuple, block_info: dict | None = None) -> np.ndarray:
     try:
-        return check(np.asarray(block), *args)
+        return check(block if np.ma.isMaskedArray(block) else np.asarray(block), *args)
     except ModelError as e:
         where = ""
         if block_info and None in block_info:
@@ -111,6 +111,46 @@ def _constant_block(block: np.ndarray, what: str) -> np.ndarray:
 
 def _observed_block(block: np.ndarray, name: str, event_ndim: int) -> np.ndarray:
     return observed_array(block, None, block.shape, name, event_ndim)[0]
+
+
+def dask_mask(value: Any, mask: Any, plate_shape: tuple[int, ...], name: str) -> Any:
+    """The mask (True = observed) of dask observed data as a lazy boolean array chunked like the value along its
+    plates, from ``mask=`` (a boolean numpy or dask array) and from a dask masked array's own mask (an entry
+    whose event has a masked coordinate is missing); None when neither marks an entry missing (a numpy mask
+    that is all true)."""
+    import dask.array as da
+
+    nd = len(plate_shape)
+    chunks = value.chunks[:nd]
+    m = None
+    if mask is not None:
+        if is_dask(mask):
+            if mask.dtype != bool:
+                raise ModelError(f"mask of {name!r} must be boolean (True = observed), got a dask array of dtype "
+                                 f"{mask.dtype}")
+            if tuple(mask.shape) != tuple(plate_shape):
+                raise ModelError(f"mask of {name!r} has shape {tuple(mask.shape)}, expected {plate_shape}")
+            m = mask.rechunk(chunks)
+        else:
+            arr = mask_array(mask, plate_shape, name)
+            m = None if arr.all() else da.from_array(arr, chunks=chunks)
+    if isinstance(getattr(value, "_meta", None), np.ma.MaskedArray):  # dask.array.ma
+        hidden = da.ma.getmaskarray(value)
+        hidden = hidden.any(axis=tuple(range(nd, value.ndim))) if value.ndim > nd else hidden
+        m = ~hidden if m is None else m & ~hidden
+    return m
+
+
+def _checked_masked_block(block: Any, mask: np.ndarray, name: str, event_ndim: int,
+                          block_info: dict | None = None) -> np.ndarray:
+    """A block of dask observed data checked as in memory against its rows of the mask: missing entries are not
+    checked, and those of a masked array become nan, as ``observed_array`` makes them."""
+    m = np.asarray(mask).reshape(np.shape(mask)[: np.ndim(mask) - event_ndim])
+    return _checked_block(block, _masked_observed, (m, name, event_ndim), block_info)
+
+
+def _masked_observed(block: Any, m: np.ndarray, name: str, event_ndim: int) -> np.ndarray:
+    return observed_array(block, m, np.shape(block), name, event_ndim)[0]
 
 
 def constant(value: Any, what: str) -> np.ndarray:
@@ -244,16 +284,23 @@ def observed_array(value: Any, mask: Any, shape: tuple[int, ...], name: str,
     a ``numpy.ma`` masked array (True = masked): an entry is observed where both say so, and a masked
     entry's hidden value is never used.  Only observed entries must be finite and within ``MAX_ABS``.
     A variable that cannot have missing values checks ``mask.all()`` itself.  A dask array stays lazy (its
-    chunks are checked when computed, ``lazy``) and is fully observed.
+    chunks are checked when computed, ``lazy``); its mask (``dask_mask``) is then a lazy boolean array, or an
+    all-true numpy array when no entry is missing.
     """
     if is_dask(value):
-        if mask is not None and not (isinstance(mask, np.ndarray) and mask.dtype == bool and mask.all()):
-            raise ModelError(f"observed data of {name!r} is a dask array: mask= is not supported with dask data")
         if tuple(value.shape) != tuple(shape):
             raise ModelError(f"observed data of {name!r} has shape {tuple(value.shape)}, but the variable's plates "
                              f"and event give shape {shape}")
-        arr = lazy(value, _observed_block, f"observed data of {name!r}", name, event_ndim)
-        return arr, np.broadcast_to(np.True_, tuple(shape[: len(shape) - event_ndim]))
+        m = dask_mask(value, mask, shape[: len(shape) - event_ndim], name)
+        if m is None:
+            arr = lazy(value, _observed_block, f"observed data of {name!r}", name, event_ndim)
+            return arr, np.broadcast_to(np.True_, tuple(shape[: len(shape) - event_ndim]))
+        if value.dtype.kind not in "biuf":
+            raise ModelError(f"observed data of {name!r} must be numeric, got a dask array of dtype {value.dtype}")
+        per_entry = m[(...,) + (None,) * event_ndim]  # the value's axes, one chunk of 1 along the event
+        arr = value.map_blocks(_checked_masked_block, per_entry, name, event_ndim, dtype=float,
+                               meta=np.empty((0,) * value.ndim))
+        return arr, m
     arr, hidden = as_float_array(value, f"observed data of {name!r}")
     if arr.size == 0:
         raise ModelError(f"observed data of {name!r} is empty")

@@ -108,11 +108,13 @@ class Variable(Node):
 
     @property
     def is_observed(self) -> bool:
-        return self.mask is not None and bool(np.all(self.mask))
+        return self.mask is not None and isinstance(self.mask, np.ndarray) and bool(np.all(self.mask))
 
     @property
     def is_latent(self) -> bool:
-        return self.mask is None or not bool(np.all(self.mask))
+        """Whether some entry is not observed.  A lazy (dask) mask is not read: its variable counts as partly
+        observed here; each chunk of a sharded fit sees its own rows' mask (docs/design.md §10)."""
+        return self.mask is None or not isinstance(self.mask, np.ndarray) or not bool(np.all(self.mask))
 
     def __getitem__(self, selector: Any) -> Gate | Indexed:
         if not isinstance(selector, Node):  # constant integer labels: x[idx] gathers x onto a data plate

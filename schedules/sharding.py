@@ -53,6 +53,7 @@ def _holders(model) -> list[tuple[Any, str, tuple[Plate, ...], str]]:
     out = []
     for v in model.variables.values():
         out.append((v, "value", v.plates, f"the observed data of {v.name!r}"))
+        out.append((v, "mask", v.plates, f"the mask of {v.name!r}"))
     for d in model.deterministics:
         if "X" in d.params:
             xp = tuple(p for i, p in enumerate(d.plates) if i in d.params.get("x_axes", ()))
@@ -104,7 +105,8 @@ class _Slot:
 
 
 def skeleton(model, sh: Sharding) -> bytes:
-    """The model pickled without its sharded data (dask arrays become slots, their all-true masks dropped)."""
+    """The model pickled without its sharded data (dask arrays become slots; the all-true mask of dask data
+    without missing entries is dropped, a lazy mask is a slot of its own)."""
     import cloudpickle
 
     saved = []
@@ -115,8 +117,9 @@ def skeleton(model, sh: Sharding) -> bytes:
         else:
             saved.append((holder, key, getattr(holder, key)))
             setattr(holder, key, _Slot(k))
-            saved.append((holder, "mask", holder.mask))
-            holder.mask = None
+            if key == "value" and not checks.is_dask(holder.mask):
+                saved.append((holder, "mask", holder.mask))
+                holder.mask = None
     try:
         return cloudpickle.dumps(model)
     finally:
@@ -139,7 +142,7 @@ def chunk_model(blob: bytes, plate_name: str, start: int, stop: int, blocks: lis
     for v in model.variables.values():
         if isinstance(v.value, _Slot):
             v.value = blocks[v.value.k]
-            v.mask = np.ones(v.shape, dtype=bool)
+            v.mask = blocks[v.mask.k] if isinstance(v.mask, _Slot) else np.ones(v.shape, dtype=bool)
         elif plate in v.plates and v.value is not None:
             axis = v.plates.index(plate)
             v.value = _take(v.value, axis, idx)
