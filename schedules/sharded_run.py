@@ -25,7 +25,7 @@ from factorgraph.nodes import ModelError
 
 from . import progress as _progress
 from .engine import InferenceError, _iterate, _one_thread_blas, _summary, _unconverged_text
-from .sharding import ChunkState, Sharding, find_sharding, skeleton
+from .sharding import _DRAW_BLOCK, ChunkState, Sharding, find_sharding, skeleton
 
 
 def _client():
@@ -362,13 +362,18 @@ def run_sharded(model, algorithm, sh: Sharding, max_iter: int, tol, param_tol, i
     local_init, init = _split_init(model, sh, init)
     blob = skeleton(model, sh)
     options = {"algorithm": algorithm, "schedule": schedule, "init": init, "damping": damping, "seed": seed,
-               "local_init": local_init, "handlers": handlers}
+               "local_init": local_init, "handlers": handlers, "n_rows": sh.plate.size}
     client = _client()
     backend = _Actors(client, blob, sh, options) if client is not None else _Threads(blob, sh, options)
     n = sh.n_chunks
-    names = backend.call([[("seeded",)]] * n)[0][0]
+    # a variable some chunk misses entries of is partly observed, as in memory (its chunks without missing
+    # entries must not seed a mixture from it)
+    partly = frozenset(k for seen in backend.call([[("observed",)]] * n) for k, full in seen[0].items() if not full)
+    names = backend.call([[("seeded", partly)]] * n)[0][0]
     seeds = _seed(backend, sh, names, np.random.default_rng(seed), model) if names else [{} for _ in range(n)]
-    info = backend.call([[("start", seeds[i]), ("info",)] for i in range(n)])[0][0]
+    infos = [i[0] for i in backend.call([[("start", seeds[i]), ("info",)] for i in range(n)])]
+    _same_schedule(infos, sh)
+    info = infos[0]
     eng = ShardedEngine(backend, info, algorithm, model, handlers)
     trace: list[float] = []
     eng.trace = trace
@@ -432,7 +437,21 @@ def _split_init(model, sh: Sharding, init: dict) -> tuple[dict, dict]:
     return local, glob
 
 
-def _seed(backend, sh: Sharding, names: list[str], rng: np.random.Generator, model) -> list[dict]:
+def _same_schedule(infos: list[dict], sh: Sharding) -> None:
+    """The chunks must compile to the same schedule (the driver walks chunk 0's): a variable whose missing
+    entries are latent variables in some chunks but all observed in others would not."""
+    for i, other in enumerate(infos[1:], 1):
+        if other["order"] != infos[0]["order"] or other["local"] != infos[0]["local"]:
+            diff = sorted(set(other["local"]) ^ set(infos[0]["local"])) or sorted(
+                set(other["order"]) ^ set(infos[0]["order"]))
+            raise ModelError(f"the chunks of the sharded plate {sh.plate.name!r} give different models: chunk 0 "
+                             f"(rows {sh.bounds[0][0]}–{sh.bounds[0][1] - 1}) and chunk {i} (rows {sh.bounds[i][0]}–"
+                             f"{sh.bounds[i][1] - 1}) differ in the latent variables {diff}; missing entries of a "
+                             "variable that something else uses are latent and must then be missing in every chunk, "
+                             "or give the data in memory")
+
+
+def _seed(backend, sh: Sharding, names: list[tuple[str, str]], rng: np.random.Generator, model) -> list[dict]:
     """Start each mixture selector on the plate as ``compiled.categorical_init`` does in memory (k-means++ on
     the standardised gated data), the chunks computing their rows' distances and the driver drawing: the same
     random numbers in the same order, so the sharded fit starts where the in-memory one does."""
@@ -447,9 +466,16 @@ def _seed(backend, sh: Sharding, names: list[str], rng: np.random.Generator, mod
         i = next(k for k, (a, b) in enumerate(sh.bounds) if a <= idx < b)
         return ask(("row", name, scale, idx - sh.bounds[i][0]), only=i)[i]
 
-    for name in names:
+    for name, kind in names:
         v = model.variables[name]
         K = v.event_shape[0] if v.event_shape else 2
+        if kind == "dirichlet":  # rng.dirichlet(ones(K), size=v.shape) in memory: the chunks take their rows
+            for i, r in enumerate(ask(("dirichlet", name, rng.bit_generator.state))):
+                seeds[i][name] = r
+            size = int(np.prod(v.shape, dtype=int))
+            for a in range(0, size, _DRAW_BLOCK):  # the driver's stream moves past the same draws
+                rng.dirichlet(np.ones(K), size=min(_DRAW_BLOCK, size - a))
+            continue
         moments = ask(("moments", name))
         N = sum(m[0] for m in moments)
         mean = sum(m[1] for m in moments) / N

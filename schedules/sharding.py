@@ -28,7 +28,7 @@ from distributions import Bernoulli, Categorical
 from factorgraph import checks
 from factorgraph.nodes import Indexed, ModelError, Plate, Variable
 
-from .compiled import _gated_data, compile_model
+from .compiled import compile_model
 from .engine import Engine
 
 
@@ -95,6 +95,9 @@ def find_sharding(model) -> Sharding | None:
         sh.arrays.append(arr.rechunk({axis: tuple(chunks), **{i: -1 for i in range(arr.ndim) if i != axis}}))
         sh.slots.append((holder, key, axis))
     return sh
+
+
+_DRAW_BLOCK = 1 << 16  # rows of random draws made at a time when a chunk replays the stream before its rows
 
 
 class _Slot:
@@ -177,12 +180,15 @@ def chunk_model(blob: bytes, plate_name: str, start: int, stop: int, blocks: lis
     return model
 
 
-def _gated_rows(v: Variable, factors: list) -> np.ndarray:
+def _gated_rows(v: Variable, factors: list, partly: frozenset = frozenset()) -> np.ndarray | None:
     """The observed outputs of a factor gated by ``v`` (plated over the sharded plate only), one row per row of
-    the plate, unscaled (``compiled._gated_data`` scales them by their standard deviation over all rows)."""
+    the plate, unscaled (``compiled._gated_data`` scales them by their standard deviation over all rows); None
+    when no gated output is fully observed (over all chunks: ``partly`` names the variables some chunk misses
+    entries of)."""
     for f in factors:
         out = f.node.edges.get("out")
-        if f.gate is None or f.gate.selector is not v or not isinstance(out, Variable) or not out.is_observed:
+        if (f.gate is None or f.gate.selector is not v or not isinstance(out, Variable) or not out.is_observed
+                or out.name in partly):
             continue
         zp = [p.index for p in v.plates]
         op = [p.index for p in out.plates]
@@ -191,7 +197,7 @@ def _gated_rows(v: Variable, factors: list) -> np.ndarray:
         first = [op.index(i) for i in zp]
         rest = [i for i in range(out.value.ndim) if i not in first]
         return np.transpose(out.value, first + rest).reshape(int(np.prod(v.shape, dtype=int)), -1)
-    raise ModelError(f"no observed data gated by {v.name!r}")
+    return None
 
 
 def _release_unused(c) -> None:
@@ -251,6 +257,8 @@ class ChunkState:
                 raise ModelError(f"{f.name}: a structured factor (a chain) along the sharded plate {plate_name!r} "
                                  "cannot be split into chunks")
         self.options = options
+        self.plate_name, self.n_total = plate_name, options["n_rows"]
+        self.partly: frozenset = frozenset()
         self.init = {k: _take(v, model.variables[k].plates.index(model.plates[plate_name]), np.arange(start, stop))
                      for k, v in options["local_init"].items()}
         self._snap = None
@@ -259,25 +267,63 @@ class ChunkState:
     def local_of(self, v: Variable) -> bool:
         return is_local(v, self.p)
 
-    def seeded(self) -> list[str]:
-        """The mixture selectors on the plate whose start the chunks must agree on (``seed`` below)."""
+    def observed(self) -> dict[str, bool]:
+        """Whether each observed variable's entries in this chunk are all observed."""
+        return {v.name: bool(np.all(v.mask)) for v in self.c.model.variables.values() if v.value is not None}
+
+    def seeded(self, partly: frozenset) -> list[tuple[str, str]]:
+        """The mixture selectors on the plate whose start the chunks must agree on (``seed`` below), in the order
+        ``Engine.initialise`` draws their starts in memory, each with how: "kmeans" (k-means++ on a fully
+        observed gated output) or "dirichlet" (Dirichlet(1) rows)."""
         c = self.c
-        return [v.name for v in c.latent if is_local(v, self.p) and v.name not in self.init
-                and v.name not in c.dropped and id(v) in c.selector_factors
-                and v.family in (Categorical, Bernoulli) and _gated_data(v, c.selector_factors[id(v)]) is not None]
+        self.partly = frozenset(partly)
+        out = []
+        for v in c.model.variables.values():
+            if (v not in c.latent or not is_local(v, self.p) or v.name in self.init or v.name in c.dropped
+                    or id(v) not in c.selector_factors or v.family not in (Categorical, Bernoulli)):
+                continue
+            out.append((v.name, "kmeans" if self._raw(v.name) is not None else "dirichlet"))
+        return out
 
     def start(self, seeds: dict[str, np.ndarray]) -> None:
+        model = self.c.model
+        seeds = {k: Bernoulli(probs=r) if model.variables[k].family is Bernoulli else r for k, r in seeds.items()}
         self.eng.initialise({**self.options["init"], **self.init, **seeds}, np.random.default_rng(self.options["seed"]))
 
     # k-means++ seeding of a selector across chunks, the same draws as ``compiled.categorical_init`` in memory
-    def _raw(self, name: str) -> np.ndarray:
+    def _raw(self, name: str) -> np.ndarray | None:
         if name not in self._data:
             v = self.c.model.variables[name]
-            self._data[name] = _gated_rows(v, self.c.selector_factors[id(v)])
+            self._data[name] = _gated_rows(v, self.c.selector_factors[id(v)], self.partly)
         return self._data[name]
+
+    def _dirichlet(self, name: str, state: dict) -> np.ndarray:
+        """This chunk's rows of the Dirichlet(1) start ``compiled.categorical_init`` draws for all rows in memory
+        (``rng.dirichlet(ones(K), size=v.shape)``, row after row from ``state``): the draws of the rows before
+        the chunk are made and dropped, a block of rows at a time (a gamma draw takes a variable number of
+        random numbers, so the stream cannot be advanced by a count)."""
+        v = self.c.model.variables[name]
+        K = v.event_shape[0] if v.event_shape else 2
+        bits = np.random.PCG64()
+        bits.state = state
+        rng = np.random.Generator(bits)
+        axis = v.plates.index(self.c.model.plates[self.plate_name])
+        shape = list(v.shape)
+        shape[axis] = self.n_total
+        rest = int(np.prod(shape[1:], dtype=int))
+        if axis == 0:  # the rows before the chunk, then the chunk's
+            skip = self.rows[0] * rest
+            for a in range(0, skip, _DRAW_BLOCK):
+                rng.dirichlet(np.ones(K), size=min(_DRAW_BLOCK, skip - a))
+            r = rng.dirichlet(np.ones(K), size=tuple(v.shape))
+        else:
+            r = np.take(rng.dirichlet(np.ones(K), size=tuple(shape)), np.arange(*self.rows), axis=axis)
+        return r[..., 1] if v.family is Bernoulli else r
 
     def seed_op(self, cmd: tuple) -> Any:
         op, name = cmd[0], cmd[1]
+        if op == "dirichlet":
+            return self._dirichlet(name, cmd[2])
         x = self._raw(name)
         if op == "moments":
             return len(x), x.sum(0)
@@ -343,7 +389,9 @@ class ChunkState:
             elif op == "start":
                 self.start(cmd[1])
             elif op == "seeded":
-                out.append(self.seeded())
+                out.append(self.seeded(cmd[1]))
+            elif op == "observed":
+                out.append(self.observed())
             elif op == "info":
                 out.append(self.info())
             elif op == "site":
