@@ -276,3 +276,110 @@ def test_dask_data_chunked_along_two_plates_is_refused():
     with pytest.raises(fg.ModelError, match=r"the observed data of 'x' is a dask array chunked along several plates "
                                             r"\['n', 'd'\]"):
         fg.infer(bernoulli_mixture(da.from_array(B, chunks=(80, 2))), progress=False)
+
+
+# ------------------------------------------------------------------------------------ missing entries
+def _missing(N=240, rate=0.2, seed=7, observed_chunk=None):
+    """A missing-entry pattern (True = missing); with ``observed_chunk`` = (a, b) rows a..b−1 miss nothing."""
+    miss = np.random.default_rng(seed).random(N) < rate
+    if observed_chunk is not None:
+        miss[slice(*observed_chunk)] = False
+    return miss
+
+
+def linear_masked(X, y, mask, fused=True):
+    N, D = X.shape
+    with fg.Model("linear") as m:
+        n = fg.plate("n", N)
+        w = fg.mv_gaussian("w", mean=np.zeros(D), precision=1.0)
+        tau = fg.gamma("tau", 1.0, 1.0)
+        mean = fg.inner(X, w, plates=[n])
+        if not fused:
+            mean = mean + fg.gaussian("b", 0.0, 1.0)
+        fg.gaussian("y", mean=mean, precision=tau, plates=[n], observed=y, mask=mask)
+    return m
+
+
+def mixture_masked(x, mask, K=3):
+    N = x.shape[0]
+    with fg.Model("gaussian_mixture") as m:
+        k, n = fg.plate("k", K), fg.plate("n", N)
+        z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n])
+        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        tau = fg.gamma("tau", 1.0, 1.0, plates=[k])
+        fg.gaussian("x", mu[z], tau[z], plates=[n], observed=x, mask=mask)
+    return m
+
+
+# the ways to mark dask data's missing entries: a numpy mask, a dask mask (chunked otherwise: it is cut like
+# the data), a dask masked array (nan entries masked)
+MASKINGS = {
+    "numpy_mask": lambda v, miss: (_chunked(v), ~miss),
+    "dask_mask": lambda v, miss: (_chunked(v), da.from_array(~miss, chunks=50)),
+    "dask_masked_array": lambda v, miss: (da.ma.masked_invalid(_chunked(v)), None),
+}
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "factorised"])
+@pytest.mark.parametrize("masking", sorted(MASKINGS))
+def test_linear_regression_with_missing_y_equals_in_memory(client, masking, fused):
+    """Missing y drop out of the likelihood (their rows leave XᵀX, Xᵀy) in each chunk as in memory; the values at
+    missing entries (nan here) are never read."""
+    X, y, _s = _data()
+    miss = _missing()
+    y = np.where(miss, np.nan, y)
+    r0 = fg.infer(linear_masked(X, y, ~miss, fused), progress=False)
+    yd, mask = MASKINGS[masking](y, miss)
+    r1 = fg.infer(linear_masked(_chunked(X), yd, mask, fused), progress=False)
+    _same(r0, r1, ["w", "tau"] + ([] if fused else ["b"]))
+    assert r1.sharding["chunks"] == 3 and r1.sharding["backend"] == "distributed"
+
+
+@pytest.mark.parametrize("masking", sorted(MASKINGS))
+def test_gaussian_mixture_with_missing_entries_equals_in_memory(client, masking):
+    """The first chunk misses nothing, the others do: x is partly observed in every chunk's eyes, so no chunk
+    seeds k-means++ from it, and z starts from the in-memory Dirichlet(1) draws (each chunk replays the stream
+    to its rows).  A row with x missing has no observed descendant; its z drops out, per chunk as in memory."""
+    x = _mixture_data()
+    miss = _missing(rate=0.15, seed=8, observed_chunk=(0, 80))
+    x = np.where(miss, np.nan, x)
+    r0 = fg.infer(mixture_masked(x, ~miss), progress=False)
+    xd, mask = MASKINGS[masking](x, miss)
+    r1 = fg.infer(mixture_masked(xd, mask), progress=False)
+    _same(r0, r1, ["mu", "tau", "pi", "z"])
+
+
+def test_a_bad_value_at_an_observed_entry_of_masked_dask_data_names_its_chunk(client):
+    X, y, _s = _data()
+    miss = _missing()
+    y = np.where(miss, np.nan, y)  # nan where missing: fine
+    bad = int(np.flatnonzero(~miss[160:])[0]) + 160
+    y[bad] = np.inf
+    with pytest.raises(fg.ModelError, match=r"observed data of 'y' contains inf.*chunk at rows 160–239"):
+        fg.infer(linear_masked(_chunked(X), _chunked(y), ~miss), progress=False)
+
+
+def _latent_parent(y, x, mask):
+    N = len(x)
+    with fg.Model("latent_parent") as m:
+        n = fg.plate("n", N)
+        mu = fg.gaussian("mu", 0.0, 0.01)
+        yy = fg.gaussian("y", mu, 1.0, plates=[n], observed=y, mask=mask)
+        fg.gaussian("x", yy, fg.gamma("t", 1.0, 1.0), plates=[n], observed=x)
+    return m
+
+
+def test_missing_entries_of_a_parent_are_local_latent_variables(client):
+    """y's missing entries are latent (x observes them): each chunk keeps them, ``posterior("y")`` collects."""
+    rng = np.random.default_rng(3)
+    y = 1.0 + rng.normal(size=240)
+    x = y + rng.normal(size=240)
+    miss = _missing(seed=4)
+    r0 = fg.infer(_latent_parent(y, x, ~miss), progress=False)
+    r1 = fg.infer(_latent_parent(_chunked(y), _chunked(x), ~miss), progress=False)
+    _same(r0, r1, ["mu", "t", "y"])
+    # a chunk without missing entries of y would compile y as data, not as a latent variable: refused
+    miss[:80] = False
+    with pytest.raises(fg.ModelError, match=r"chunk 0 \(rows 0–79\) and chunk 1 \(rows 80–159\) differ in the "
+                                            r"latent variables \['y'\]"):
+        fg.infer(_latent_parent(_chunked(y), _chunked(x), ~miss), progress=False)
