@@ -201,10 +201,10 @@ def beta(name: str, alpha: Any = 1.0, beta: Any = 1.0, *, plates: Sequence[Plate
     return _finish(model, var, BETA, {}, {"alpha": a, "beta": b}, None, None)
 
 
-def _bernoulli_block(block: np.ndarray, name: str) -> np.ndarray:
-    vals, m = checks.observed_array(block.astype(float) if block.dtype == bool else block, None, block.shape, name)
-    if np.any(~np.isin(vals, (0.0, 1.0))):
-        bad = vals[~np.isin(vals, (0.0, 1.0))][0].item()
+def _bernoulli_block(block: np.ndarray, mask: np.ndarray | None, name: str) -> np.ndarray:
+    vals, m = checks.observed_array(block.astype(float) if block.dtype == bool else block, mask, block.shape, name)
+    if np.any(~np.isin(vals[m], (0.0, 1.0))):
+        bad = vals[m][~np.isin(vals[m], (0.0, 1.0))][0].item()
         raise ModelError(f"observed data of Bernoulli variable {name!r} must be 0/1 or bool, got {bad!r}")
     return vals
 
@@ -231,8 +231,8 @@ def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), obse
     if observed is not None:
         observed = checks.bool_as_float(observed)
         if checks.is_dask(observed):  # each chunk is checked when it is computed
-            observed = checks.lazy(observed, _bernoulli_block, f"observed data of {name!r}", name)
-            return _finish(model, var, BERNOULLI, {"probs": probs}, {}, observed, mask)
+            observed, m = checks.lazy_observed(observed, mask, var.shape, name, 0, _bernoulli_block, (name,))
+            return _finish(model, var, BERNOULLI, {"probs": probs}, {}, observed, m)
         vals, m = checks.observed_array(observed, mask, var.shape, name)
         if np.any(~np.isin(vals[m], (0.0, 1.0))):
             bad = vals[m][~np.isin(vals[m], (0.0, 1.0))][0].item()

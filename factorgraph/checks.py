@@ -87,8 +87,8 @@ def _checked_block(block: np.ndarray, check: Any, args: tuple, block_info: dict 
         raise ModelError(f"{e}{where}") from None
 
 
-def _counts_block(block: np.ndarray, name: str, event_ndim: int) -> np.ndarray:
-    return counts(block, None, block.shape, name, event_ndim)[0]
+def _counts_block(block: np.ndarray, mask: np.ndarray | None, name: str, event_ndim: int) -> np.ndarray:
+    return counts(block, mask, block.shape, name, event_ndim)[0]
 
 
 def one_hot_labels(value: Any, K: int, name: str) -> Any:
@@ -107,10 +107,6 @@ def _one_hot_block(block: np.ndarray, K: int, name: str) -> np.ndarray:
 
 def _constant_block(block: np.ndarray, what: str) -> np.ndarray:
     return constant(block, what)
-
-
-def _observed_block(block: np.ndarray, name: str, event_ndim: int) -> np.ndarray:
-    return observed_array(block, None, block.shape, name, event_ndim)[0]
 
 
 def dask_mask(value: Any, mask: Any, plate_shape: tuple[int, ...], name: str) -> Any:
@@ -141,15 +137,37 @@ def dask_mask(value: Any, mask: Any, plate_shape: tuple[int, ...], name: str) ->
     return m
 
 
-def _checked_masked_block(block: Any, mask: np.ndarray, name: str, event_ndim: int,
+def lazy_observed(value: Any, mask: Any, shape: tuple[int, ...], name: str, event_ndim: int = 0,
+                  check: Any = None, args: tuple = ()) -> tuple[Any, Any]:
+    """Dask observed data and their mask (``dask_mask``), the data checked per chunk when computed by
+    ``check(block, block_mask, *args)``, the in-memory validation of a block against its rows of the mask (None
+    when nothing is missing); by default ``observed_array``'s."""
+    if tuple(value.shape) != tuple(shape):
+        raise ModelError(f"observed data of {name!r} has shape {tuple(value.shape)}, but the variable's plates "
+                         f"and event give shape {shape}")
+    if value.dtype.kind not in "biuf":
+        raise ModelError(f"observed data of {name!r} must be numeric, got a dask array of dtype {value.dtype}")
+    if check is None:
+        check, args = _masked_observed, (name, event_ndim)
+    plate_shape = tuple(shape[: len(shape) - event_ndim])
+    m = dask_mask(value, mask, plate_shape, name)
+    if m is None:
+        return lazy(value, check, f"observed data of {name!r}", None, *args), np.broadcast_to(np.True_, plate_shape)
+    per_entry = m[(...,) + (None,) * event_ndim]  # the value's axes, one chunk of 1 along the event
+    arr = value.map_blocks(_checked_masked_block, per_entry, event_ndim, check, args, dtype=float,
+                           meta=np.empty((0,) * value.ndim))
+    return arr, m
+
+
+def _checked_masked_block(block: Any, mask: np.ndarray, event_ndim: int, check: Any, args: tuple,
                           block_info: dict | None = None) -> np.ndarray:
-    """A block of dask observed data checked as in memory against its rows of the mask: missing entries are not
-    checked, and those of a masked array become nan, as ``observed_array`` makes them."""
     m = np.asarray(mask).reshape(np.shape(mask)[: np.ndim(mask) - event_ndim])
-    return _checked_block(block, _masked_observed, (m, name, event_ndim), block_info)
+    return _checked_block(block, check, (m, *args), block_info)
 
 
-def _masked_observed(block: Any, m: np.ndarray, name: str, event_ndim: int) -> np.ndarray:
+def _masked_observed(block: Any, m: np.ndarray | None, name: str, event_ndim: int) -> np.ndarray:
+    """A block's values as ``observed_array`` gives them: missing entries are not checked, and those of a masked
+    array become nan."""
     return observed_array(block, m, np.shape(block), name, event_ndim)[0]
 
 
@@ -288,19 +306,7 @@ def observed_array(value: Any, mask: Any, shape: tuple[int, ...], name: str,
     all-true numpy array when no entry is missing.
     """
     if is_dask(value):
-        if tuple(value.shape) != tuple(shape):
-            raise ModelError(f"observed data of {name!r} has shape {tuple(value.shape)}, but the variable's plates "
-                             f"and event give shape {shape}")
-        m = dask_mask(value, mask, shape[: len(shape) - event_ndim], name)
-        if m is None:
-            arr = lazy(value, _observed_block, f"observed data of {name!r}", name, event_ndim)
-            return arr, np.broadcast_to(np.True_, tuple(shape[: len(shape) - event_ndim]))
-        if value.dtype.kind not in "biuf":
-            raise ModelError(f"observed data of {name!r} must be numeric, got a dask array of dtype {value.dtype}")
-        per_entry = m[(...,) + (None,) * event_ndim]  # the value's axes, one chunk of 1 along the event
-        arr = value.map_blocks(_checked_masked_block, per_entry, name, event_ndim, dtype=float,
-                               meta=np.empty((0,) * value.ndim))
-        return arr, m
+        return lazy_observed(value, mask, shape, name, event_ndim)
     arr, hidden = as_float_array(value, f"observed data of {name!r}")
     if arr.size == 0:
         raise ModelError(f"observed data of {name!r} is empty")
@@ -368,8 +374,7 @@ def counts(value: Any, mask: Any, shape: tuple[int, ...], name: str, event_ndim:
     """Non-negative integer counts (as floats) of the given shape; returns (values, mask) as
     ``observed_array`` does (a dask array stays lazy, checked per chunk)."""
     if is_dask(value):
-        _, m = observed_array(value, mask, shape, name, event_ndim)
-        return lazy(value, _counts_block, f"counts of {name!r}", name, event_ndim), m
+        return lazy_observed(value, mask, shape, name, event_ndim, _counts_block, (name, event_ndim))
     arr, m = observed_array(value, mask, shape, name, event_ndim)
     seen = arr[m]
     bad = seen[(seen < 0) | (seen != np.round(seen))]

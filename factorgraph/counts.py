@@ -31,16 +31,20 @@ LOGISTIC_METHODS = ("quadrature", "tilted", "quadratic")
 
 
 # ------------------------------------------------------------------------------------ validation
-def _counts_block(block: np.ndarray, name: str, event_ndim: int) -> np.ndarray:
-    return _counts(block, None, block.shape, name, event_ndim)
+def _counts_block(block: np.ndarray, mask: np.ndarray | None, name: str, event_ndim: int) -> np.ndarray:
+    return _counts(block, mask, block.shape, name, event_ndim)
 
 
 def _counts(observed: Any, mask: Any, shape: tuple[int, ...], name: str, event_ndim: int = 0) -> np.ndarray:
     if observed is None:
         raise ModelError(f"{name!r}: counts must be observed (observed=...); latent counts are not supported")
-    if checks.is_dask(observed):  # each chunk is checked when it is computed
-        checks.observed_array(observed, mask, shape, name, event_ndim)  # the shape, now
-        return checks.lazy(observed, _counts_block, f"counts of {name!r}", name, event_ndim)
+    if checks.is_dask(observed):  # each chunk is checked when it is computed (missing entries: 0, as below)
+        y, m = checks.lazy_observed(observed, mask, shape, name, event_ndim, _counts_block, (name, event_ndim))
+        if mask is None and checks.is_dask(m):  # a masked array's own mask: the values carry it on to _finish
+            import dask.array as da
+
+            y = da.ma.masked_array(y, mask=da.broadcast_to(~m[(...,) + (None,) * event_ndim], y.shape))
+        return y
     y, m = checks.observed_array(observed, mask, shape, name, event_ndim)  # refuses booleans, ragged lists
     # missing entries (mask False) drop out of the likelihood; 0 stands in for them
     y = np.where(m.reshape(m.shape + (1,) * event_ndim), y, 0.0)

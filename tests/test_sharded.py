@@ -383,3 +383,39 @@ def test_missing_entries_of_a_parent_are_local_latent_variables(client):
     with pytest.raises(fg.ModelError, match=r"chunk 0 \(rows 0–79\) and chunk 1 \(rows 80–159\) differ in the "
                                             r"latent variables \['y'\]"):
         fg.infer(_latent_parent(_chunked(y), _chunked(x), ~miss), progress=False)
+
+
+def poisson_masked(X, counts, mask):
+    N, D = X.shape
+    with fg.Model("poisson") as m:
+        n = fg.plate("n", N)
+        w = fg.mv_gaussian("w", mean=np.zeros(D), precision=1.0)
+        fg.poisson_log("y", fg.inner(X, w, plates=[n]), plates=[n], observed=counts, mask=mask)
+    return m
+
+
+def bernoulli_mixture_masked(B, mask, K=2):
+    N, Dd = B.shape
+    with fg.Model("bernoulli_mixture") as m:
+        k, n, d = fg.plate("k", K), fg.plate("n", N), fg.plate("d", Dd)
+        z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n])
+        p = fg.beta("p", 1.0, 1.0, plates=[k, d])
+        fg.bernoulli("x", p[z], plates=[n, d], observed=B, mask=mask)
+    return m
+
+
+@pytest.mark.parametrize("masking", ["numpy_mask", "dask_masked_array"])
+def test_missing_counts_and_binary_entries_equal_in_memory(client, masking):
+    """Counts (NCVMP Poisson regression) and 0/1 data (a Bernoulli mixture, entries missing over (n, d)) are
+    validated per chunk at their observed entries only, as in memory."""
+    X, _y, _s = _data()
+    miss = _missing(seed=5)
+    c = np.where(miss, np.nan, _count_data())
+    r0 = fg.infer(poisson_masked(X, c, ~miss), progress=False)
+    cd, mask = MASKINGS[masking](c, miss)
+    _same(r0, fg.infer(poisson_masked(_chunked(X), cd, mask), progress=False), ["w"])
+    bm = np.random.default_rng(9).random((240, 4)) < 0.1
+    B = np.where(bm, np.nan, _binary_data())
+    r0 = fg.infer(bernoulli_mixture_masked(B, ~bm), progress=False)
+    Bd, mask = MASKINGS[masking](B, bm)
+    _same(r0, fg.infer(bernoulli_mixture_masked(Bd, mask), progress=False), ["p", "pi", "z"])
