@@ -21,11 +21,12 @@ from typing import Any
 
 import numpy as np
 
+from factorgraph import checks
 from factorgraph.nodes import ModelError
 
 from . import progress as _progress
 from .engine import InferenceError, _iterate, _one_thread_blas, _summary, _unconverged_text
-from .sharding import _DRAW_BLOCK, ChunkState, Sharding, find_sharding, skeleton
+from .sharding import _DRAW_BLOCK, ChunkState, Sharding, _Slot, find_sharding, skeleton
 
 
 def _client():
@@ -422,18 +423,32 @@ def collect_local(backend, v, sh: Sharding):
 
 
 def _split_init(model, sh: Sharding, init: dict) -> tuple[dict, dict]:
-    """init= split into the variables on the sharded plate (arrays of responsibilities, cut per chunk) and the
-    rest."""
+    """init= split into the variables on the sharded plate and the rest.  A local variable's start (an array of
+    responsibilities, numpy or dask) becomes one more sharded array, cut like the data: each chunk receives its
+    rows only (``ChunkState`` finds them in the slot named here)."""
+    import dask.array as da
+
     local, glob = {}, {}
     for name, value in init.items():
         v = model.variables.get(name)
-        if v is not None and sh.plate in v.plates:
-            if not isinstance(value, np.ndarray | list):
-                raise ModelError(f"init of {name!r} (on the sharded plate {sh.plate.name!r}) must be an array of "
-                                 f"probabilities, got {type(value).__name__}")
-            local[name] = np.asarray(value, dtype=float)
-        else:
+        if v is None or sh.plate not in v.plates:
             glob[name] = value
+            continue
+        if not (checks.is_dask(value) or isinstance(value, np.ndarray | list)):
+            raise ModelError(f"init of {name!r} (on the sharded plate {sh.plate.name!r}) must be an array of "
+                             f"probabilities (numpy or dask), got {type(value).__name__}")
+        if not checks.is_dask(value):
+            value = checks.constant(value, f"init of {name!r}")
+        want = tuple(v.shape) + tuple(v.event_shape)
+        if tuple(value.shape) != want:
+            raise ModelError(f"init of {name!r} must be probabilities of shape {want} with rows summing to 1, got "
+                             f"shape {tuple(value.shape)}")
+        axis = v.plates.index(sh.plate)
+        chunks = tuple(b - a for a, b in sh.bounds)
+        arr = value if checks.is_dask(value) else da.from_array(value, chunks=-1)
+        sh.arrays.append(arr.astype(float).rechunk({axis: chunks, **{i: -1 for i in range(arr.ndim) if i != axis}}))
+        sh.slots.append((None, name, axis))
+        local[name] = _Slot(len(sh.arrays) - 1)
     return local, glob
 
 

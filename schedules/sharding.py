@@ -114,6 +114,8 @@ def skeleton(model, sh: Sharding) -> bytes:
 
     saved = []
     for k, (holder, key, _axis) in enumerate(sh.slots):
+        if holder is None:  # a local variable's init=, not part of the model
+            continue
         if isinstance(holder, dict):
             saved.append((holder, key, holder[key]))
             holder[key] = _Slot(k)
@@ -244,9 +246,10 @@ class ChunkState:
     def __init__(self, blob: bytes, plate_name: str, start: int, stop: int, options: dict, *blocks) -> None:
         model = chunk_model(blob, plate_name, start, stop, list(blocks), options.get("rows"))
         self.rows = (start, stop)
-        c = compile_model(model, options["algorithm"], options["schedule"],
-                          {**options["init"], **options["local_init"]}, options["damping"],
-                          options.get("handlers"))
+        # the local variables' init=, this chunk's rows (sharded like the data: ``sharded_run._split_init``)
+        self.init = {k: blocks[s.k] for k, s in options["local_init"].items()}
+        c = compile_model(model, options["algorithm"], options["schedule"], {**options["init"], **self.init},
+                          options["damping"], options.get("handlers"))
         self.c, self.eng = c, Engine(c)
         _release_unused(c)
         self.p = model.plates[plate_name].index
@@ -259,8 +262,6 @@ class ChunkState:
         self.options = options
         self.plate_name, self.n_total = plate_name, options["n_rows"]
         self.partly: frozenset = frozenset()
-        self.init = {k: _take(v, model.variables[k].plates.index(model.plates[plate_name]), np.arange(start, stop))
-                     for k, v in options["local_init"].items()}
         self._snap = None
         self._data: dict[str, np.ndarray] = {}
 

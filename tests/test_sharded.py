@@ -419,3 +419,18 @@ def test_missing_counts_and_binary_entries_equal_in_memory(client, masking):
     r0 = fg.infer(bernoulli_mixture_masked(B, ~bm), progress=False)
     Bd, mask = MASKINGS[masking](B, bm)
     _same(r0, fg.infer(bernoulli_mixture_masked(Bd, mask), progress=False), ["p", "pi", "z"])
+
+
+@pytest.mark.parametrize("kind", ["numpy", "dask"])
+def test_init_of_a_local_variable_is_cut_like_the_data(client, kind):
+    """init= of the responsibilities, numpy or dask (chunked otherwise): each chunk receives its rows only."""
+    x = _mixture_data()
+    r = np.full((len(x), 3), 0.1)  # mostly the nearest of three guessed centres
+    r[np.arange(len(x)), np.abs(x[:, None] - np.array([-2.0, 0.5, 3.0])).argmin(1)] = 0.8
+    r0 = fg.infer(gaussian_mixture(x), init={"z": r}, progress=False)
+    start = r if kind == "numpy" else da.from_array(r, chunks=(70, 3))
+    r1 = fg.infer(gaussian_mixture(_chunked(x)), init={"z": start}, progress=False)
+    _same(r0, r1, ["mu", "tau", "pi", "z"])
+    with pytest.raises(fg.ModelError, match=r"init of 'z' must be probabilities of shape \(240, 3\).*got shape "
+                                            r"\(240, 2\)"):
+        fg.infer(gaussian_mixture(_chunked(x)), init={"z": da.from_array(r[:, :2])}, progress=False)
