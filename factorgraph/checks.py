@@ -91,18 +91,24 @@ def _counts_block(block: np.ndarray, mask: np.ndarray | None, name: str, event_n
     return counts(block, mask, block.shape, name, event_ndim)[0]
 
 
-def one_hot_labels(value: Any, K: int, name: str) -> Any:
-    """Integer labels of a dask array as lazy one-hot rows (checked per chunk, as ``integer_labels``)."""
+def one_hot_labels(value: Any, K: int, name: str, mask: Any = None) -> tuple[Any, Any]:
+    """Integer labels of a dask array as lazy one-hot rows (checked per chunk, as ``integer_labels``; nan rows
+    where missing) and their mask (``dask_mask``)."""
     if value.dtype.kind not in "iuf":
         raise ModelError(f"observed labels of {name!r} must be integers 0..{K - 1}, got a dask array of dtype "
                          f"{value.dtype}")
-    return value.map_blocks(_checked_block, _one_hot_block, (K, name), dtype=float, new_axis=value.ndim,
-                            chunks=value.chunks + ((K,),), meta=np.empty((0,) * (value.ndim + 1)))
+    shape = tuple(value.shape)
+    m = dask_mask(value, mask, shape, name)
+    kw = {"dtype": float, "new_axis": value.ndim, "chunks": value.chunks + ((K,),),
+          "meta": np.empty((0,) * (value.ndim + 1))}
+    if m is None:
+        return value.map_blocks(_checked_block, _one_hot_block, (None, K, name), **kw), np.broadcast_to(np.True_, shape)
+    return value.map_blocks(_checked_masked_block, m, 0, _one_hot_block, (K, name), **kw), m
 
 
-def _one_hot_block(block: np.ndarray, K: int, name: str) -> np.ndarray:
-    lab, _ = integer_labels(block, None, block.shape, K, name)
-    return (lab[..., None] == np.arange(K)).astype(float)
+def _one_hot_block(block: np.ndarray, mask: np.ndarray | None, K: int, name: str) -> np.ndarray:
+    lab, m = integer_labels(block, mask, block.shape, K, name)
+    return np.where(m[..., None], lab[..., None] == np.arange(K), np.nan)
 
 
 def _constant_block(block: np.ndarray, what: str) -> np.ndarray:

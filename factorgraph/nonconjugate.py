@@ -60,8 +60,8 @@ def bernoulli_logit(name: str, logit: Any, *, observed: Any = None, mask: Any = 
     return var
 
 
-def _binary_block(block: np.ndarray, name: str) -> np.ndarray:
-    return _binary_labels(block, None, name)[0]
+def _binary_block(block: np.ndarray, mask: np.ndarray | None, name: str) -> np.ndarray:
+    return _binary_labels(block, mask, name)[0]
 
 
 def _binary_labels(observed: Any, mask: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -70,10 +70,9 @@ def _binary_labels(observed: Any, mask: Any, name: str) -> tuple[np.ndarray, np.
     if observed is None:
         raise ModelError(f"{name!r}: observed labels are required, got None")
     if checks.is_dask(observed):  # each chunk is checked and recoded when it is computed
-        if mask is not None:
-            raise ModelError(f"labels of {name!r} are a dask array: mask= is not supported with dask data")
-        return (checks.lazy(observed, _binary_block, f"labels of {name!r}", name),
-                np.broadcast_to(np.True_, tuple(observed.shape)))
+        if observed.dtype.kind not in "biuf":
+            raise ModelError(f"labels of {name!r} must be numeric, got a dask array of dtype {observed.dtype}")
+        return checks.lazy_observed(observed, mask, tuple(observed.shape), name, 0, _binary_block, (name,))
     lab = checks.bool_as_float(observed)
     shape = np.shape(np.ma.getdata(lab)) if np.ma.isMaskedArray(lab) else None
     if shape is None:
@@ -121,8 +120,11 @@ def categorical_softmax(name: str, logits: Any, over: Plate, *, observed: Any = 
         if counts:
             obs, mask = checks.counts(observed, mask, shape + (K,), name, event_ndim=1)
         elif checks.is_dask(observed):  # one-hot per chunk, checked when computed
+            if mask is not None or isinstance(getattr(observed, "_meta", None), np.ma.MaskedArray):
+                raise ModelError(f"labels of {name!r} are a dask array: missing labels (mask= or a masked array) "
+                                 "are not supported with dask data here; give them in memory")
             checks.observed_array(observed, mask, shape, name)
-            obs, mask = checks.one_hot_labels(observed, K, name), np.broadcast_to(np.True_, shape)
+            obs, mask = checks.one_hot_labels(observed, K, name)
         else:
             lab, m = checks.integer_labels(observed, mask, shape, K, name)
             obs = np.where(m[..., None], lab[..., None] == np.arange(K), np.nan)

@@ -434,3 +434,43 @@ def test_init_of_a_local_variable_is_cut_like_the_data(client, kind):
     with pytest.raises(fg.ModelError, match=r"init of 'z' must be probabilities of shape \(240, 3\).*got shape "
                                             r"\(240, 2\)"):
         fg.infer(gaussian_mixture(_chunked(x)), init={"z": da.from_array(r[:, :2])}, progress=False)
+
+
+def logistic_masked(X, s, mask):
+    N, D = X.shape
+    with fg.Model("logistic") as m:
+        n = fg.plate("n", N)
+        alpha = fg.gamma("alpha", 1.0, 1.0)
+        w = fg.mv_gaussian("w", mean=np.zeros(D), precision=alpha)
+        fg.bernoulli_logit("s", fg.inner(X, w, plates=[n]), observed=s, plates=[n], mask=mask)
+    return m
+
+
+def softmax_masked(X, labels, mask, K=3):
+    N, D = X.shape
+    with fg.Model("softmax") as m:
+        n, k = fg.plate("n", N), fg.plate("k", K)
+        W = fg.mv_gaussian("W", mean=np.zeros(D), precision=1.0, plates=[k])
+        fg.categorical_softmax("y", fg.inner(X, W, plates=[n]), over=k, observed=labels, mask=mask)
+    return m
+
+
+@pytest.mark.parametrize("masking", ["dask_mask", "dask_masked_array"])
+def test_missing_binary_labels_equal_in_memory(client, masking):
+    """Binary labels (logistic regression) with missing entries: recoded and checked per chunk at observed
+    entries only, as in memory."""
+    X, _y, s = _data()
+    miss = _missing(seed=5)
+    s = np.where(miss, np.nan, s)
+    r0 = fg.infer(logistic_masked(X, s, ~miss), progress=False)
+    sd, mask = MASKINGS[masking](s, miss)
+    _same(r0, fg.infer(logistic_masked(_chunked(X), sd, mask), progress=False), ["w", "alpha"])
+
+
+def test_missing_class_labels_in_dask_data_are_refused():
+    """One-hot class labels with missing entries trip the distributed scheduler when a fit is repeated on the
+    same arrays (an assertion on a resubmitted key, seen with dask.distributed here): refused for now."""
+    X, _y, _s = _data()
+    miss = _missing(seed=6)
+    with pytest.raises(fg.ModelError, match=r"labels of 'y' are a dask array: missing labels"):
+        softmax_masked(_chunked(X), _chunked(np.where(miss, np.nan, _class_data().astype(float))), ~miss)
