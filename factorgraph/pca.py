@@ -59,7 +59,7 @@ class PCAResult:
     loadings_cov
         Cov(w_d) (D, K, K) of each row of W.
     latent_mean, latent_cov
-        E[z_n] (N, K) and the common Cov(z_n) (K, K).
+        E[z_n] (N, K) and the common Cov(z_n) (K, K); with missing entries each row has its own, (N, K, K).
     mean
         E[μ] (D,) (zeros when fitted with ``mean=False``).
     noise_precision
@@ -68,6 +68,8 @@ class PCAResult:
         E[α] (K,) (all equal without ARD).
     elbo, elbo_trace, n_iter, converged, time
         The final bound, the bound after each sweep, sweeps run, whether the stopping rule was met, seconds.
+    observed
+        The (N, D) mask of observed entries (True = observed), or None when X had no missing entry.
     """
 
     loadings: np.ndarray
@@ -87,6 +89,8 @@ class PCAResult:
     warnings: list[str] = field(default_factory=list)
     _mean_cov: np.ndarray | None = None  # (D, K+1, K+1) joint covariance of (w_d, μ_d), for predictions
     _noise_ab: tuple[np.ndarray, np.ndarray] | None = None
+    observed: np.ndarray | None = None
+    _X: np.ndarray | None = None  # the data (missing entries zero), for ``impute``
 
     @property
     def n_components(self) -> int:
@@ -124,20 +128,56 @@ class PCAResult:
         return u.T
 
     def reconstruct(self) -> np.ndarray:
-        """E[W z_n + μ] for the training rows (N, D)."""
+        """E[W z_n + μ] for the training rows (N, D), missing entries included."""
         return self.latent_mean @ self.loadings.T + self.mean
 
+    def impute(self) -> tuple[np.ndarray, np.ndarray]:
+        """The training data with each missing entry replaced by its predictive mean, and the predictive
+        variance of every entry (0 where observed), (N, D) each.
+
+        Under q, x_nd = w̃_dᵀz̃_n + ε_nd has mean m̃_dᵀE[z̃_n] and variance
+        tr(E[w̃_d w̃_dᵀ]E[z̃_n z̃_nᵀ]) − (m̃_dᵀE[z̃_n])² + E[1/τ_d] (E[1/τ] = b/(a − 1), the variance of the
+        Student-t that integrating q(τ) gives)."""
+        N, D = self.latent_mean.shape[0], self.loadings.shape[0]
+        K = self.n_components
+        mu = self.reconstruct()
+        m = np.concatenate([self.loadings, self.mean[:, None]], axis=1)
+        eww = self._mean_cov + m[:, :, None] * m[:, None, :]
+        zt = np.concatenate([self.latent_mean, np.ones((N, 1))], axis=1)
+        zc = np.zeros((N, K + 1, K + 1)) if self.latent_cov.ndim == 3 else np.zeros((K + 1, K + 1))
+        zc[..., :K, :K] = self.latent_cov
+        # tr(E[w̃w̃ᵀ]E[z̃z̃ᵀ]) − (m̃ᵀz̄)² = z̄ᵀCov(w̃)z̄ + tr(E[w̃w̃ᵀ]Cov(z̃))
+        var = np.einsum("nj,djk,nk->nd", zt, self._mean_cov, zt)
+        var += (np.einsum("djk,nkj->nd", eww, zc) if zc.ndim == 3 else np.einsum("djk,kj->d", eww, zc))
+        a, b = self._noise_ab
+        var = var + np.broadcast_to(b / (a - 1.0), (D,))
+        if self.observed is None:
+            return self._X.copy(), np.zeros((N, D))
+        return np.where(self.observed, self._X, mu), np.where(self.observed, 0.0, var)
+
     def transform(self, X_new: Any) -> tuple[np.ndarray, np.ndarray]:
-        """q(z) of new rows given the fitted q(W, μ, τ): (means (M, K), common covariance (K, K))."""
-        Xn = checks.constant(X_new, "X_new")
+        """q(z) of new rows given the fitted q(W, μ, τ): (means (M, K), common covariance (K, K)); when X_new
+        has missing entries (NaN) each row uses only its observed entries and gets its own covariance
+        (M, K, K)."""
+        Xn, hidden = checks.as_float_array(X_new, "X_new")
         Xn = Xn[None] if Xn.ndim == 1 else Xn
         D, K = self.loadings.shape
         if Xn.ndim != 2 or Xn.shape[1] != D:
             raise ModelError(f"X_new must be a vector of {D} values or a matrix with {D} columns, got shape "
                              f"{Xn.shape}")
+        M = ~np.isnan(Xn)
+        if hidden is not None:
+            M &= ~hidden.reshape(Xn.shape)
+        checks.constant(Xn[M], "X_new (its observed entries)")
         tau = np.broadcast_to(self.noise_precision, (D,))
         m = np.concatenate([self.loadings, self.mean[:, None]], axis=1)
         eww = self._mean_cov + m[:, :, None] * m[:, None, :]
+        if not M.all():
+            Mt = M * tau
+            P = np.einsum("nd,dkl->nkl", Mt, eww[:, :K, :K]) + np.eye(K)
+            cov = np.linalg.inv(P)
+            h = np.where(M, Xn, 0.0) @ (tau[:, None] * self.loadings) - Mt @ eww[:, :K, K]
+            return np.einsum("nkl,nl->nk", cov, h), cov
         cov = np.linalg.inv(np.eye(K) + np.einsum("d,dkl->kl", tau, eww[:, :K, :K]))
         h = (Xn * tau) @ self.loadings - np.einsum("d,dk->k", tau, eww[:, :K, K])
         return h @ cov, cov
@@ -157,8 +197,17 @@ class _State:
     """The variational parameters of the blocked scheme and their expected statistics."""
 
     def __init__(self, X: np.ndarray, K: int, mean: bool, iso: bool, ard: bool, a0: float, b0: float,
-                 beta0: float, W0: np.ndarray) -> None:
+                 beta0: float, W0: np.ndarray, M: np.ndarray | None = None) -> None:
+        """``M`` (N, D) bool, True = observed, selects the missing-data path (per-row Cov(z_n), per-column S̃_d);
+        None = complete data (one common Cov(z) and one S̃).  The entries of X where M is False are ignored."""
         N, D = X.shape
+        self.missing = M is not None
+        if self.missing:
+            self.M = M.astype(float)
+            X = np.where(M, X, 0.0)
+            self.cnt = self.M.sum(0)  # observed entries per column
+        else:
+            self.cnt = np.full(D, float(N))
         self.X, self.N, self.D, self.K, self.J = X, N, D, K, K + int(mean)
         self.mean, self.iso, self.ard, self.a0, self.b0, self.beta0 = mean, iso, ard, a0, b0, beta0
         self.xx = np.einsum("nd,nd->d", X, X)
@@ -166,12 +215,13 @@ class _State:
         self.Wm = np.zeros((D, self.J))
         self.Wm[:, :K] = W0
         if mean:
-            self.Wm[:, K] = self.colsum / N
+            self.Wm[:, K] = self.colsum / self.cnt
         self.Wc = np.zeros((D, self.J, self.J))  # point-mass start
         ntau = 1 if iso else D
         self.tau_a, self.tau_b = np.full(ntau, a0), np.full(ntau, b0)
         self.al_a, self.al_b = np.full(K, a0), np.full(K, b0)
-        self.Zm, self.Zc = np.zeros((N, K)), np.eye(K)
+        self.Zm = np.zeros((N, K))
+        self.Zc = np.broadcast_to(np.eye(K), (N, K, K)).copy() if self.missing else np.eye(K)
 
     # expectations
     def tau(self) -> np.ndarray:
@@ -184,8 +234,19 @@ class _State:
         return self.Wc + self.Wm[:, :, None] * self.Wm[:, None, :]
 
     def z_stats(self) -> None:
-        """S̃ = Σ_n E[z̃z̃ᵀ] and XᵀE[Z̃] (D, J)."""
+        """S̃ = Σ_n E[z̃z̃ᵀ] and XᵀE[Z̃] (D, J); with missing data also S̃_d = Σ_n M_nd E[z̃_n z̃_nᵀ] (D, J, J)."""
         N, K = self.N, self.K
+        if self.missing:
+            Zt = np.empty((N, self.J))
+            Zt[:, :K] = self.Zm
+            if self.mean:
+                Zt[:, K] = 1.0
+            Ezz = Zt[:, :, None] * Zt[:, None, :]
+            Ezz[:, :K, :K] += self.Zc
+            self.Sall = Ezz.sum(0)
+            self.S = np.einsum("nd,njk->djk", self.M, Ezz)
+            self.XZ = self.X.T @ Zt
+            return
         S = np.empty((self.J, self.J))
         S[:K, :K] = N * self.Zc + self.Zm.T @ self.Zm
         XZ = np.empty((self.D, self.J))
@@ -201,6 +262,19 @@ class _State:
     def update_z(self) -> None:
         K, tau = self.K, self.tau()
         eww = self.eww()
+        if self.missing:
+            # Σ_n⁻¹ = I + Σ_d M_nd E[τ_d] E[w_d w_dᵀ]: one batched Cholesky over the rows
+            Mt = self.M * tau
+            P = np.einsum("nd,dkl->nkl", Mt, eww[:, :K, :K])
+            P[:, np.arange(K), np.arange(K)] += 1.0
+            Linv = np.linalg.inv(np.linalg.cholesky(P))
+            self.Zc = np.einsum("nji,njk->nik", Linv, Linv)
+            h = self.X @ (tau[:, None] * self.Wm[:, :K])
+            if self.mean:
+                h -= Mt @ eww[:, :K, K]
+            self.Zm = np.einsum("nkl,nl->nk", self.Zc, h)
+            self.z_stats()
+            return
         self.Zc = np.linalg.inv(np.eye(K) + np.einsum("d,dkl->kl", tau, eww[:, :K, :K]))
         h = self.X @ (tau[:, None] * self.Wm[:, :K])
         if self.mean:
@@ -230,21 +304,24 @@ class _State:
             self.al_a, self.al_b = np.full(K, self.a0 + 0.5 * D * K), np.full(K, self.b0 + 0.5 * sq.sum())
 
     def sse(self) -> np.ndarray:
-        return (self.xx - 2.0 * np.einsum("dj,dj->d", self.Wm, self.XZ)
-                + np.einsum("djk,kj->d", self.eww(), self.S))
+        """E[Σ_{n observed} (x_nd − w̃_dᵀz̃_n)²] (D,)."""
+        quad = (np.einsum("djk,dkj->d", self.eww(), self.S) if self.missing
+                else np.einsum("djk,kj->d", self.eww(), self.S))
+        return self.xx - 2.0 * np.einsum("dj,dj->d", self.Wm, self.XZ) + quad
 
     def update_tau(self) -> None:
         s = self.sse()
         if self.iso:
-            self.tau_a, self.tau_b = np.array([self.a0 + 0.5 * self.N * self.D]), np.array([self.b0 + 0.5 * s.sum()])
+            self.tau_a, self.tau_b = np.array([self.a0 + 0.5 * self.cnt.sum()]), np.array([self.b0 + 0.5 * s.sum()])
         else:
-            self.tau_a, self.tau_b = np.full(self.D, self.a0 + 0.5 * self.N), self.b0 + 0.5 * s
+            self.tau_a, self.tau_b = self.a0 + 0.5 * self.cnt, self.b0 + 0.5 * s
 
     def rotate(self) -> float:
         """Apply the bound-maximising rotation (z → Rz, w → R⁻ᵀw) and refit q(α); returns the gain."""
         K = self.K
         A_W = self.eww()[:, :K, :K].sum(0)
-        terms = [gaussian_term(self.S[:K, :K], self.N), ard_term(A_W, self.D, self.a0, self.b0, shared=not self.ard)]
+        A_Z = self.Sall[:K, :K] if self.missing else self.S[:K, :K]
+        terms = [gaussian_term(A_Z, self.N), ard_term(A_W, self.D, self.a0, self.b0, shared=not self.ard)]
         R, gain = optimal_rotation(terms, K)
         if gain == 0.0:
             return 0.0
@@ -252,8 +329,10 @@ class _State:
         T[:K, :K] = R
         U = np.eye(self.J)  # acts on w̃ = (w, μ)
         U[:K, :K] = np.linalg.inv(R).T
-        self.Zm, self.Zc = self.Zm @ R.T, R @ self.Zc @ R.T
+        self.Zm, self.Zc = self.Zm @ R.T, R @ self.Zc @ R.T  # (the product broadcasts over the rows' Cov(z_n))
         self.S, self.XZ = T @ self.S @ T.T, self.XZ @ T.T
+        if self.missing:
+            self.Sall = T @ self.Sall @ T.T
         self.Wm, self.Wc = self.Wm @ U.T, U @ self.Wc @ U.T
         self.logdet_wc = self.logdet_wc - 2.0 * np.linalg.slogdet(R)[1]
         self.update_alpha()
@@ -264,9 +343,12 @@ class _State:
         a, b = self.tau_a, self.tau_b
         etau, elogtau = a / b, digamma(a) - np.log(b)
         s = self.sse()
-        lik = (0.5 * N * (np.broadcast_to(elogtau, (D,)) - _LOG_2PI) - 0.5 * np.broadcast_to(etau, (D,)) * s).sum()
-        A_Z = self.S[:K, :K]
-        kl_z = 0.5 * (np.trace(A_Z) - N * K - N * np.linalg.slogdet(self.Zc)[1])
+        lik = (0.5 * self.cnt * (np.broadcast_to(elogtau, (D,)) - _LOG_2PI)
+               - 0.5 * np.broadcast_to(etau, (D,)) * s).sum()
+        if self.missing:
+            kl_z = 0.5 * (np.trace(self.Sall[:K, :K]) - N * K - np.linalg.slogdet(self.Zc)[1].sum())
+        else:
+            kl_z = 0.5 * (np.trace(self.S[:K, :K]) - N * K - N * np.linalg.slogdet(self.Zc)[1])
         aa, ab = self.al_a, self.al_b
         ealpha, elogalpha = aa / ab, digamma(aa) - np.log(ab)
         eww = self.eww()
@@ -280,13 +362,32 @@ class _State:
         return float(lik - kl_z + logp_w + h_w - kl_alpha - kl_tau)
 
 
-def _check(X: Any, n_components: Any, noise: str, init: Any, seed: Any) -> tuple[np.ndarray, int, np.ndarray]:
-    Xa = checks.constant(X, "X")
+def _observed(X: Any, mask: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """X as a float (N, D) matrix and its mask (True = observed; None when every entry is): NaN entries, the
+    entries where ``mask`` is False and those a ``numpy.ma`` array masks are missing."""
+    Xa, hidden = checks.as_float_array(X, "pca: X")
     if Xa.ndim != 2:
         raise ModelError(f"pca: X must be a matrix (N, D), got shape {Xa.shape}")
     N, D = Xa.shape
     if N < 2 or D < 1:
         raise ModelError(f"pca: X must have at least 2 rows and 1 column, got shape {Xa.shape}")
+    M = checks.mask_array(mask, Xa.shape, "X") & ~np.isnan(Xa)
+    if hidden is not None:
+        M &= ~hidden
+    checks.constant(Xa[M], "pca: X (its observed entries)")  # finite (±inf is not "missing"), not huge
+    if M.all():
+        return Xa, None
+    empty = np.flatnonzero(~M.any(0))
+    if empty.size:
+        raise ModelError(f"pca: column(s) {empty[:10].tolist()} of X have no observed entry; nothing can be learnt "
+                         "about their loadings and noise: drop them")
+    return np.where(M, Xa, 0.0), M
+
+
+def _check(X: Any, mask: Any, n_components: Any, noise: str, init: Any, seed: Any
+           ) -> tuple[np.ndarray, np.ndarray | None, int, np.ndarray]:
+    Xa, M = _observed(X, mask)
+    N, D = Xa.shape
     if isinstance(n_components, bool) or not isinstance(n_components, int | np.integer):
         raise ModelError(f"pca: n_components must be an integer, got {n_components!r}")
     K = int(n_components)
@@ -302,19 +403,22 @@ def _check(X: Any, n_components: Any, noise: str, init: Any, seed: Any) -> tuple
         W0 = checks.constant(init, "pca: init")
         if W0.shape != (D, K):
             raise ModelError(f"pca: init loadings must have shape (D, K) = ({D}, {K}), got {W0.shape}")
-    return Xa, K, W0
+    return Xa, M, K, W0
 
 
 def pca(X: Any, n_components: int, ard: bool = True, *, rotate: bool = True, noise: str = "diagonal",
-        mean: bool = True, max_iter: int = 1000, tol: float = 1e-7, shape: float = 1e-3, rate: float = 1e-3,
-        mean_precision: float = 1e-6, init: Any = "random", seed: int | None = 0, scale: bool = True
-        ) -> PCAResult:
+        mask: Any = None, mean: bool = True, max_iter: int = 1000, tol: float = 1e-7, shape: float = 1e-3,
+        rate: float = 1e-3, mean_precision: float = 1e-6, init: Any = "random", seed: int | None = 0,
+        scale: bool = True) -> PCAResult:
     """Bayesian PCA (Bishop 1999): x_n ~ N(W z_n + μ, diag(τ)⁻¹), ARD on W's columns, fitted by blocked VMP.
 
     Parameters
     ----------
     X
-        Data (N, D), one row per observation.
+        Data (N, D), one row per observation.  NaN marks a missing entry (so do a ``numpy.ma`` array's mask
+        and ``mask``); missing entries are marginalised exactly: every update and the bound use only the
+        observed entries, and each row gets its own Cov(z_n).  A row with no observed entry keeps
+        q(z_n) = N(0, I); a column with none is refused.
     n_components
         K, the number of latent components (1 ≤ K ≤ D); with ARD an upper bound, unneeded ones are switched off.
     ard
@@ -323,6 +427,8 @@ def pca(X: Any, n_components: int, ard: bool = True, *, rotate: bool = True, noi
         End each sweep with the bound-maximising rotation of the latent space (Luttinen & Ilin 2010).
     noise
         "diagonal" (τ_d per column: factor analysis) or "isotropic" (one τ: probabilistic PCA).
+    mask
+        Optional (N, D) bool array, True = observed (combined with the NaNs of X).
     mean
         Learn a mean μ_d per column (prior N(0, ``mean_precision``⁻¹)), jointly with w_d.
     max_iter, tol
@@ -343,16 +449,22 @@ def pca(X: Any, n_components: int, ard: bool = True, *, rotate: bool = True, noi
     -------
     PCAResult
     """
-    Xa, K, W0 = _check(X, n_components, noise, init, seed)
+    Xa, M, K, W0 = _check(X, mask, n_components, noise, init, seed)
     t0 = time.perf_counter()
-    Xc = Xa - Xa.mean(0)
-    total = float(np.einsum("nd,nd->", Xc, Xc) / len(Xa))
-    s = float(np.sqrt(np.mean((Xc if mean else Xa) ** 2))) if scale else 1.0
+    if M is None:
+        Xc = Xa - Xa.mean(0)
+        total = float(np.einsum("nd,nd->", Xc, Xc) / len(Xa))
+        s = float(np.sqrt(np.mean((Xc if mean else Xa) ** 2))) if scale else 1.0
+    else:  # over the observed entries: column means and variances, and the root mean square
+        cnt = M.sum(0)
+        Xc = np.where(M, Xa - Xa.sum(0) / cnt, 0.0)
+        total = float((np.einsum("nd,nd->d", Xc, Xc) / cnt).sum())
+        s = float(np.sqrt(np.sum((Xc if mean else Xa) ** 2) / M.sum())) if scale else 1.0
     if s == 0.0:
         raise ModelError("pca: X is constant (every column has zero variance)")
     if not isinstance(init, str):
         W0 = W0 / s
-    st = _State(Xa / s if s != 1.0 else Xa, K, mean, noise == "isotropic", ard, shape, rate, mean_precision, W0)
+    st = _State(Xa / s if s != 1.0 else Xa, K, mean, noise == "isotropic", ard, shape, rate, mean_precision, W0, M)
     trace: list[float] = []
     converged = False
     warns: list[str] = []
@@ -376,14 +488,14 @@ def pca(X: Any, n_components: int, ard: bool = True, *, rotate: bool = True, noi
         warns.append(text)
         convergence.warn(text)
     # back to the units of X: w, μ scale by s, their precisions by s⁻²; the density of X gains −ND log s
-    jac = Xa.size * np.log(s)
+    jac = (Xa.size if M is None else M.sum()) * np.log(s)
     return PCAResult(
         loadings=s * st.Wm[:, :K], loadings_cov=s**2 * st.Wc[:, :K, :K], latent_mean=st.Zm,
         latent_cov=st.Zc, mean=s * st.Wm[:, K] if mean else np.zeros(st.D),
         noise_precision=st.tau_a / st.tau_b / s**2, ard_precision=st.alpha() / s**2, elbo=trace[-1] - jac,
         elbo_trace=np.array(trace) - jac, n_iter=len(trace), converged=converged, time=time.perf_counter() - t0,
         total_variance=total, rotate=rotate, warnings=warns, _mean_cov=s**2 * _joint_cov(st),
-        _noise_ab=(st.tau_a, st.tau_b * s**2))
+        _noise_ab=(st.tau_a, st.tau_b * s**2), observed=M, _X=Xa)
 
 
 def _joint_cov(st: _State) -> np.ndarray:

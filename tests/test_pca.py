@@ -206,7 +206,11 @@ def test_unconverged_run_warns():
     ({"n_components": 2, "noise": "full"}, "noise"),
     ({"n_components": 2, "init": np.ones((5, 2))}, r"shape \(D, K\) = \(6, 2\)"),
     ({"n_components": 2, "init": "svd"}, "init"),
-    ({"X": np.array([[1.0, np.nan], [0.0, 1.0]]), "n_components": 1}, "X must be finite"),
+    ({"X": np.array([[1.0, np.inf], [0.0, 1.0]]), "n_components": 1}, r"X \(its observed entries\) must be finite"),
+    ({"X": np.array([[1.0, np.nan], [0.0, np.nan], [2.0, np.nan]]), "n_components": 1},
+     r"column\(s\) \[1\] of X have no observed entry"),
+    ({"n_components": 2, "mask": np.ones((20, 5), bool)}, r"mask of 'X' has shape \(20, 5\)"),
+    ({"n_components": 2, "mask": np.ones((20, 6))}, "mask of 'X' must be boolean"),
 ])
 def test_bad_input(kwargs, match):
     X = np.random.default_rng(0).normal(size=(20, 6))
