@@ -423,3 +423,48 @@ def test_graph_pca_with_mask_runs_the_same_bound():
         np.testing.assert_allclose(r.elbo, p.elbo, rtol=1e-9)
         np.testing.assert_allclose(r.posteriors["w"].mean(), p.loadings, atol=1e-8)
         np.testing.assert_allclose(r.posteriors["z"].mean(), p.latent_mean, atol=1e-8)
+
+
+def test_missing_entries_recovered_imputed_and_transformed():
+    """30% of the entries missing at random: the subspace is still found and ARD prunes, the imputed entries
+    lie within their predictive spread of the truth, and ``transform`` of the training rows (NaN included)
+    returns their fitted q(z_n)."""
+    X, W = _synthetic(21, N=300, D=10)
+    Xm, M = _with_missing(X, 0.3, 22)
+    r = models.pca(Xm, 6, max_iter=2000)  # missing data converge in ~10× the sweeps (ca. 400 here)
+    assert r.converged and r.active().sum() == 3
+    assert np.degrees(subspace_angles(W, r.loadings[:, r.active()])).max() < 3.0
+    np.testing.assert_allclose(r.noise_variance, 0.09, rtol=0.35)
+    filled, var = r.impute()
+    np.testing.assert_array_equal(filled[M], X[M])
+    assert np.all(var[M] == 0) and np.all(var[~M] > 0)
+    z = (filled[~M] - X[~M]) / np.sqrt(var[~M])  # standardised errors of the imputed entries
+    assert 0.8 < z.std() < 1.2 and abs(z.mean()) < 0.1
+    colmean = np.where(M, X, 0).sum(0) / M.sum(0)
+    rmse, rmse_mean = np.sqrt(np.mean((filled - X)[~M] ** 2)), np.sqrt(np.mean((colmean - X)[~M] ** 2))
+    assert rmse < 0.2 * rmse_mean  # far better than filling in the column means
+    np.testing.assert_allclose(filled[~M], r.reconstruct()[~M])
+    m, c = r.transform(Xm)
+    assert c.shape == (300, 6, 6)
+    np.testing.assert_allclose(m, r.latent_mean, atol=1e-3 * np.abs(r.latent_mean).max())
+    np.testing.assert_allclose(c, r.latent_cov, atol=1e-3)
+    # complete data: impute returns X itself, transform one common covariance
+    rc = models.pca(X, 6, max_iter=2000)
+    np.testing.assert_array_equal(rc.impute()[0], X)
+    assert rc.transform(X[:4])[1].shape == (6, 6)
+
+
+def test_missing_row_is_a_dropped_row():
+    """A row with no observed entry keeps q(z_n) = N(0, I) and adds nothing to the bound: the fit equals that
+    of the data without the row (no rotation, which would also move the empty row's z)."""
+    X, _ = _synthetic(23, N=60, D=6)
+    W0 = np.random.default_rng(0).normal(size=(6, 4))
+    Xm = np.insert(X, 7, np.nan, axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fg.ConvergenceWarning)
+        a = models.pca(X, 4, rotate=False, init=W0, max_iter=20)
+        b = models.pca(Xm, 4, rotate=False, init=W0, max_iter=20)
+    np.testing.assert_allclose(b.elbo_trace, a.elbo_trace, rtol=1e-12)
+    np.testing.assert_allclose(np.delete(b.latent_mean, 7, 0), a.latent_mean, atol=1e-10)
+    np.testing.assert_allclose(b.latent_mean[7], 0.0, atol=1e-15)
+    np.testing.assert_allclose(b.latent_cov[7], np.eye(4), atol=1e-15)
