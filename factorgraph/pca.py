@@ -104,7 +104,7 @@ class _State:
             Ezz = Zt[:, :, None] * Zt[:, None, :]
             Ezz[:, :K, :K] += self.Zc
             self.Sall = Ezz.sum(0)
-            self.S = np.einsum("nd,njk->djk", self.M, Ezz)
+            self.S = (self.M.T @ Ezz.reshape(N, -1)).reshape(self.D, self.J, self.J)
             self.XZ = self.X.T @ Zt
             return
         S = np.empty((self.J, self.J))
@@ -125,7 +125,7 @@ class _State:
         if self.missing:
             # Σ_n⁻¹ = I + Σ_d M_nd E[τ_d] E[w_d w_dᵀ]: one batched Cholesky over the rows
             Mt = self.M * tau
-            P = np.einsum("nd,dkl->nkl", Mt, eww[:, :K, :K])
+            P = (Mt @ np.ascontiguousarray(eww[:, :K, :K]).reshape(self.D, K * K)).reshape(-1, K, K)  # one GEMM
             P[:, np.arange(K), np.arange(K)] += 1.0
             Linv = np.linalg.inv(np.linalg.cholesky(P))
             self.Zc = np.einsum("nji,njk->nik", Linv, Linv)

@@ -468,3 +468,23 @@ def test_missing_row_is_a_dropped_row():
     np.testing.assert_allclose(np.delete(b.latent_mean, 7, 0), a.latent_mean, atol=1e-10)
     np.testing.assert_allclose(b.latent_mean[7], 0.0, atol=1e-15)
     np.testing.assert_allclose(b.latent_cov[7], np.eye(4), atol=1e-15)
+
+
+def test_missing_entries_same_sweeps_and_bound_as_bayespy():
+    """BayesPy's PCA observed with ``mask=`` (its missing values) runs the same iterates and bound."""
+    pytest.importorskip("bayespy")  # part of the test extra, installed by .ci/run
+    from benchmarks.peers.bayespy_peer import pca_nodes
+
+    X, _ = _synthetic(24, N=60, D=6, K=2)
+    Xm, M = _with_missing(X, 0.3, 25)
+    W0 = np.random.default_rng(26).normal(size=(6, 4))
+    Q, order, W, Z = pca_nodes(X, 4, W0, mask=M)
+    for it in range(1, 7):
+        Q.update(*order, verbose=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", fg.ConvergenceWarning)
+            r = models.pca(Xm, 4, rotate=False, noise="isotropic", mean=False, init=W0, max_iter=it, tol=0.0,
+                           scale=False)
+        np.testing.assert_allclose(r.elbo, Q.compute_lowerbound(), rtol=1e-9)
+        np.testing.assert_allclose(r.loadings, W.get_moments()[0][:, 0, :], atol=1e-9)
+        np.testing.assert_allclose(r.latent_mean, Z.get_moments()[0][0], atol=1e-9)
