@@ -42,7 +42,7 @@ from scipy.special import digamma, gammaln
 from . import checks, convergence
 from .nodes import ModelError
 from .pca_result import PCAResult
-from .rotation import ard_term, gaussian_term, optimal_rotation
+from .rotation import ard_term, gaussian_term, optimal_rotation, optimal_translation
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -175,6 +175,26 @@ class _State:
             self.tau_a, self.tau_b = np.array([self.a0 + 0.5 * self.cnt.sum()]), np.array([self.b0 + 0.5 * s.sum()])
         else:
             self.tau_a, self.tau_b = self.a0 + 0.5 * self.cnt, self.b0 + 0.5 * s
+
+    def translate(self) -> float:
+        """Apply the bound-maximising translation z → z + c, μ_d → μ_d − cᵀw_d (``rotation.optimal_translation``);
+        returns the gain.  Used with missing data and a mean, where it removes a slow mode of the sweeps."""
+        K, J = self.K, self.J
+        eww = self.eww()
+        c, gain = optimal_translation(self.Zm.sum(0), self.N, eww[:, :K, :K].sum(0), eww[:, :K, K].sum(0),
+                                      self.beta0)
+        if gain <= 0.0:
+            return 0.0
+        T = np.eye(J)  # acts on z̃ = (z, 1)
+        T[:K, K] = c
+        V = np.eye(J)  # = T⁻ᵀ, acts on w̃ = (w, μ)
+        V[K, :K] = -c
+        self.Zm = self.Zm + c
+        self.S, self.XZ = T @ self.S @ T.T, self.XZ @ T.T
+        if self.missing:
+            self.Sall = T @ self.Sall @ T.T
+        self.Wm, self.Wc = self.Wm @ V.T, V @ self.Wc @ V.T
+        return gain
 
     def rotate(self) -> float:
         """Apply the bound-maximising rotation (z → Rz, w → R⁻ᵀw) and refit q(α); returns the gain."""
@@ -334,6 +354,8 @@ def pca(X: Any, n_components: int, ard: bool = True, *, rotate: bool = True, noi
         st.update_alpha()
         st.update_tau()
         if rotate:
+            if st.missing and mean:
+                st.translate()
             st.rotate()
         L = st.elbo()
         if not np.isfinite(L):
