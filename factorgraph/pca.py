@@ -28,7 +28,8 @@ the count of observed entries (docs/maths.md §12).
 
 With ``rotate=True`` every sweep ends with the rotation z → Rz, w → R⁻ᵀw of ``factorgraph.rotation``
 (Luttinen & Ilin 2010), which never lowers L and lets ARD switch unused components off in far fewer
-sweeps.
+sweeps.  With missing entries and a mean it is preceded by the closed-form translation z → z + c,
+μ_d → μ_d − cᵀw_d (``rotation.optimal_translation``), which removes the slow mode coupling z̄ and μ.
 """
 
 from __future__ import annotations
@@ -304,7 +305,8 @@ def pca(X: Any, n_components: int, ard: bool = True, *, rotate: bool = True, noi
     ard
         One precision α_k per column of W (Bishop's ARD); False: one shared α.
     rotate
-        End each sweep with the bound-maximising rotation of the latent space (Luttinen & Ilin 2010).
+        End each sweep with the bound-maximising rotation of the latent space (Luttinen & Ilin 2010); with
+        missing entries and ``mean``, preceded by the bound-maximising translation of z and μ.
     noise
         "diagonal" (τ_d per column: factor analysis) or "isotropic" (one τ: probabilistic PCA).
     mask
