@@ -192,6 +192,22 @@ def test_results_follow_the_units_of_x():
         np.testing.assert_allclose(rc.elbo, r.elbo - X.size * np.log(c), rtol=1e-9)
 
 
+def test_results_follow_the_units_of_x_with_missing_entries():
+    """The scale s is the root mean square of the centred observed entries; the bound shifts by −(number of
+    observed entries) × log c."""
+    X, _ = _synthetic(9, N=100, D=6)
+    Xm, M = _with_missing(X, 0.3, 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fg.ConvergenceWarning)
+        r = models.pca(Xm, 4, rotate=False, max_iter=15, tol=0.0)  # (L-BFGS would magnify the rounding)
+        rc = models.pca(1e3 * Xm, 4, rotate=False, max_iter=15, tol=0.0)
+    np.testing.assert_allclose(rc.elbo_trace, r.elbo_trace - M.sum() * np.log(1e3), rtol=1e-9)
+    np.testing.assert_allclose(rc.loadings, 1e3 * r.loadings, rtol=1e-5, atol=1e-6 * 1e3 * np.abs(r.loadings).max())
+    np.testing.assert_allclose(rc.noise_variance, 1e6 * r.noise_variance, rtol=1e-6)
+    cm = np.nanmean(Xm, 0)
+    np.testing.assert_allclose(r.total_variance, (np.nansum((Xm - cm) ** 2, 0) / M.sum(0)).sum())
+
+
 def test_unconverged_run_warns():
     X, _ = _synthetic(7, N=100, D=6)
     with pytest.warns(fg.ConvergenceWarning, match="not converged after 3 sweeps"):
@@ -210,6 +226,7 @@ def test_unconverged_run_warns():
     ({"X": np.array([[1.0, np.inf], [0.0, 1.0]]), "n_components": 1}, r"X \(its observed entries\) must be finite"),
     ({"X": np.array([[1.0, np.nan], [0.0, np.nan], [2.0, np.nan]]), "n_components": 1},
      r"column\(s\) \[1\] of X have no observed entry"),
+    ({"X": np.full((3, 2), np.nan), "n_components": 1}, r"X \(its observed entries\) is empty"),
     ({"n_components": 2, "mask": np.ones((20, 5), bool)}, r"mask of 'X' has shape \(20, 5\)"),
     ({"n_components": 2, "mask": np.ones((20, 6))}, "mask of 'X' must be boolean"),
 ])
