@@ -41,6 +41,7 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from . import checks, convergence
+from ._pca_kernel import logdets, row_posteriors
 from .nodes import ModelError
 from .pca_result import PCAResult
 from .rotation import ard_term, gaussian_term, optimal_rotation, optimal_translation
@@ -128,12 +129,13 @@ class _State:
             Mt = self.M * tau
             P = (Mt @ np.ascontiguousarray(eww[:, :K, :K]).reshape(self.D, K * K)).reshape(-1, K, K)  # one GEMM
             P[:, np.arange(K), np.arange(K)] += 1.0
-            Linv = np.linalg.inv(np.linalg.cholesky(P))
-            self.Zc = np.einsum("nji,njk->nik", Linv, Linv)
             h = self.X @ (tau[:, None] * self.Wm[:, :K])
             if self.mean:
                 h -= Mt @ eww[:, :K, K]
-            self.Zm = np.einsum("nkl,nl->nk", self.Zc, h)
+            self.Zc, self.Zm, _, bad = row_posteriors(P, h)
+            if bad >= 0:
+                raise FloatingPointError(f"pca: the precision of q(z_n) of row {bad} is not positive definite "
+                                         "(numerical trouble: check the data scale)")
             self.z_stats()
             return
         self.Zc = np.linalg.inv(np.eye(K) + np.einsum("d,dkl->kl", tau, eww[:, :K, :K]))
@@ -227,7 +229,10 @@ class _State:
         lik = (0.5 * self.cnt * (np.broadcast_to(elogtau, (D,)) - _LOG_2PI)
                - 0.5 * np.broadcast_to(etau, (D,)) * s).sum()
         if self.missing:
-            kl_z = 0.5 * (np.trace(self.Sall[:K, :K]) - N * K - np.linalg.slogdet(self.Zc)[1].sum())
+            ld, bad = logdets(self.Zc)
+            if bad >= 0:
+                return -np.inf  # (a non-positive-definite Cov(z_n): refused by the caller as a non-finite bound)
+            kl_z = 0.5 * (np.trace(self.Sall[:K, :K]) - N * K - ld.sum())
         else:
             kl_z = 0.5 * (np.trace(self.S[:K, :K]) - N * K - N * np.linalg.slogdet(self.Zc)[1])
         aa, ab = self.al_a, self.al_b
