@@ -20,6 +20,15 @@ whose cost does not depend on the data size.  Only the terms that change with R 
 
   (the prior of w and the KL of the optimal q(α) = Gam(a, b) sum to −a Σ log b_k + const).
 
+* ``markov_chain_term`` — the states of a linear-Gaussian chain x_1 ~ N(0, I), x_t ~ N(A x_{t−1}, I), rotated
+  x_t → R x_t with the rows of A rotated a_i → R⁻ᵀa_i (A → AR⁻¹; ``ard_term`` carries A's own prior) so that
+  Ax_{t−1} is unchanged.  The dynamics are not invariant (x_t itself moves) and enter exactly: with
+  A_x = Σ_t E[x_tx_tᵀ] over all n steps and S₁₀ = Σ_{t≥2} E[x_tx_{t−1}ᵀ],
+
+      f(R) = −½tr(R A_x Rᵀ) + tr(R S₁₀ Āᵀ) + n log|det R|,     ∂f/∂R = −R A_x + Ā S₁₀ᵀ + n R⁻ᵀ
+
+  (−½Σ_t E‖Rx_t − Ax_{t−1}‖² − ½E‖Rx_1‖² up to terms free of R, plus the chain's entropy change).
+
 ``optimal_rotation`` maximises the sum of such terms by L-BFGS from R = I and returns R only when it
 raises the bound; applying it (moments x → Rx, Σ → RΣRᵀ; w → R⁻ᵀw; then q(α) updated) therefore
 never lowers the ELBO.  The terms are reusable: a state-space chain adds its own term for the rotated
@@ -74,6 +83,30 @@ def gaussian_term(A: np.ndarray, n: float) -> Term:
     def term(R: np.ndarray, U: np.ndarray, ld: float) -> tuple[float, np.ndarray]:
         RA = R @ A
         return -0.5 * np.sum(RA * R) + n * ld, -RA + n * U.T
+
+    return term
+
+
+def markov_chain_term(A: np.ndarray, n: float, S10: np.ndarray, Abar: np.ndarray) -> Term:
+    """Bound terms of a Gaussian Markov chain (x_1 ~ N(0, I), Q = I) rotated x_t → R x_t, A → A R⁻¹:
+    f(R) = −½tr(RARᵀ) + tr(R S₁₀ Āᵀ) + n log|det R|.
+
+    Parameters
+    ----------
+    A
+        Σ_t E[x_t x_tᵀ] over every step of every sequence (K, K).
+    n
+        The number of steps (each contributes log|det R| of entropy).
+    S10
+        Σ_{t≥2} E[x_t x_{t−1}ᵀ] (K, K).
+    Abar
+        E[A] (K, K), rows ā_i (before the rotation).
+    """
+    A, M = np.asarray(A, float), np.asarray(S10, float) @ np.asarray(Abar, float).T
+
+    def term(R: np.ndarray, U: np.ndarray, ld: float) -> tuple[float, np.ndarray]:
+        RA = R @ A
+        return -0.5 * np.sum(RA * R) + np.sum(R * M.T) + n * ld, -RA + M.T + n * U.T
 
     return term
 
@@ -139,4 +172,4 @@ def optimal_rotation(terms: Sequence[Term], K: int, max_iter: int = 300, tol: fl
     return R, float(f0 - f1)
 
 
-__all__ = ["Term", "ard_term", "evaluate", "gaussian_term", "optimal_rotation"]
+__all__ = ["Term", "ard_term", "evaluate", "gaussian_term", "markov_chain_term", "optimal_rotation"]
