@@ -138,39 +138,45 @@ class StateRotation:
         self.gains: list[float] = []
 
     def __call__(self, eng: Any) -> float:
+        """Refit q(α), q(γ), find the optimal R and apply it; returns the bound's predicted rise (0: R = I)."""
         variables = eng.c.model.variables
-        alpha, gam = variables["alpha"], variables["gamma"]
-        eng.update(alpha)
-        eng.update(gam)
+        eng.update(variables["alpha"])
+        eng.update(variables["gamma"])
+        R, gain = optimal_rotation(self.terms(eng), eng.q["x"].mean().shape[-1])
+        self.gains.append(gain)
+        if gain > 0.0:
+            self.apply(eng, R)
+        return gain
+
+    def terms(self, eng: Any) -> list:
+        """The bound terms f(R) of the current q (``factorgraph.rotation``); they assume q(α), q(γ) optimal."""
         qx, qA, qC = eng.q["x"], eng.q["A"], eng.q["C"]
         D = qx.mean().shape[-1]
-        second = qx.second.reshape(-1, D, D)
-        pair = qx.pair.reshape(-1, D, D)
-        mA, cA = qA.mean(), qA.cov()
-        mC, cC = qC.mean(), qC.cov()
-        AA = (cA + mA[:, :, None] * mA[:, None, :]).sum(0)
-        CC = (cC + mC[:, :, None] * mC[:, None, :]).sum(0)
+        mA, mC = qA.mean(), qC.mean()
+        AA = (qA.cov() + mA[:, :, None] * mA[:, None, :]).sum(0)
+        CC = (qC.cov() + mC[:, :, None] * mC[:, None, :]).sum(0)
         n = float(np.sum(eng.structured["x"].params["lengths"]))
-        terms = [markov_chain_term(second.sum(0), n, pair.sum(0), mA),
-                 ard_term(AA, mA.shape[0], self.a0, self.a0), ard_term(CC, mC.shape[0], self.a0, self.a0)]
-        R, gain = optimal_rotation(terms, D)
-        self.gains.append(gain)
-        if gain == 0.0:
-            return 0.0
+        return [markov_chain_term(qx.second.reshape(-1, D, D).sum(0), n, qx.pair.reshape(-1, D, D).sum(0), mA),
+                ard_term(AA, mA.shape[0], self.a0, self.a0), ard_term(CC, mC.shape[0], self.a0, self.a0)]
+
+    def apply(self, eng: Any, R: np.ndarray) -> None:
+        """Transform q by R (any invertible R): x_t → Rx_t, rows of A and C → R⁻ᵀ·; then refit q(α), q(γ)."""
+        variables = eng.c.model.variables
+        qx, qA, qC = eng.q["x"], eng.q["A"], eng.q["C"]
         U = np.linalg.inv(R)
         ld = np.linalg.slogdet(R)[1]
+        chain = eng.structured["x"]
         sampler = qx._sampler
         q = GaussianChain(
             qx.mean() @ R.T, R @ qx.second @ R.T, R @ qx.pair @ R.T, qx.log_normalizer,
-            qx.joint_entropy + np.asarray(eng.structured["x"].params["lengths"], dtype=float) * ld,
+            qx.joint_entropy + np.asarray(chain.params["lengths"], dtype=float) * ld,
             sampler=None if sampler is None else (lambda draws, rng: sampler(draws, rng) @ R.T))
-        eng.structured["x"].params["state"]["q"] = q
+        chain.params["state"]["q"] = q
         eng.set_posterior(variables["x"], q)
-        eng.set_posterior(variables["A"], MvGaussian(mean=mA @ U, cov=U.T @ cA @ U))
-        eng.set_posterior(variables["C"], MvGaussian(mean=mC @ U, cov=U.T @ cC @ U))
-        eng.update(alpha)
-        eng.update(gam)
-        return gain
+        eng.set_posterior(variables["A"], MvGaussian(mean=qA.mean() @ U, cov=U.T @ qA.cov() @ U))
+        eng.set_posterior(variables["C"], MvGaussian(mean=qC.mean() @ U, cov=U.T @ qC.cov() @ U))
+        eng.update(variables["alpha"])
+        eng.update(variables["gamma"])
 
 
 def linear_state_space(y: Any, state_dim: int, *, a0: float = 1e-3, max_iter: int = 2000, tol: float = 1e-9,
