@@ -1,4 +1,5 @@
-"""Sweeps to convergence of ``models.linear_state_space`` with and without the rotation speed-up.
+"""Sweeps to convergence of ``models.linear_state_space`` with and without the rotation speed-up
+(rotate=True: A → RAR⁻¹; rotate="right": A → AR⁻¹ only).
 
 Data: a 2-D rotating state (A = 0.95·rot(0.3), Q = I) observed through a random 6×2 C with noise sd 0.3,
 T = 200; fitted with state_dim = 4 (two dimensions for ARD to switch off).  Prints, per setting, the sweeps run,
@@ -38,7 +39,7 @@ def main() -> None:
     args = ap.parse_args()
     for seed in range(args.seeds):
         y = synthetic(seed)
-        for rotate in (False, True):
+        for rotate in (False, "right", True):
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

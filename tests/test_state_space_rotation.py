@@ -14,11 +14,13 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 
 from benchmarks.state_space_rotation import synthetic
 from distributions import MvGaussian
 from factorgraph import models
-from factorgraph.rotation import evaluate, markov_chain_term
+from factorgraph.nodes import ModelError
+from factorgraph.rotation import evaluate, markov_chain_term, similarity_ard_term
 from factorgraph.state_space_models import StateRotation, _pca_loadings, _series, linear_state_space_model
 from schedules import infer
 
@@ -33,10 +35,15 @@ def _fd_grad(term, R, h=1e-6):
     return g
 
 
-def test_markov_chain_term_gradient_is_finite_difference():
+@pytest.mark.parametrize("which", ["chain", "similarity"])
+def test_state_space_term_gradient_is_finite_difference(which):
     rng = np.random.default_rng(4)
     B = rng.normal(size=(3, 8))
-    term = markov_chain_term(B @ B.T + np.eye(3), 23.0, rng.normal(size=(3, 3)), rng.normal(size=(3, 3)))
+    if which == "chain":
+        term = markov_chain_term(B @ B.T + np.eye(3), 23.0, rng.normal(size=(3, 3)), rng.normal(size=(3, 3)))
+    else:
+        S = rng.normal(size=(3, 3, 5))
+        term = similarity_ard_term(rng.normal(size=(3, 3)), S @ S.transpose(0, 2, 1) / 5 + 0.1 * np.eye(3), 1e-3, 2.0)
     R = np.eye(3) + 0.3 * rng.normal(size=(3, 3))
     np.testing.assert_allclose(evaluate([term], R)[1], _fd_grad(term, R), rtol=1e-5, atol=1e-6)
 
@@ -53,8 +60,9 @@ def _fit_with(callback, T=60, seed=1, D=3, max_iter=6):
         infer(model, max_iter=max_iter, tol=None, init=init, callbacks=[callback])
 
 
-def test_any_rotation_changes_the_elbo_by_the_predicted_amount():
-    rot = StateRotation(1e-3)
+@pytest.mark.parametrize("full", [True, False])
+def test_any_rotation_changes_the_elbo_by_the_predicted_amount(full):
+    rot = StateRotation(1e-3, full=full)
     rng = np.random.default_rng(7)
     seen = []
 
@@ -73,8 +81,9 @@ def test_any_rotation_changes_the_elbo_by_the_predicted_amount():
     np.testing.assert_allclose(actual, predicted, rtol=1e-7, atol=1e-7)
 
 
-def test_optimal_rotation_gain_is_the_elbo_rise():
-    rot = StateRotation(1e-3)
+@pytest.mark.parametrize("full", [True, False])
+def test_optimal_rotation_gain_is_the_elbo_rise(full):
+    rot = StateRotation(1e-3, full=full)
     seen = []
 
     def callback(it, L, eng):
@@ -90,11 +99,12 @@ def test_optimal_rotation_gain_is_the_elbo_rise():
     np.testing.assert_allclose(actual, gain, rtol=1e-7, atol=1e-7)
 
 
-def test_rotated_fit_is_monotone():
+@pytest.mark.parametrize("rotate", [True, "right"])
+def test_rotated_fit_is_monotone(rotate):
     y = synthetic(0, T=60, P=5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = models.linear_state_space(y, 4, rotate=True, max_iter=80)
+        r = models.linear_state_space(y, 4, rotate=rotate, max_iter=80)
     tr = r.elbo_trace
     assert not any("decreased" in w for w in r.warnings)
     assert np.all(np.diff(tr) >= -1e-9 * np.abs(tr[1:]))
@@ -112,3 +122,8 @@ def test_rotation_converges_in_far_fewer_sweeps():
     # the same two state dimensions are switched off (E[γ] of C's columns ≫ those of the used ones)
     g = np.sort(rotated.posteriors["gamma"].mean())
     assert g[2] > 100 * g[1]
+
+
+def test_bad_rotate_is_refused():
+    with pytest.raises(ModelError, match="rotate"):
+        models.linear_state_space(synthetic(0, T=20, P=3), 2, rotate="left")
