@@ -207,8 +207,8 @@ def linear_state_space(y: Any, state_dim: int, *, a0: float = 1e-3, max_iter: in
     ``state_space_predictive(result, steps)`` gives the smoothed states and forecasts.
 
     ``rotate=True`` ends every sweep with the bound-maximising rotation of the state space (``StateRotation``;
-    Luttinen & Ilin 2010; docs/maths.md §12): the ELBO still never falls, and ARD switches unneeded state
-    dimensions off in far fewer sweeps.  ``rotate="right"`` applies the smaller move A → AR⁻¹ instead of
+    Luttinen & Ilin 2010; docs/maths.md §12): the ELBO still never falls, and the fit converges in far fewer
+    sweeps.  ``rotate="right"`` applies the smaller move A → AR⁻¹ instead of
     A → RAR⁻¹ (for comparison).
     """
     from schedules import infer

@@ -6,7 +6,7 @@
 * applied after each sweep (the optimal R), the reported gain is the ELBO's rise and is ≥ 0; a rotated fit's
   ELBO never falls between sweeps;
 * on data from a 2-D state model fitted with state_dim = 4, the rotated fit meets the stopping rule in far
-  fewer sweeps than the unrotated one (which has not after 5× as many) and reaches an ELBO at least as high.
+  fewer sweeps than the unrotated one (which has not after 10× as many) and reaches an ELBO at least as high.
 """
 
 from __future__ import annotations
@@ -111,15 +111,15 @@ def test_rotated_fit_is_monotone(rotate):
 
 
 def test_rotation_converges_in_far_fewer_sweeps():
-    y = synthetic(1, T=60, P=5)
+    y = synthetic(0, T=60, P=5)  # a 2-D state fitted with 4 dimensions
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rotated = models.linear_state_space(y, 4, rotate=True, max_iter=300)
-        plain = models.linear_state_space(y, 4, rotate=False, max_iter=5 * rotated.n_iter)
-    assert rotated.converged
-    assert not plain.converged  # still moving after 5× the sweeps (benchmarks/state_space_rotation.py: ≫ 1500)
-    assert rotated.elbo >= plain.elbo - 1e-9 * abs(plain.elbo)
-    # the same two state dimensions are switched off (E[γ] of C's columns ≫ those of the used ones)
+        plain = models.linear_state_space(y, 4, rotate=False, max_iter=10 * rotated.n_iter)
+    assert rotated.converged and rotated.n_iter <= 100  # 53 when written
+    assert not plain.converged  # still moving after 10× the sweeps (> 1500 here)
+    assert rotated.elbo >= plain.elbo
+    # two state dimensions switched off (E[γ] of C's columns ≫ those of the used ones)
     g = np.sort(rotated.posteriors["gamma"].mean())
     assert g[2] > 100 * g[1]
 
