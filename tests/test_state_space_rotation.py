@@ -127,3 +127,12 @@ def test_rotation_converges_in_far_fewer_sweeps():
 def test_bad_rotate_is_refused():
     with pytest.raises(ModelError, match="rotate"):
         models.linear_state_space(synthetic(0, T=20, P=3), 2, rotate="left")
+
+
+def test_sweep_hooks_are_refused_where_they_would_not_run():
+    import factorgraph as fg
+
+    model = linear_state_space_model(synthetic(0, T=30, P=3), 2)
+    model.sweep_hooks.append(StateRotation(1e-3))
+    with pytest.raises(ModelError, match="sweep hooks"):
+        fg.infer(model, fg.SVI(batch_size=10, n_data=30), data=iter([]))
