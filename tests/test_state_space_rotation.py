@@ -136,3 +136,14 @@ def test_sweep_hooks_are_refused_where_they_would_not_run():
     model.sweep_hooks.append(StateRotation(1e-3))
     with pytest.raises(ModelError, match="sweep hooks"):
         fg.infer(model, fg.SVI(batch_size=10, n_data=30), data=iter([]))
+
+
+def test_rotated_chain_draws_match_its_moments():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = models.linear_state_space(synthetic(0, T=30, P=3), 3, rotate=True, max_iter=20)
+    q = r.posteriors["x"]  # the last sweep ended with a rotation: the pushed-forward chain and its sampler
+    s = q.sample(20000, rng=1)
+    sd = np.sqrt(np.diagonal(q.cov(), axis1=-2, axis2=-1))
+    assert np.max(np.abs(s.mean(0) - q.mean()) / sd) < 0.05
+    np.testing.assert_allclose(np.einsum("stk,stl->tkl", s, s) / len(s), q.second, atol=0.05 * np.abs(q.second).max())
