@@ -36,6 +36,9 @@ class Model:
         self.data_version = 0  # bumped by set_data
         self.compilations = 0  # how many times fg.infer compiled this model (a refit after set_data does not)
         self._compiled: Any = None  # (key, compiled model) of the last fg.infer, reused when the key matches
+        # functions hook(engine) run at the end of every VMP sweep, before its ELBO is taken: moves of q that
+        # never lower the bound (the rotation of linear_state_space(rotate=True))
+        self.sweep_hooks: list[Any] = []
 
     def __getstate__(self) -> dict:
         """A pickled model leaves out what ``fg.infer`` compiled (rule functions, kernels' state): the next

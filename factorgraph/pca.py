@@ -21,23 +21,30 @@ A sweep costs O(NDK + DK³).  The ELBO (exact for this q) is
     L = Σ_d [N/2 (E[log τ_d] − log 2π) − ½E[τ_d]E[SSE_d]] − Σ_n KL(q(z_n) ‖ N(0, I))
         + Σ_d (E[log p(w̃_d | α)] + H[q(w̃_d)]) − KL(q(α) ‖ p(α)) − KL(q(τ) ‖ p(τ)).
 
+Missing entries (NaN in X, ``mask=``) are marginalised exactly: with O_nd = 1 where x_nd is observed, each
+sum over d in q(z_n) and over n in q(w̃_d) and E[SSE_d] runs over the observed entries only, so each row has
+its own Σ_n (one batched Cholesky), each column its own S̃_d = Σ_n O_nd E[z̃_n z̃_nᵀ], and N in q(τ) and L is
+the count of observed entries (docs/maths.md §12).
+
 With ``rotate=True`` every sweep ends with the rotation z → Rz, w → R⁻ᵀw of ``factorgraph.rotation``
 (Luttinen & Ilin 2010), which never lowers L and lets ARD switch unused components off in far fewer
-sweeps.
+sweeps.  With missing entries and a mean it is preceded by the closed-form translation z → z + c,
+μ_d → μ_d − cᵀw_d (``rotation.optimal_translation``), which removes the slow mode coupling z̄ and μ.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy.special import digamma, gammaln
 
 from . import checks, convergence
+from ._pca_kernel import logdets, row_posteriors
 from .nodes import ModelError
-from .rotation import ard_term, gaussian_term, optimal_rotation
+from .pca_result import PCAResult
+from .rotation import ard_term, gaussian_term, optimal_rotation, optimal_translation
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -48,117 +55,21 @@ def _gamma_kl(a: Any, b: Any, a0: float, b0: float) -> np.ndarray:
             + a * (b0 - b) / b)
 
 
-@dataclass
-class PCAResult:
-    """A fitted Bayesian PCA (``models.pca``).
-
-    Attributes
-    ----------
-    loadings
-        E[W] (D, K): column k is component k's loading vector (in the ARD basis: switched-off columns ≈ 0).
-    loadings_cov
-        Cov(w_d) (D, K, K) of each row of W.
-    latent_mean, latent_cov
-        E[z_n] (N, K) and the common Cov(z_n) (K, K).
-    mean
-        E[μ] (D,) (zeros when fitted with ``mean=False``).
-    noise_precision
-        E[τ] (D,), or a 1-vector with ``noise="isotropic"``; ``noise_variance`` is 1/E[τ].
-    ard_precision
-        E[α] (K,) (all equal without ARD).
-    elbo, elbo_trace, n_iter, converged, time
-        The final bound, the bound after each sweep, sweeps run, whether the stopping rule was met, seconds.
-    """
-
-    loadings: np.ndarray
-    loadings_cov: np.ndarray
-    latent_mean: np.ndarray
-    latent_cov: np.ndarray
-    mean: np.ndarray
-    noise_precision: np.ndarray
-    ard_precision: np.ndarray
-    elbo: float
-    elbo_trace: np.ndarray
-    n_iter: int
-    converged: bool
-    time: float
-    total_variance: float
-    rotate: bool = True
-    warnings: list[str] = field(default_factory=list)
-    _mean_cov: np.ndarray | None = None  # (D, K+1, K+1) joint covariance of (w_d, μ_d), for predictions
-    _noise_ab: tuple[np.ndarray, np.ndarray] | None = None
-
-    @property
-    def n_components(self) -> int:
-        return self.loadings.shape[1]
-
-    @property
-    def noise_variance(self) -> np.ndarray:
-        return 1.0 / self.noise_precision
-
-    @property
-    def relevance(self) -> np.ndarray:
-        """Per component, the share Σ_d E[w_dk²] / Σ_dk E[w_dk²] of the expected squared loadings."""
-        s = np.einsum("dk,dk->k", self.loadings, self.loadings) + np.einsum("dkk->k", self.loadings_cov)
-        return s / s.sum()
-
-    def active(self, threshold: float = 1e-3) -> np.ndarray:
-        """Components ARD kept: those whose squared loadings exceed ``threshold`` × the largest component's."""
-        s = np.einsum("dk,dk->k", self.loadings, self.loadings)
-        return s > threshold * s.max()
-
-    @property
-    def explained_variance(self) -> np.ndarray:
-        """The variances of the model's principal axes: the eigenvalues of E[W]E[W]ᵀ, largest first (K,)."""
-        return np.sort(np.linalg.eigvalsh(self.loadings.T @ self.loadings))[::-1].clip(min=0.0)
-
-    @property
-    def explained_variance_ratio(self) -> np.ndarray:
-        """``explained_variance`` over the data's total variance (the trace of the sample covariance)."""
-        return self.explained_variance / self.total_variance
-
-    @property
-    def components(self) -> np.ndarray:
-        """The principal axes (K, D), orthonormal, in the order of ``explained_variance``."""
-        u, _, _ = np.linalg.svd(self.loadings, full_matrices=False)
-        return u.T
-
-    def reconstruct(self) -> np.ndarray:
-        """E[W z_n + μ] for the training rows (N, D)."""
-        return self.latent_mean @ self.loadings.T + self.mean
-
-    def transform(self, X_new: Any) -> tuple[np.ndarray, np.ndarray]:
-        """q(z) of new rows given the fitted q(W, μ, τ): (means (M, K), common covariance (K, K))."""
-        Xn = checks.constant(X_new, "X_new")
-        Xn = Xn[None] if Xn.ndim == 1 else Xn
-        D, K = self.loadings.shape
-        if Xn.ndim != 2 or Xn.shape[1] != D:
-            raise ModelError(f"X_new must be a vector of {D} values or a matrix with {D} columns, got shape "
-                             f"{Xn.shape}")
-        tau = np.broadcast_to(self.noise_precision, (D,))
-        m = np.concatenate([self.loadings, self.mean[:, None]], axis=1)
-        eww = self._mean_cov + m[:, :, None] * m[:, None, :]
-        cov = np.linalg.inv(np.eye(K) + np.einsum("d,dkl->kl", tau, eww[:, :K, :K]))
-        h = (Xn * tau) @ self.loadings - np.einsum("d,dk->k", tau, eww[:, :K, K])
-        return h @ cov, cov
-
-    def predictive(self) -> tuple[np.ndarray, np.ndarray]:
-        """Mean (D,) and covariance (D, D) of a new row x* = Wz* + μ + ε under q (z* ~ N(0, I)):
-        Cov = E[W]E[W]ᵀ + diag(tr Cov(w_d) + Var(μ_d) + E[1/τ_d])."""
-        a, b = self._noise_ab
-        D = self.loadings.shape[0]
-        cov = self.loadings @ self.loadings.T
-        diag = (np.einsum("dkk->d", self._mean_cov[:, :-1, :-1]) + self._mean_cov[:, -1, -1]
-                + np.broadcast_to(b / (a - 1.0), (D,)))
-        return self.mean.copy(), cov + np.diag(diag)
-
-
 class _State:
     """The variational parameters of the blocked scheme and their expected statistics."""
 
     def __init__(self, X: np.ndarray, K: int, mean: bool, iso: bool, ard: bool, a0: float, b0: float,
-                 beta0: float, W0: np.ndarray) -> None:
+                 beta0: float, W0: np.ndarray, M: np.ndarray | None = None) -> None:
+        """``M`` (N, D) bool, True = observed, selects the missing-data path (per-row Cov(z_n), per-column S̃_d);
+        None = complete data (one common Cov(z) and one S̃).  The entries of X where M is False are ignored."""
         N, D = X.shape
+        self.missing = M is not None
+        if self.missing:
+            self.M = M.astype(float)
+            X = np.where(M, X, 0.0)
+            self.cnt = self.M.sum(0)  # observed entries per column
+        else:
+            self.cnt = np.full(D, float(N))
         self.X, self.N, self.D, self.K, self.J = X, N, D, K, K + int(mean)
         self.mean, self.iso, self.ard, self.a0, self.b0, self.beta0 = mean, iso, ard, a0, b0, beta0
         self.xx = np.einsum("nd,nd->d", X, X)
@@ -166,12 +77,13 @@ class _State:
         self.Wm = np.zeros((D, self.J))
         self.Wm[:, :K] = W0
         if mean:
-            self.Wm[:, K] = self.colsum / N
+            self.Wm[:, K] = self.colsum / self.cnt
         self.Wc = np.zeros((D, self.J, self.J))  # point-mass start
         ntau = 1 if iso else D
         self.tau_a, self.tau_b = np.full(ntau, a0), np.full(ntau, b0)
         self.al_a, self.al_b = np.full(K, a0), np.full(K, b0)
-        self.Zm, self.Zc = np.zeros((N, K)), np.eye(K)
+        self.Zm = np.zeros((N, K))
+        self.Zc = np.broadcast_to(np.eye(K), (N, K, K)).copy() if self.missing else np.eye(K)
 
     # expectations
     def tau(self) -> np.ndarray:
@@ -184,8 +96,19 @@ class _State:
         return self.Wc + self.Wm[:, :, None] * self.Wm[:, None, :]
 
     def z_stats(self) -> None:
-        """S̃ = Σ_n E[z̃z̃ᵀ] and XᵀE[Z̃] (D, J)."""
+        """S̃ = Σ_n E[z̃z̃ᵀ] and XᵀE[Z̃] (D, J); with missing data also S̃_d = Σ_n M_nd E[z̃_n z̃_nᵀ] (D, J, J)."""
         N, K = self.N, self.K
+        if self.missing:
+            Zt = np.empty((N, self.J))
+            Zt[:, :K] = self.Zm
+            if self.mean:
+                Zt[:, K] = 1.0
+            Ezz = Zt[:, :, None] * Zt[:, None, :]
+            Ezz[:, :K, :K] += self.Zc
+            self.Sall = Ezz.sum(0)
+            self.S = (self.M.T @ Ezz.reshape(N, -1)).reshape(self.D, self.J, self.J)
+            self.XZ = self.X.T @ Zt
+            return
         S = np.empty((self.J, self.J))
         S[:K, :K] = N * self.Zc + self.Zm.T @ self.Zm
         XZ = np.empty((self.D, self.J))
@@ -201,6 +124,20 @@ class _State:
     def update_z(self) -> None:
         K, tau = self.K, self.tau()
         eww = self.eww()
+        if self.missing:
+            # Σ_n⁻¹ = I + Σ_d M_nd E[τ_d] E[w_d w_dᵀ]: one batched Cholesky over the rows
+            Mt = self.M * tau
+            P = (Mt @ np.ascontiguousarray(eww[:, :K, :K]).reshape(self.D, K * K)).reshape(-1, K, K)  # one GEMM
+            P[:, np.arange(K), np.arange(K)] += 1.0
+            h = self.X @ (tau[:, None] * self.Wm[:, :K])
+            if self.mean:
+                h -= Mt @ eww[:, :K, K]
+            self.Zc, self.Zm, _, bad = row_posteriors(P, h)
+            if bad >= 0:
+                raise FloatingPointError(f"pca: the precision of q(z_n) of row {bad} is not positive definite "
+                                         "(numerical trouble: check the data scale)")
+            self.z_stats()
+            return
         self.Zc = np.linalg.inv(np.eye(K) + np.einsum("d,dkl->kl", tau, eww[:, :K, :K]))
         h = self.X @ (tau[:, None] * self.Wm[:, :K])
         if self.mean:
@@ -230,21 +167,44 @@ class _State:
             self.al_a, self.al_b = np.full(K, self.a0 + 0.5 * D * K), np.full(K, self.b0 + 0.5 * sq.sum())
 
     def sse(self) -> np.ndarray:
-        return (self.xx - 2.0 * np.einsum("dj,dj->d", self.Wm, self.XZ)
-                + np.einsum("djk,kj->d", self.eww(), self.S))
+        """E[Σ_{n observed} (x_nd − w̃_dᵀz̃_n)²] (D,)."""
+        quad = (np.einsum("djk,dkj->d", self.eww(), self.S) if self.missing
+                else np.einsum("djk,kj->d", self.eww(), self.S))
+        return self.xx - 2.0 * np.einsum("dj,dj->d", self.Wm, self.XZ) + quad
 
     def update_tau(self) -> None:
         s = self.sse()
         if self.iso:
-            self.tau_a, self.tau_b = np.array([self.a0 + 0.5 * self.N * self.D]), np.array([self.b0 + 0.5 * s.sum()])
+            self.tau_a, self.tau_b = np.array([self.a0 + 0.5 * self.cnt.sum()]), np.array([self.b0 + 0.5 * s.sum()])
         else:
-            self.tau_a, self.tau_b = np.full(self.D, self.a0 + 0.5 * self.N), self.b0 + 0.5 * s
+            self.tau_a, self.tau_b = self.a0 + 0.5 * self.cnt, self.b0 + 0.5 * s
+
+    def translate(self) -> float:
+        """Apply the bound-maximising translation z → z + c, μ_d → μ_d − cᵀw_d (``rotation.optimal_translation``);
+        returns the gain.  Used with missing data and a mean, where it removes a slow mode of the sweeps."""
+        K, J = self.K, self.J
+        eww = self.eww()
+        c, gain = optimal_translation(self.Zm.sum(0), self.N, eww[:, :K, :K].sum(0), eww[:, :K, K].sum(0),
+                                      self.beta0)
+        if gain <= 0.0:
+            return 0.0
+        T = np.eye(J)  # acts on z̃ = (z, 1)
+        T[:K, K] = c
+        V = np.eye(J)  # = T⁻ᵀ, acts on w̃ = (w, μ)
+        V[K, :K] = -c
+        self.Zm = self.Zm + c
+        self.S, self.XZ = T @ self.S @ T.T, self.XZ @ T.T
+        if self.missing:
+            self.Sall = T @ self.Sall @ T.T
+        self.Wm, self.Wc = self.Wm @ V.T, V @ self.Wc @ V.T
+        return gain
 
     def rotate(self) -> float:
         """Apply the bound-maximising rotation (z → Rz, w → R⁻ᵀw) and refit q(α); returns the gain."""
         K = self.K
         A_W = self.eww()[:, :K, :K].sum(0)
-        terms = [gaussian_term(self.S[:K, :K], self.N), ard_term(A_W, self.D, self.a0, self.b0, shared=not self.ard)]
+        A_Z = self.Sall[:K, :K] if self.missing else self.S[:K, :K]
+        terms = [gaussian_term(A_Z, self.N), ard_term(A_W, self.D, self.a0, self.b0, shared=not self.ard)]
         R, gain = optimal_rotation(terms, K)
         if gain == 0.0:
             return 0.0
@@ -252,8 +212,10 @@ class _State:
         T[:K, :K] = R
         U = np.eye(self.J)  # acts on w̃ = (w, μ)
         U[:K, :K] = np.linalg.inv(R).T
-        self.Zm, self.Zc = self.Zm @ R.T, R @ self.Zc @ R.T
+        self.Zm, self.Zc = self.Zm @ R.T, R @ self.Zc @ R.T  # (the product broadcasts over the rows' Cov(z_n))
         self.S, self.XZ = T @ self.S @ T.T, self.XZ @ T.T
+        if self.missing:
+            self.Sall = T @ self.Sall @ T.T
         self.Wm, self.Wc = self.Wm @ U.T, U @ self.Wc @ U.T
         self.logdet_wc = self.logdet_wc - 2.0 * np.linalg.slogdet(R)[1]
         self.update_alpha()
@@ -264,9 +226,15 @@ class _State:
         a, b = self.tau_a, self.tau_b
         etau, elogtau = a / b, digamma(a) - np.log(b)
         s = self.sse()
-        lik = (0.5 * N * (np.broadcast_to(elogtau, (D,)) - _LOG_2PI) - 0.5 * np.broadcast_to(etau, (D,)) * s).sum()
-        A_Z = self.S[:K, :K]
-        kl_z = 0.5 * (np.trace(A_Z) - N * K - N * np.linalg.slogdet(self.Zc)[1])
+        lik = (0.5 * self.cnt * (np.broadcast_to(elogtau, (D,)) - _LOG_2PI)
+               - 0.5 * np.broadcast_to(etau, (D,)) * s).sum()
+        if self.missing:
+            ld, bad = logdets(self.Zc)
+            if bad >= 0:
+                return -np.inf  # (a non-positive-definite Cov(z_n): refused by the caller as a non-finite bound)
+            kl_z = 0.5 * (np.trace(self.Sall[:K, :K]) - N * K - ld.sum())
+        else:
+            kl_z = 0.5 * (np.trace(self.S[:K, :K]) - N * K - N * np.linalg.slogdet(self.Zc)[1])
         aa, ab = self.al_a, self.al_b
         ealpha, elogalpha = aa / ab, digamma(aa) - np.log(ab)
         eww = self.eww()
@@ -280,13 +248,32 @@ class _State:
         return float(lik - kl_z + logp_w + h_w - kl_alpha - kl_tau)
 
 
-def _check(X: Any, n_components: Any, noise: str, init: Any, seed: Any) -> tuple[np.ndarray, int, np.ndarray]:
-    Xa = checks.constant(X, "X")
+def _observed(X: Any, mask: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """X as a float (N, D) matrix and its mask (True = observed; None when every entry is): NaN entries, the
+    entries where ``mask`` is False and those a ``numpy.ma`` array masks are missing."""
+    Xa, hidden = checks.as_float_array(X, "pca: X")
     if Xa.ndim != 2:
         raise ModelError(f"pca: X must be a matrix (N, D), got shape {Xa.shape}")
     N, D = Xa.shape
     if N < 2 or D < 1:
         raise ModelError(f"pca: X must have at least 2 rows and 1 column, got shape {Xa.shape}")
+    M = checks.mask_array(mask, Xa.shape, "X") & ~np.isnan(Xa)
+    if hidden is not None:
+        M &= ~hidden
+    checks.constant(Xa[M], "pca: X (its observed entries)")  # finite (±inf is not "missing"), not huge
+    if M.all():
+        return Xa, None
+    empty = np.flatnonzero(~M.any(0))
+    if empty.size:
+        raise ModelError(f"pca: column(s) {empty[:10].tolist()} of X have no observed entry; nothing can be learnt "
+                         "about their loadings and noise: drop them")
+    return np.where(M, Xa, 0.0), M
+
+
+def _check(X: Any, mask: Any, n_components: Any, noise: str, init: Any, seed: Any
+           ) -> tuple[np.ndarray, np.ndarray | None, int, np.ndarray]:
+    Xa, M = _observed(X, mask)
+    N, D = Xa.shape
     if isinstance(n_components, bool) or not isinstance(n_components, int | np.integer):
         raise ModelError(f"pca: n_components must be an integer, got {n_components!r}")
     K = int(n_components)
@@ -302,27 +289,33 @@ def _check(X: Any, n_components: Any, noise: str, init: Any, seed: Any) -> tuple
         W0 = checks.constant(init, "pca: init")
         if W0.shape != (D, K):
             raise ModelError(f"pca: init loadings must have shape (D, K) = ({D}, {K}), got {W0.shape}")
-    return Xa, K, W0
+    return Xa, M, K, W0
 
 
 def pca(X: Any, n_components: int, ard: bool = True, *, rotate: bool = True, noise: str = "diagonal",
-        mean: bool = True, max_iter: int = 1000, tol: float = 1e-7, shape: float = 1e-3, rate: float = 1e-3,
-        mean_precision: float = 1e-6, init: Any = "random", seed: int | None = 0, scale: bool = True
-        ) -> PCAResult:
+        mask: Any = None, mean: bool = True, max_iter: int = 1000, tol: float = 1e-7, shape: float = 1e-3,
+        rate: float = 1e-3, mean_precision: float = 1e-6, init: Any = "random", seed: int | None = 0,
+        scale: bool = True) -> PCAResult:
     """Bayesian PCA (Bishop 1999): x_n ~ N(W z_n + μ, diag(τ)⁻¹), ARD on W's columns, fitted by blocked VMP.
 
     Parameters
     ----------
     X
-        Data (N, D), one row per observation.
+        Data (N, D), one row per observation.  NaN marks a missing entry (so do a ``numpy.ma`` array's mask
+        and ``mask``); missing entries are marginalised exactly: every update and the bound use only the
+        observed entries, and each row gets its own Cov(z_n).  A row with no observed entry keeps
+        q(z_n) = N(0, I); a column with none is refused.
     n_components
         K, the number of latent components (1 ≤ K ≤ D); with ARD an upper bound, unneeded ones are switched off.
     ard
         One precision α_k per column of W (Bishop's ARD); False: one shared α.
     rotate
-        End each sweep with the bound-maximising rotation of the latent space (Luttinen & Ilin 2010).
+        End each sweep with the bound-maximising rotation of the latent space (Luttinen & Ilin 2010); with
+        missing entries and ``mean``, preceded by the bound-maximising translation of z and μ.
     noise
         "diagonal" (τ_d per column: factor analysis) or "isotropic" (one τ: probabilistic PCA).
+    mask
+        Optional (N, D) bool array, True = observed (combined with the NaNs of X).
     mean
         Learn a mean μ_d per column (prior N(0, ``mean_precision``⁻¹)), jointly with w_d.
     max_iter, tol
@@ -343,16 +336,22 @@ def pca(X: Any, n_components: int, ard: bool = True, *, rotate: bool = True, noi
     -------
     PCAResult
     """
-    Xa, K, W0 = _check(X, n_components, noise, init, seed)
+    Xa, M, K, W0 = _check(X, mask, n_components, noise, init, seed)
     t0 = time.perf_counter()
-    Xc = Xa - Xa.mean(0)
-    total = float(np.einsum("nd,nd->", Xc, Xc) / len(Xa))
-    s = float(np.sqrt(np.mean((Xc if mean else Xa) ** 2))) if scale else 1.0
+    if M is None:
+        Xc = Xa - Xa.mean(0)
+        total = float(np.einsum("nd,nd->", Xc, Xc) / len(Xa))
+        s = float(np.sqrt(np.mean((Xc if mean else Xa) ** 2))) if scale else 1.0
+    else:  # over the observed entries: column means and variances, and the root mean square
+        cnt = M.sum(0)
+        Xc = np.where(M, Xa - Xa.sum(0) / cnt, 0.0)
+        total = float((np.einsum("nd,nd->d", Xc, Xc) / cnt).sum())
+        s = float(np.sqrt(np.sum((Xc if mean else Xa) ** 2) / M.sum())) if scale else 1.0
     if s == 0.0:
         raise ModelError("pca: X is constant (every column has zero variance)")
     if not isinstance(init, str):
         W0 = W0 / s
-    st = _State(Xa / s if s != 1.0 else Xa, K, mean, noise == "isotropic", ard, shape, rate, mean_precision, W0)
+    st = _State(Xa / s if s != 1.0 else Xa, K, mean, noise == "isotropic", ard, shape, rate, mean_precision, W0, M)
     trace: list[float] = []
     converged = False
     warns: list[str] = []
@@ -362,6 +361,8 @@ def pca(X: Any, n_components: int, ard: bool = True, *, rotate: bool = True, noi
         st.update_alpha()
         st.update_tau()
         if rotate:
+            if st.missing and mean:
+                st.translate()
             st.rotate()
         L = st.elbo()
         if not np.isfinite(L):
@@ -376,14 +377,14 @@ def pca(X: Any, n_components: int, ard: bool = True, *, rotate: bool = True, noi
         warns.append(text)
         convergence.warn(text)
     # back to the units of X: w, μ scale by s, their precisions by s⁻²; the density of X gains −ND log s
-    jac = Xa.size * np.log(s)
+    jac = (Xa.size if M is None else M.sum()) * np.log(s)
     return PCAResult(
         loadings=s * st.Wm[:, :K], loadings_cov=s**2 * st.Wc[:, :K, :K], latent_mean=st.Zm,
         latent_cov=st.Zc, mean=s * st.Wm[:, K] if mean else np.zeros(st.D),
         noise_precision=st.tau_a / st.tau_b / s**2, ard_precision=st.alpha() / s**2, elbo=trace[-1] - jac,
         elbo_trace=np.array(trace) - jac, n_iter=len(trace), converged=converged, time=time.perf_counter() - t0,
         total_variance=total, rotate=rotate, warnings=warns, _mean_cov=s**2 * _joint_cov(st),
-        _noise_ab=(st.tau_a, st.tau_b * s**2))
+        _noise_ab=(st.tau_a, st.tau_b * s**2), observed=M, _X=Xa)
 
 
 def _joint_cov(st: _State) -> np.ndarray:

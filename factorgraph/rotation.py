@@ -20,6 +20,28 @@ whose cost does not depend on the data size.  Only the terms that change with R 
 
   (the prior of w and the KL of the optimal q(α) = Gam(a, b) sum to −a Σ log b_k + const).
 
+* ``markov_chain_term`` — the states of a linear-Gaussian chain x_1 ~ N(0, I), x_t ~ N(A x_{t−1}, I), rotated
+  x_t → R x_t with the rows of A rotated a_i → R⁻ᵀa_i (A → AR⁻¹; ``ard_term`` carries A's own prior) so that
+  Ax_{t−1} is unchanged.  The dynamics are not invariant (x_t itself moves) and enter exactly: with
+  A_x = Σ_t E[x_tx_tᵀ] over all n steps and S₁₀ = Σ_{t≥2} E[x_tx_{t−1}ᵀ],
+
+      f(R) = −½tr(R A_x Rᵀ) + tr(R S₁₀ Āᵀ) + n log|det R|,     ∂f/∂R = −R A_x + Ā S₁₀ᵀ + n R⁻ᵀ
+
+  (−½Σ_t E‖Rx_t − Ax_{t−1}‖² − ½E‖Rx_1‖² up to terms free of R, plus the chain's entropy change).
+
+* ``similarity_ard_term`` — the full symmetry of that chain, A → R A R⁻¹ (so x_t − Ax_{t−1} → R(x_t − Ax_{t−1})),
+  for a q(A) = Π_i N(ā_i, Σ_i) independent over rows with the prior a_i ~ N(0, diag(α)⁻¹).  The pushed-forward q
+  correlates the rows; it is replaced by the product of its row marginals (mean RĀR⁻¹, row covariances
+  Σ'_i = Uᵀ K_i U with K_i = Σ_j R_ij² Σ_j), which leaves every expectation that is linear in the rows' moments
+  unchanged and raises the entropy to exactly that of the product.  With M(R) = ĀᵀRᵀRĀ + Σ_j (RᵀR)_jj Σ_j,
+  b_k = b₀ + ½[UᵀMU]_kk, a = a₀ + n/2, Λ = diag(a/b), P = UΛUᵀ, c_j = tr(PΣ_j) and T_ij = tr(K_i⁻¹Σ_j):
+
+      f(R) = −a Σ_k log b_k + ½Σ_i log|K_i| − n log|det R|,
+      ∂f/∂R = UᵀMUΛUᵀ − R(ĀPĀᵀ + diag(c)) + R∘T − n R⁻ᵀ.
+
+  The dynamics term is then ``gaussian_term`` of W + E[x_1x_1ᵀ] (Q = I: −½Σ_t E‖R(x_t − Ax_{t−1})‖² − ½E‖Rx_1‖²),
+  W = Σ_{t≥2} E[(x_t − Ax_{t−1})(x_t − Ax_{t−1})ᵀ].
+
 ``optimal_rotation`` maximises the sum of such terms by L-BFGS from R = I and returns R only when it
 raises the bound; applying it (moments x → Rx, Σ → RΣRᵀ; w → R⁻ᵀw; then q(α) updated) therefore
 never lowers the ELBO.  The terms are reusable: a state-space chain adds its own term for the rotated
@@ -78,6 +100,30 @@ def gaussian_term(A: np.ndarray, n: float) -> Term:
     return term
 
 
+def markov_chain_term(A: np.ndarray, n: float, S10: np.ndarray, Abar: np.ndarray) -> Term:
+    """Bound terms of a Gaussian Markov chain (x_1 ~ N(0, I), Q = I) rotated x_t → R x_t, A → A R⁻¹:
+    f(R) = −½tr(RARᵀ) + tr(R S₁₀ Āᵀ) + n log|det R|.
+
+    Parameters
+    ----------
+    A
+        Σ_t E[x_t x_tᵀ] over every step of every sequence (K, K).
+    n
+        The number of steps (each contributes log|det R| of entropy).
+    S10
+        Σ_{t≥2} E[x_t x_{t−1}ᵀ] (K, K).
+    Abar
+        E[A] (K, K), rows ā_i (before the rotation).
+    """
+    A, M = np.asarray(A, float), np.asarray(S10, float) @ np.asarray(Abar, float).T
+
+    def term(R: np.ndarray, U: np.ndarray, ld: float) -> tuple[float, np.ndarray]:
+        RA = R @ A
+        return -0.5 * np.sum(RA * R) + np.sum(R * M.T) + n * ld, -RA + M.T + n * U.T
+
+    return term
+
+
 def ard_term(A: np.ndarray, n: float, shape: float, rate: float, shared: bool = False) -> Term:
     """Bound terms of n vectors w_d ~ N(0, diag(α)⁻¹) rotated as w → R⁻ᵀw, q(α) re-optimised.
 
@@ -104,6 +150,44 @@ def ard_term(A: np.ndarray, n: float, shape: float, rate: float, shared: bool = 
             b = rate + np.sum(b - rate)
         value = -a * np.sum(np.log(b)) - n * ld
         grad = U.T @ (AU * (a / b)) @ U.T - n * U.T
+        return value, grad
+
+    return term
+
+
+def similarity_ard_term(Abar: np.ndarray, Acov: np.ndarray, shape: float, rate: float) -> Term:
+    """Bound terms of a K×K matrix A with independent rows a_i ~ N(0, diag(α)⁻¹), α_k ~ Gam(a₀, b₀), transformed
+    A → R A R⁻¹ and projected onto independent rows, q(α) re-optimised (formula in the module docstring).
+
+    Parameters
+    ----------
+    Abar
+        E[A] (K, K), rows ā_i.
+    Acov
+        Cov(a_i) (K, K, K), one covariance per row (positive definite).
+    shape, rate
+        a₀, b₀ of the Gamma prior on each α_k.
+    """
+    Abar, Acov = np.asarray(Abar, float), np.asarray(Acov, float)
+    n = Abar.shape[0]
+    a = shape + 0.5 * n
+
+    def term(R: np.ndarray, U: np.ndarray, ld: float) -> tuple[float, np.ndarray]:
+        R2 = R * R
+        K = np.einsum("ij,jkl->ikl", R2, Acov)  # K_i = Σ_j R_ij² Σ_j
+        RA = R @ Abar
+        M = RA.T @ RA + np.einsum("j,jkl->kl", R2.sum(0), Acov)
+        N = U.T @ M @ U
+        b = rate + 0.5 * np.diagonal(N)
+        sign, ldK = np.linalg.slogdet(K)
+        if np.any(sign <= 0) or np.any(b <= 0):
+            return -np.inf, np.zeros_like(R)
+        value = -a * np.sum(np.log(b)) + 0.5 * ldK.sum() - n * ld
+        lam = a / b
+        P = (U * lam) @ U.T
+        c = np.einsum("kl,jlk->j", P, Acov)
+        Tm = np.einsum("ikl,jlk->ij", np.linalg.inv(K), Acov)
+        grad = (N * lam) @ U.T - R @ (Abar @ P @ Abar.T + np.diag(c)) + R * Tm - n * U.T
         return value, grad
 
     return term
@@ -139,4 +223,35 @@ def optimal_rotation(terms: Sequence[Term], K: int, max_iter: int = 300, tol: fl
     return R, float(f0 - f1)
 
 
-__all__ = ["Term", "ard_term", "evaluate", "gaussian_term", "optimal_rotation"]
+def optimal_translation(z_sum: np.ndarray, n: float, A_W: np.ndarray, wmu_sum: np.ndarray, beta0: float
+                        ) -> tuple[np.ndarray, float]:
+    """The translation z → z + c, μ_d → μ_d − cᵀw_d (which leaves every w_dᵀz + μ_d unchanged) maximising the
+    bound, in closed form, for n vectors z ~ N(0, I) and d biases μ_d ~ N(0, β₀⁻¹) (w_d unchanged):
+
+        f(c) = −½(n cᵀc + 2cᵀΣ_n E[z_n]) − ½β₀(cᵀA_W c − 2cᵀΣ_d E[w_d μ_d]),
+        c = H⁻¹g,  H = nI + β₀A_W,  g = β₀Σ_d E[w_d μ_d] − Σ_n E[z_n],  gain f(c) − f(0) = ½gᵀH⁻¹g ≥ 0
+
+    (the entropies and the prior of w do not change).  With a model mean and data missing, the latent means
+    and μ are coupled and mean-field VMP moves between them by small steps; this jump removes that slow mode.
+
+    Parameters
+    ----------
+    z_sum
+        Σ_n E[z_n] (K,).
+    n
+        The number of translated vectors.
+    A_W
+        Σ_d E[w_d w_dᵀ] (K, K).
+    wmu_sum
+        Σ_d E[w_d μ_d] (K,).
+    beta0
+        The precision of the prior on each μ_d.
+    """
+    g = beta0 * np.asarray(wmu_sum, float) - np.asarray(z_sum, float)
+    H = n * np.eye(len(g)) + beta0 * np.asarray(A_W, float)
+    c = np.linalg.solve(H, g)
+    return c, float(0.5 * g @ c)
+
+
+__all__ = ["Term", "ard_term", "evaluate", "gaussian_term", "markov_chain_term", "optimal_rotation",
+           "optimal_translation", "similarity_ard_term"]

@@ -687,6 +687,8 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
             eng.changes = {}
             for v in c.order:
                 eng.update(v)
+            for hook in getattr(c.model, "sweep_hooks", ()):
+                hook(eng)
             L = eng.elbo()
             if snapshot is None:
                 break

@@ -99,6 +99,10 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     if getattr(algorithm, "name", None) == "svi":
         from .svi import run_svi
 
+        if getattr(model, "sweep_hooks", None):
+            raise ModelError(f"model {model.name!r} has sweep hooks (a rotation), which run after VMP/NCVMP sweeps "
+                             "only, not under SVI")
+
         if handlers or schedule is not None or warmup or damping:
             raise ModelError("SVI takes no handlers, schedule, warmup or damping")
         if not (isinstance(tol, str) and tol == _AUTO and isinstance(param_tol, str) and param_tol == _AUTO):
@@ -125,6 +129,9 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
 
     sh = find_sharding(model)
     if sh is not None:
+        if getattr(model, "sweep_hooks", None):
+            raise ModelError(f"model {model.name!r} has sweep hooks (a rotation), which a sharded (dask) run does "
+                             "not apply; give the data as numpy arrays")
         return _infer_sharded(model, algorithm, sh, chosen, max_iter, tol, param_tol, init, schedule, warmup,
                               damping, handlers, callbacks, progress, seed)
     t0 = time.perf_counter()

@@ -98,6 +98,9 @@ def test_pca_wine_ard_switches_components_off(pca_wine):
     assert on.elbo > off.elbo and off.active().sum() >= on.active().sum()
     assert _non_decreasing(on.elbo_trace) and _non_decreasing(off.elbo_trace)
     assert (Path(__file__).resolve().parents[1] / "demos" / "out" / "pca_ard.png").exists()
+    miss = pca_wine["missing_fit"]  # 20 % of the entries hidden
+    assert miss.converged and 2 <= miss.active().sum() <= 6 and _non_decreasing(miss.elbo_trace)
+    assert pca_wine["impute_rmse"] < 0.85 * pca_wine["impute_rmse_colmean"]
 
 
 def test_mixture_recovers_clusters(mixture):

@@ -7,11 +7,16 @@
 * at convergence every block is at its optimum (perturbing any block's q lowers the ELBO), the ELBO never
   decreases, the principal subspace of synthetic data is recovered and ARD switches the unneeded
   components off within 100 sweeps with rotation (not without);
-* bad input is refused with a clear ModelError.
+* bad input is refused with a clear ModelError;
+* missing entries (NaN, ``mask=``, masked arrays): the fit equals a row-by-row numpy implementation and
+  BayesPy's PCA with ``mask`` sweep by sweep, and the factor graph with ``fg.inner`` and a masked observation;
+  with every entry observed the per-row path reproduces the shared one; the translation and rotation gains
+  are the bound's rises, the bound never falls, ARD prunes, the imputations are calibrated.
 """
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -191,6 +196,22 @@ def test_results_follow_the_units_of_x():
         np.testing.assert_allclose(rc.elbo, r.elbo - X.size * np.log(c), rtol=1e-9)
 
 
+def test_results_follow_the_units_of_x_with_missing_entries():
+    """The scale s is the root mean square of the centred observed entries; the bound shifts by −(number of
+    observed entries) × log c."""
+    X, _ = _synthetic(9, N=100, D=6)
+    Xm, M = _with_missing(X, 0.3, 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fg.ConvergenceWarning)
+        r = models.pca(Xm, 4, rotate=False, max_iter=15, tol=0.0)  # (L-BFGS would magnify the rounding)
+        rc = models.pca(1e3 * Xm, 4, rotate=False, max_iter=15, tol=0.0)
+    np.testing.assert_allclose(rc.elbo_trace, r.elbo_trace - M.sum() * np.log(1e3), rtol=1e-9)
+    np.testing.assert_allclose(rc.loadings, 1e3 * r.loadings, rtol=1e-5, atol=1e-6 * 1e3 * np.abs(r.loadings).max())
+    np.testing.assert_allclose(rc.noise_variance, 1e6 * r.noise_variance, rtol=1e-6)
+    cm = np.nanmean(Xm, 0)
+    np.testing.assert_allclose(r.total_variance, (np.nansum((Xm - cm) ** 2, 0) / M.sum(0)).sum())
+
+
 def test_unconverged_run_warns():
     X, _ = _synthetic(7, N=100, D=6)
     with pytest.warns(fg.ConvergenceWarning, match="not converged after 3 sweeps"):
@@ -206,10 +227,317 @@ def test_unconverged_run_warns():
     ({"n_components": 2, "noise": "full"}, "noise"),
     ({"n_components": 2, "init": np.ones((5, 2))}, r"shape \(D, K\) = \(6, 2\)"),
     ({"n_components": 2, "init": "svd"}, "init"),
-    ({"X": np.array([[1.0, np.nan], [0.0, 1.0]]), "n_components": 1}, "X must be finite"),
+    ({"X": np.array([[1.0, np.inf], [0.0, 1.0]]), "n_components": 1}, r"X \(its observed entries\) must be finite"),
+    ({"X": np.array([[1.0, np.nan], [0.0, np.nan], [2.0, np.nan]]), "n_components": 1},
+     r"column\(s\) \[1\] of X have no observed entry"),
+    ({"X": np.full((3, 2), np.nan), "n_components": 1}, r"X \(its observed entries\) is empty"),
+    ({"n_components": 2, "mask": np.ones((20, 5), bool)}, r"mask of 'X' has shape \(20, 5\)"),
+    ({"n_components": 2, "mask": np.ones((20, 6))}, "mask of 'X' must be boolean"),
 ])
 def test_bad_input(kwargs, match):
     X = np.random.default_rng(0).normal(size=(20, 6))
     kwargs = {"X": X, **kwargs}
     with pytest.raises(fg.ModelError, match=match):
         models.pca(**kwargs)
+
+
+# ---------------------------------------------------------------- missing entries
+
+def _with_missing(X, frac, seed):
+    rng = np.random.default_rng(seed)
+    M = rng.random(X.shape) > frac
+    M[np.arange(min(X.shape)), np.arange(min(X.shape))] = True  # no column entirely missing
+    return np.where(M, X, np.nan), M
+
+
+def _brute_force_pca(X, M, W0, sweeps, a0=1e-3, b0=1e-3, beta0=1e-6, iso=False):
+    """Blocked VMP for Bayesian PCA with missing entries written row by row and column by column (loops, no
+    sharing with factorgraph.pca): returns the bound after each sweep and the final q."""
+    from scipy.special import digamma, gammaln
+
+    def kl_gamma(a, b):
+        return (a - a0) * digamma(a) - gammaln(a) + gammaln(a0) + a0 * (np.log(b) - np.log(b0)) + a * (b0 - b) / b
+
+    N, D = X.shape
+    K = W0.shape[1]
+    J = K + 1
+    Wm = np.zeros((D, J))
+    Wm[:, :K] = W0
+    Wm[:, K] = [X[M[:, d], d].mean() for d in range(D)]
+    Wc = np.zeros((D, J, J))
+    ta, tb = np.full(D, a0), np.full(D, b0)
+    aa, ab = np.full(K, a0), np.full(K, b0)
+    Zm, Zc = np.zeros((N, K)), np.zeros((N, K, K))
+    trace = []
+    for _ in range(sweeps):
+        etau = np.full(D, ta.sum() / tb.sum()) if iso else ta / tb
+        Eww = [Wc[d] + np.outer(Wm[d], Wm[d]) for d in range(D)]
+        for n in range(N):
+            P, h = np.eye(K), np.zeros(K)
+            for d in range(D):
+                if M[n, d]:
+                    P += etau[d] * Eww[d][:K, :K]
+                    h += etau[d] * (X[n, d] * Wm[d, :K] - Eww[d][:K, K])
+            Zc[n] = np.linalg.inv(P)
+            Zm[n] = Zc[n] @ h
+        Ezz = []
+        for n in range(N):
+            zt = np.append(Zm[n], 1.0)
+            E = np.outer(zt, zt)
+            E[:K, :K] += Zc[n]
+            Ezz.append(E)
+        alpha = aa / ab
+        for d in range(D):
+            S, xz = np.zeros((J, J)), np.zeros(J)
+            for n in range(N):
+                if M[n, d]:
+                    S += Ezz[n]
+                    xz += X[n, d] * np.append(Zm[n], 1.0)
+            Wc[d] = np.linalg.inv(np.diag(np.append(alpha, beta0)) + etau[d] * S)
+            Wm[d] = Wc[d] @ (etau[d] * xz)
+        Eww = [Wc[d] + np.outer(Wm[d], Wm[d]) for d in range(D)]
+        aa = np.full(K, a0 + 0.5 * D)
+        ab = b0 + 0.5 * np.array([sum(Eww[d][k, k] for d in range(D)) for k in range(K)])
+        # E[(x_nd − w̃_dᵀz̃_n)²] of each observed entry
+        e2 = np.zeros((N, D))
+        for n in range(N):
+            zt = np.append(Zm[n], 1.0)
+            for d in range(D):
+                if M[n, d]:
+                    e2[n, d] = X[n, d] ** 2 - 2 * X[n, d] * Wm[d] @ zt + np.trace(Eww[d] @ Ezz[n])
+        cnt = M.sum(0)
+        if iso:
+            ta, tb = np.full(D, (a0 + 0.5 * cnt.sum()) / D), np.full(D, (b0 + 0.5 * e2.sum()) / D)
+        else:
+            ta, tb = a0 + 0.5 * cnt, b0 + 0.5 * e2.sum(0)
+        # the bound, term by term
+        ta1, tb1 = (ta.sum(), tb.sum()) if iso else (ta, tb)
+        etau, elogtau = ta1 / tb1, digamma(ta1) - np.log(tb1)
+        L = 0.0
+        for n in range(N):
+            for d in range(D):
+                if M[n, d]:
+                    et, elt = (etau, elogtau) if iso else (etau[d], elogtau[d])
+                    L += 0.5 * (elt - np.log(2 * np.pi)) - 0.5 * et * e2[n, d]
+        for n in range(N):
+            L -= 0.5 * (np.trace(Zc[n]) + Zm[n] @ Zm[n] - K - np.linalg.slogdet(Zc[n])[1])
+        ealpha, elogalpha = aa / ab, digamma(aa) - np.log(ab)
+        for d in range(D):
+            L += 0.5 * np.sum(elogalpha - np.log(2 * np.pi) - ealpha * np.diag(Eww[d])[:K])
+            L += 0.5 * (np.log(beta0) - np.log(2 * np.pi) - beta0 * Eww[d][K, K])
+            L += 0.5 * np.linalg.slogdet(2 * np.pi * np.e * Wc[d])[1]
+        L -= kl_gamma(aa, ab).sum()
+        L -= kl_gamma(ta1, tb1) if iso else kl_gamma(ta, tb).sum()
+        trace.append(L)
+    return np.array(trace), Wm, Wc, Zm, Zc, ta1 / tb1
+
+
+@pytest.mark.parametrize("iso", [False, True])
+def test_missing_entries_match_a_row_by_row_implementation(iso):
+    X, _ = _synthetic(11, N=40, D=6, K=2)
+    Xm, M = _with_missing(X, 0.3, 12)
+    M[3] = False  # one row entirely missing: q(z_3) stays N(0, I)
+    Xm[3] = np.nan
+    W0 = np.random.default_rng(13).normal(size=(6, 4))
+    sweeps = 5
+    trace, Wm, Wc, Zm, Zc, etau = _brute_force_pca(Xm, M, W0, sweeps, iso=iso)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fg.ConvergenceWarning)
+        r = models.pca(Xm, 4, rotate=False, noise="isotropic" if iso else "diagonal", init=W0, max_iter=sweeps,
+                       tol=0.0, scale=False)
+    np.testing.assert_allclose(r.elbo_trace, trace, rtol=1e-10)
+    np.testing.assert_allclose(r.loadings, Wm[:, :4], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(r.mean, Wm[:, 4], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(r.loadings_cov, Wc[:, :4, :4], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(r.latent_mean, Zm, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(r.latent_cov, Zc, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(r.noise_precision, etau, rtol=1e-10)
+    np.testing.assert_allclose(r.latent_cov[3], np.eye(4), atol=1e-15)
+    assert np.all(np.diff(trace) > 0)
+    # the same fit with the missing entries given by mask= (their values ignored) or by a masked array
+    for kw in ({"X": np.where(M, X, 1e3), "mask": M}, {"X": np.ma.masked_array(X, ~M)}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", fg.ConvergenceWarning)
+            r2 = models.pca(n_components=4, rotate=False, noise="isotropic" if iso else "diagonal", init=W0,
+                            max_iter=sweeps, tol=0.0, scale=False, **kw)
+        np.testing.assert_array_equal(r2.elbo_trace, r.elbo_trace)
+
+
+@pytest.mark.parametrize("mean,iso,ard", [(True, False, True), (False, True, True), (True, True, False)])
+def test_complete_data_on_the_missing_data_path_is_the_complete_data_fit(mean, iso, ard):
+    """The per-row code path run with every entry observed reproduces the shared-covariance path (to rounding),
+    rotation included; ``mask`` all True takes the complete-data path itself."""
+    X, _ = _synthetic(14, N=80, D=7)
+    a, b = _state(X, 5, mean=mean, iso=iso, ard=ard), _state(X, 5, mean=mean, iso=iso, ard=ard)
+    b.__init__(X, 5, mean, iso, ard, 1e-3, 1e-3, 1e-6, np.random.default_rng(0).standard_normal((7, 5)),
+               np.ones(X.shape, bool))
+    assert b.missing and not a.missing
+    for sweep in range(8):
+        _sweep(a)
+        _sweep(b)
+        np.testing.assert_allclose(b.elbo(), a.elbo(), rtol=1e-12)
+        np.testing.assert_allclose(b.Wm, a.Wm, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(b.Zm, a.Zm, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(b.Zc, np.broadcast_to(a.Zc, b.Zc.shape), rtol=1e-10, atol=1e-14)
+        if sweep >= 4:  # the rotation: the same gain (its optimum R is found by L-BFGS, which magnifies rounding
+            # along the bound's flat directions, so R itself is compared through the bound only)
+            ga, gb = a.rotate(), b.rotate()
+            np.testing.assert_allclose(gb, ga, rtol=0, atol=1e-10 * abs(a.elbo()))
+            np.testing.assert_allclose(b.elbo(), a.elbo(), rtol=1e-10)
+            b.__dict__.update({k: v.copy() if isinstance(v, np.ndarray) else v for k, v in a.__dict__.items()
+                               if k not in ("missing", "M", "Zc", "S", "Sall", "XZ")})
+            b.Zc = np.broadcast_to(a.Zc, b.Zc.shape).copy()
+            b.z_stats()
+            np.testing.assert_allclose(b.elbo(), a.elbo(), rtol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fg.ConvergenceWarning)
+        r1, r2 = models.pca(X, 5, max_iter=30), models.pca(X, 5, max_iter=30, mask=np.ones(X.shape, bool))
+    np.testing.assert_array_equal(r1.elbo_trace, r2.elbo_trace)
+    assert r2.observed is None and r2.latent_cov.shape == (5, 5)
+
+
+@pytest.mark.parametrize("ard", [True, False])
+def test_rotation_gain_is_the_elbo_rise_with_missing_entries(ard):
+    X, _ = _synthetic(15, N=120, D=8)
+    _, M = _with_missing(X, 0.25, 16)
+    st = _State(X, 5, True, False, ard, 1e-3, 1e-3, 1e-6, np.random.default_rng(0).standard_normal((8, 5)), M)
+    for _ in range(3):
+        _sweep(st)
+    before = st.elbo()
+    gain = st.translate()  # z → z + c, μ → μ − cᵀw: its closed-form gain is the rise of the bound, and it is
+    assert gain > 0  # the optimum (a second translation gains nothing, nor does any perturbation of it)
+    np.testing.assert_allclose(st.elbo() - before, gain, rtol=1e-8)
+    assert abs(st.translate()) < 1e-10 * abs(before)
+    L = st.elbo()
+    for c in np.random.default_rng(1).normal(size=(3, 5)) * 1e-3:
+        moved = copy.deepcopy(st)
+        moved.Zm = moved.Zm + c
+        moved.Wm[:, 5] -= moved.Wm[:, :5] @ c
+        moved.Wc[:, 5, :] -= np.einsum("k,dkj->dj", c, moved.Wc[:, :5, :])
+        moved.Wc[:, :, 5] -= np.einsum("djk,k->dj", moved.Wc[:, :, :5], c)
+        moved.z_stats()
+        assert moved.elbo() < L
+    before = st.elbo()
+    gain = st.rotate()
+    assert gain > 0
+    np.testing.assert_allclose(st.elbo() - before, gain, rtol=1e-6)
+
+
+@pytest.mark.parametrize("noise", ["diagonal", "isotropic"])
+def test_elbo_never_decreases_with_missing_entries(noise):
+    X, _ = _synthetic(17, N=150, D=8)
+    Xm, _ = _with_missing(X, 0.3, 18)
+    for rotate in (True, False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", fg.ConvergenceWarning)
+            r = models.pca(Xm, 6, rotate=rotate, noise=noise, max_iter=200)
+        assert np.all(np.diff(r.elbo_trace) >= -1e-9 * np.abs(r.elbo_trace[1:])), rotate
+
+
+def test_graph_pca_with_mask_runs_the_same_bound():
+    """``fg.gaussian(..., mask=M)`` on x_nd = z_nᵀw_d (the factor graph of Bayesian PCA) marginalises the
+    missing entries as ``models.pca`` does: the same bound after each sweep (no rotation)."""
+    rng = np.random.default_rng(19)
+    X = rng.normal(size=(50, 2)) @ rng.normal(size=(2, 6)) + 0.3 * rng.normal(size=(50, 6))
+    Xm, M = _with_missing(X, 0.3, 20)
+    W0 = rng.normal(size=(6, 4))
+    with fg.Model("pca_missing") as m:
+        n, d, k = fg.plate("n", 50), fg.plate("d", 6), fg.plate("k", 4)
+        alpha = fg.gamma("alpha", 1e-3, 1e-3, plates=[k])
+        w = fg.mv_gaussian("w", np.zeros(4), precision=alpha, plates=[d])
+        z = fg.mv_gaussian("z", np.zeros(4), precision=np.eye(4), plates=[n])
+        tau = fg.gamma("tau", 1e-3, 1e-3)
+        fg.gaussian("x", fg.inner(z, w), tau, plates=[n, d], observed=np.where(M, X, 0.0), mask=M)
+    point = fg.MvGaussian(W0, precision=np.broadcast_to(1e14 * np.eye(4), (6, 4, 4)))  # q(W) a point mass
+    for sweeps in (1, 3, 6):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", fg.ConvergenceWarning)
+            r = fg.infer(m, init={"w": point}, schedule=["z", "w", "alpha", "tau"], max_iter=sweeps, tol=None,
+                         progress=False)
+            p = models.pca(Xm, 4, rotate=False, noise="isotropic", mean=False, init=W0, max_iter=sweeps, tol=0.0,
+                           scale=False)
+        np.testing.assert_allclose(r.elbo, p.elbo, rtol=1e-9)
+        np.testing.assert_allclose(r.posteriors["w"].mean(), p.loadings, atol=1e-8)
+        np.testing.assert_allclose(r.posteriors["z"].mean(), p.latent_mean, atol=1e-8)
+
+
+def test_missing_entries_recovered_imputed_and_transformed():
+    """30% of the entries missing at random: the subspace is still found and ARD prunes, the imputed entries
+    lie within their predictive spread of the truth, and ``transform`` of the training rows (NaN included)
+    returns their fitted q(z_n)."""
+    X, W = _synthetic(21, N=300, D=10)
+    Xm, M = _with_missing(X, 0.3, 22)
+    r = models.pca(Xm, 6, max_iter=2000)
+    assert r.converged and r.active().sum() == 3 and r.n_iter < 150  # (about 400 sweeps without the translation)
+    assert np.degrees(subspace_angles(W, r.loadings[:, r.active()])).max() < 3.0
+    np.testing.assert_allclose(r.noise_variance, 0.09, rtol=0.35)
+    filled, var = r.impute()
+    np.testing.assert_array_equal(filled[M], X[M])
+    assert np.all(var[M] == 0) and np.all(var[~M] > 0)
+    z = (filled[~M] - X[~M]) / np.sqrt(var[~M])  # standardised errors of the imputed entries
+    assert 0.8 < z.std() < 1.2 and abs(z.mean()) < 0.1
+    colmean = np.where(M, X, 0).sum(0) / M.sum(0)
+    rmse, rmse_mean = np.sqrt(np.mean((filled - X)[~M] ** 2)), np.sqrt(np.mean((colmean - X)[~M] ** 2))
+    assert rmse < 0.2 * rmse_mean  # far better than filling in the column means
+    np.testing.assert_allclose(filled[~M], r.reconstruct()[~M])
+    m, c = r.transform(Xm)
+    assert c.shape == (300, 6, 6)
+    np.testing.assert_allclose(m, r.latent_mean, atol=1e-3 * np.abs(r.latent_mean).max())
+    np.testing.assert_allclose(c, r.latent_cov, atol=1e-3)
+    # complete data: impute returns X itself, transform one common covariance
+    rc = models.pca(X, 6, max_iter=300)
+    np.testing.assert_array_equal(rc.impute()[0], X)
+    assert rc.transform(X[:4])[1].shape == (6, 6)
+
+
+def test_missing_row_is_a_dropped_row():
+    """A row with no observed entry keeps q(z_n) = N(0, I) and adds nothing to the bound: the fit equals that
+    of the data without the row (no rotation, which would also move the empty row's z)."""
+    X, _ = _synthetic(23, N=60, D=6)
+    W0 = np.random.default_rng(0).normal(size=(6, 4))
+    Xm = np.insert(X, 7, np.nan, axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fg.ConvergenceWarning)
+        a = models.pca(X, 4, rotate=False, init=W0, max_iter=20)
+        b = models.pca(Xm, 4, rotate=False, init=W0, max_iter=20)
+    np.testing.assert_allclose(b.elbo_trace, a.elbo_trace, rtol=1e-12)
+    np.testing.assert_allclose(np.delete(b.latent_mean, 7, 0), a.latent_mean, atol=1e-10)
+    np.testing.assert_allclose(b.latent_mean[7], 0.0, atol=1e-15)
+    np.testing.assert_allclose(b.latent_cov[7], np.eye(4), atol=1e-15)
+
+
+def test_missing_entries_same_sweeps_and_bound_as_bayespy():
+    """BayesPy's PCA observed with ``mask=`` (its missing values) runs the same iterates and bound."""
+    pytest.importorskip("bayespy")  # part of the test extra, installed by .ci/run
+    from benchmarks.peers.bayespy_peer import pca_nodes
+
+    X, _ = _synthetic(24, N=60, D=6, K=2)
+    Xm, M = _with_missing(X, 0.3, 25)
+    W0 = np.random.default_rng(26).normal(size=(6, 4))
+    Q, order, W, Z = pca_nodes(X, 4, W0, mask=M)
+    for it in range(1, 7):
+        Q.update(*order, verbose=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", fg.ConvergenceWarning)
+            r = models.pca(Xm, 4, rotate=False, noise="isotropic", mean=False, init=W0, max_iter=it, tol=0.0,
+                           scale=False)
+        np.testing.assert_allclose(r.elbo, Q.compute_lowerbound(), rtol=1e-9)
+        np.testing.assert_allclose(r.loadings, W.get_moments()[0][:, 0, :], atol=1e-9)
+        np.testing.assert_allclose(r.latent_mean, Z.get_moments()[0][0], atol=1e-9)
+
+
+def test_row_kernel_matches_numpy_and_names_a_bad_row():
+    from factorgraph._pca_kernel import logdets, row_posteriors
+
+    rng = np.random.default_rng(27)
+    B = rng.normal(size=(7, 4, 4))
+    P = B @ B.transpose(0, 2, 1) + 0.1 * np.eye(4)
+    h = rng.normal(size=(7, 4))
+    cov, mean, ld, bad = row_posteriors(P, h)
+    assert bad == -1
+    np.testing.assert_allclose(cov, np.linalg.inv(P), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(mean, np.linalg.solve(P, h[:, :, None])[:, :, 0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ld, -np.linalg.slogdet(P)[1], rtol=1e-12)
+    np.testing.assert_allclose(logdets(P)[0], np.linalg.slogdet(P)[1], rtol=1e-12)
+    P[5, 2, 2] = -1.0
+    assert row_posteriors(P, h)[3] == 5 and logdets(P)[1] == 5

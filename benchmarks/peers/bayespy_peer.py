@@ -185,13 +185,15 @@ def gmm_nodes(X: np.ndarray, K: int, z_init: np.ndarray):
     return VB(Y, mu, Lam, Z, alpha), Z, mu
 
 
-def pca_nodes(X: np.ndarray, K: int, W0: np.ndarray, shape: float = 1e-3, rate: float = 1e-3, rotate: bool = False):
+def pca_nodes(X: np.ndarray, K: int, W0: np.ndarray, shape: float = 1e-3, rate: float = 1e-3, rotate: bool = False,
+              mask: np.ndarray | None = None):
     """BayesPy's Bayesian PCA with ARD (its own ``demos/pca.py`` model: ``GaussianARD`` loadings W with
     Gamma(a₀, b₀) column precisions α, ``GaussianARD`` states, ``SumMultiply('i,i')``, one Gamma(a₀, b₀) noise
     precision τ; no mean) on X (N, D), the loadings' q started as a point mass at ``W0`` (D, K).
 
     Returns (VB, order, W, Z): ``Q.update(*order)`` is one sweep in the library's order (z, W, α, τ); with
-    ``rotate`` its ``RotationOptimizer`` runs after each sweep (``Q.callback``)."""
+    ``rotate`` its ``RotationOptimizer`` runs after each sweep (``Q.callback``).  ``mask`` (N, D), True =
+    observed, is passed to BayesPy's ``observe`` (its missing values)."""
     from bayespy.inference import VB
     from bayespy.inference.vmp import transformations
     from bayespy.nodes import Gamma, GaussianARD, SumMultiply
@@ -202,7 +204,10 @@ def pca_nodes(X: np.ndarray, K: int, W0: np.ndarray, shape: float = 1e-3, rate: 
     Z = GaussianARD(0, 1, shape=(K,), plates=(1, N))
     tau = Gamma(shape, rate)
     Y = GaussianARD(SumMultiply("i,i", W, Z), tau)
-    Y.observe(X.T)
+    if mask is None:
+        Y.observe(X.T)
+    else:
+        Y.observe(np.where(mask, X, 0.0).T, mask=mask.T)
     W.initialize_from_value(W0[:, None, :])
     Q = VB(Y, Z, W, alpha, tau)
     if rotate:
