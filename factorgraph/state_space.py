@@ -69,6 +69,8 @@ def gaussian_markov_chain(name: str, initial_mean: Any = 0.0, initial_precision:
     dim
         D, when no argument gives it.
 
+    Notes
+    -----
     The posterior q(x) is the exact Gaussian chain given the other messages into x (observations such as
     ``fg.gaussian("y", mean=fg.inner(c, x), precision=r, plates=[t], observed=y)``): the information filter
     and Rauch–Tung–Striebel smoother, O(T·D³).  ``result.posterior(name)`` is a ``GaussianChain`` with the
