@@ -142,9 +142,9 @@ def _groups(N=240, G=7, seed=2):
     return g, rng.normal(size=G)[g] + 0.3 * rng.normal(size=N)
 
 
-def _same(r0, r1, names, rtol=RTOL):
+def _same(r0, r1, names, rtol=RTOL, elbo_rtol=None):
     assert r1.n_iter == r0.n_iter
-    assert abs(r1.elbo - r0.elbo) <= rtol * abs(r0.elbo)
+    assert abs(r1.elbo - r0.elbo) <= (rtol if elbo_rtol is None else elbo_rtol) * abs(r0.elbo)
     for name in names:
         for a, b in zip(r0.posterior(name).natural, r1.posterior(name).natural, strict=True):
             np.testing.assert_allclose(b, a, rtol=rtol, atol=rtol * np.max(np.abs(a)))
@@ -192,15 +192,17 @@ def test_sharded_equals_in_memory_on_a_cluster(client, case):
 @pytest.mark.parametrize("handler", [fg.MVI("mean"), fg.MVI("eig"), fg.VIDiag(), fg.MVI("lr")], ids=repr)
 def test_fixed_sample_handlers_over_chunks_equal_in_memory(client, handler):
     """MVI and VIDiag fit the block on the driver; Σ_n log f_n at the fixed draws and its gradient are sums
-    over the chunks' rows.  Re-associating those sums changes the objective in its last digits only, and the
-    "mean", "eig" and diagonal fits land on the in-memory answer to round-off.  The low-rank ("lr") family
-    L = C + (Cu)vᵀ has a flat direction (u, v ↦ cu, v/c), along which L-BFGS's path depends on the last
-    digits of the objective: the in-memory fit itself moves by 1.5e-7 (relative, natural parameters of w)
-    when the same rows are summed in another order (rows permuted), so that fit is held to 1e-6."""
+    over the chunks' rows.  Re-associating those sums changes the objective in its last digits only, but these
+    fits are optimiser stopping points (L-BFGS to a tolerance), not closed-form fixed points, and the path
+    follows those last digits: the low-rank ("lr") family L = C + (Cu)vᵀ has a flat direction (u, v ↦ cu, v/c),
+    and the in-memory fit itself moves by 1.5e-7 (relative, natural parameters of w) when the same rows are
+    summed in another order (rows permuted); "mean" was seen to move by 1e-8 under CI's multi-threaded BLAS
+    (round-off of the same order in the chunks' matrix products), though it agrees to 1e-15 single-threaded.
+    So these fits are held to 1e-6 on the posteriors; the ELBO, a smooth function at the optimum, to 1e-10."""
     X, _y, s = _data()
     r0 = fg.infer(logistic(X, s), handlers={"w": handler}, progress=False)
     r1 = fg.infer(logistic(_chunked(X), _chunked(s)), handlers={"w": handler}, progress=False)
-    _same(r0, r1, ["w", "alpha"], rtol=1e-6 if getattr(handler, "kind", "") == "lr" else RTOL)
+    _same(r0, r1, ["w", "alpha"], rtol=1e-6, elbo_rtol=RTOL)
     assert r1.sharding["backend"] == "distributed" and r1.sharding["chunks"] == 3
 
 
