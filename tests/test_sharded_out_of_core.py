@@ -13,8 +13,10 @@ da = pytest.importorskip("dask.array")  # the dask extra, installed by .ci/run
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("zarr")
 
-N, D, CHUNKS = 6_000_000, 9, 24
-LIMIT = 400e6  # bytes per worker; a worker process with the library loaded takes about 210 MB
+N, D, CHUNKS = 12_000_000, 9, 24  # 960 MB of data
+# bytes per worker: Dask pauses a worker at 80% of it, and a worker that has just compiled the library's numba
+# kernels (a fresh clone, cold cache) holds about 330 MB, so 400 MB paused the workers and the fit stalled
+LIMIT = 800e6
 
 
 def _write(path, w_true: np.ndarray) -> None:
