@@ -82,12 +82,14 @@ def _scaled_softmax_data():
 
 
 def test_softmax_scaled_inputs_reaches_backtracking_elbo():
-    """Inputs ×100: plain NCVMP swings wildly and ends near −1e9; the default NCVMP never lets the ELBO fall,
+    """Inputs ×100: plain NCVMP swings wildly (to the end, every other sweep between about −70 and −1e5 or
+    lower: where it stops depends on rounding in a chaotic iteration); the default NCVMP never lets the ELBO fall,
     ends where strict backtracking does, and, not converged within max_iter, says so naming W."""
     X, labels, K = _scaled_softmax_data()
     with pytest.warns(fg.ConvergenceWarning):
         plain = models.softmax_regression(X, labels, K, algorithm=fg.NCVMP(backtracking=False), max_iter=300)
-    assert plain.elbo < -1e6 and np.min(np.diff(plain.elbo_trace)) < -1e6
+    swings = np.diff(plain.elbo_trace[-10:])
+    assert np.min(swings) < -1e4 and np.max(swings) > 1e4
     with pytest.warns(fg.ConvergenceWarning, match=r"not settled.*'W'") as caught:
         default = models.softmax_regression(X, labels, K, max_iter=300)
     strict = models.softmax_regression(X, labels, K, algorithm=fg.NCVMP(backtracking=True), max_iter=300)
