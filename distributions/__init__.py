@@ -21,6 +21,7 @@ from .multinomial import Multinomial
 from .mv_gaussian import MvGaussian
 from .point_mass import PointMass
 from .poisson import Poisson
+from .tilted_scale import TiltedScale
 from .truncated_gamma import TruncatedGamma
 from .wishart import Wishart
 
@@ -42,6 +43,7 @@ __all__ = [
     "MvGaussian",
     "PointMass",
     "Poisson",
+    "TiltedScale",
     "TruncatedGamma",
     "GaussianWishart",
     "Wishart",

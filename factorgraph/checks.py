@@ -559,6 +559,10 @@ def sd_as_precision(sd: Any, precision: Any, variance: Any, name: str, variance_
                          f"{other}={_describe(given)})")
     node = sd.source if isinstance(sd, Gate) else sd
     if isinstance(node, Node):
+        if getattr(node, "base", None) is not None:
+            raise ModelError(f"{name!r}: sd={node.name} — {node.name!r} is already a term of a sum or product "
+                             "(inference works with σ itself there); a scale variable is either an sd= or such a "
+                             "term, not both")
         if getattr(node, "scale_prior", None) is None:
             fam = getattr(node, "family", None)
             hint = (f"; {node.name!r} is a Gamma variable over a precision: pass precision={node.name}"

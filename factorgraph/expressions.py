@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from distributions import Bernoulli, Categorical, Gaussian, GaussianGamma, MvGaussian
+from distributions import Bernoulli, Categorical, Gamma, Gaussian, GaussianGamma, MvGaussian
 from factors.deterministic import Dot, Inner, Product, Sum
 from factors.plating import expand
 from factors.polynomial import Polynomial
@@ -22,6 +22,10 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyz".replace("d", "").replace("e", "")  # D, 
 def _gaussian_operand(x: Any, what: str) -> Node | np.ndarray:
     if isinstance(x, Deterministic):
         return x
+    if isinstance(x, Variable) and getattr(x, "scale_prior", None) and x.family is Gamma:
+        from .scales import on_sigma
+
+        return on_sigma(x, what)
     if isinstance(x, Variable | Indexed):
         if x.family is not Gaussian:
             raise ModelError(f"{what}: {x.name!r} is {x.family.__name__}; only scalar Gaussian variables "

@@ -361,7 +361,7 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray],
             m = np.broadcast_to(v.mask, v.shape).reshape(v.shape + (1,) * (value.ndim - len(v.shape)))
             val = np.where(m, val, base[v.name].reshape(val.shape))
         base[v.name] = val
-    scales = {n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and n in base}
+    scales = {n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.base is None and n in base}
 
     def forward(over: dict[str, np.ndarray] | None = None) -> _Forward:
         fwd = _Forward(model, S, np.random.default_rng(0))

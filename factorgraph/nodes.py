@@ -105,6 +105,7 @@ class Variable(Node):
         self.prior: FactorNode | None = None
         self.category_plate: Plate | None = None  # Categorical: the plate its categories index
         self.lower: np.ndarray | None = None  # a Gamma truncated to x > lower (fg.uniform_scale)
+        self.base: dict | None = None  # a scale on σ itself: q is its prior tilted by Gaussian messages
 
     @property
     def is_observed(self) -> bool:

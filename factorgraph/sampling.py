@@ -340,6 +340,22 @@ def _scale_prior(s: _Forward, v, f, frame, full):
     s.precision[v.name] = s.out[v.name] ** -2.0
 
 
+def _scale_sigma(s: _Forward, v, f, frame, full):
+    """σ from its prior, for a scale used on σ itself (a term of a sum or product: factors/scale_sigma.py)."""
+    b = f.params["base"]
+    p0 = np.broadcast_to(b["p0"], full)
+    if b["prior"] == "uniform":
+        sigma = p0 * (1.0 - s.rng.uniform(size=full))
+    elif b["prior"] == "half_normal":
+        sigma = np.abs(s.rng.standard_normal(full)) / np.sqrt(2.0 * p0)
+    elif b["prior"] == "half_t":
+        nu = 2.0 * np.broadcast_to(b["p1"], full) - 1.0
+        sigma = np.abs(np.sqrt(np.exp(p0) / nu) * s.rng.standard_t(nu))
+    else:
+        sigma = s.rng.exponential(1.0 / p0)
+    s.put(v, sigma, full)
+
+
 def _uniform_scale(s: _Forward, v, f, frame, full):
     """σ ~ U(0, upper); parents see the precision σ⁻²."""
     sigma = np.broadcast_to(f.params["upper"], full) * (1.0 - s.rng.uniform(size=full))
@@ -476,7 +492,7 @@ _DRAWS = {
     "LaplaceSite": _site(lambda rng, p, shape: rng.laplace(0.0, p["scale"], shape)),
     "CauchySite": _site(lambda rng, p, shape: p["scale"] * rng.standard_cauchy(shape)),
     "StudentTSite": _site(lambda rng, p, shape: p["scale"] * rng.standard_t(p["dof"], shape)),
-    "Probit": _probit, "ScalePrior": _scale_prior, "UniformScale": _uniform_scale,
+    "Probit": _probit, "ScalePrior": _scale_prior, "UniformScale": _uniform_scale, "ScaleSigma": _scale_sigma,
     "MarkovChain": _markov_chain, "StudentT": _student_t,
     "Wishart": _wishart, "NormalWishart": _normal_wishart, "MvGaussianWishart": _mv_gaussian_wishart,
     "MvGaussianNormalWishart": _mv_gaussian_normal_wishart,

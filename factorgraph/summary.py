@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy import stats
 
-from distributions import Beta, Categorical, Gamma, Gaussian, GaussianGamma, InverseSqrtGamma, MvGaussian
+from distributions import (
+    Beta,
+    Categorical,
+    Gamma,
+    Gaussian,
+    GaussianGamma,
+    InverseSqrtGamma,
+    MvGaussian,
+    TiltedScale,
+)
 from distributions.gaussian_chain import GaussianChain
 
 if TYPE_CHECKING:
@@ -46,6 +55,8 @@ def _exact(q: Any) -> list[tuple[str, Any, Any, Any]] | None:
         t = stats.t(2.0 * a[..., None], loc=q.mean(), scale=scale)
         tau = q.tau
         return [("", q.mean(), np.sqrt(q.var()), t), (".tau", tau.mean(), tau.std(), stats.gamma(a, scale=1.0 / b))]
+    if isinstance(q, TiltedScale):  # quantiles by Newton's method on its exact (quadrature) cdf
+        return [("", q.mean(), q.std(), _Transformed(q.ppf))]
     if isinstance(q, InverseSqrtGamma):  # σ = τ^(−1/2), τ ~ Gam(a, b): σ's p-quantile is τ's (1 − p)-quantile^(−1/2)
         return [("", q.mean(), q.std(), _Transformed(q.ppf))]
     return None

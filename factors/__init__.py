@@ -20,6 +20,7 @@ from .normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
 from .normal_wishart import MV_GAUSSIAN_NORMAL_WISHART, NORMAL_WISHART
 from .poisson import POISSON, POISSON_LOG
 from .scale_priors import SCALE_PRIOR
+from .scale_sigma import SCALE_SIGMA
 from .sites import CAUCHY_SITE, LAPLACE_SITE, PROBIT, STUDENT_T_SITE
 from .softmax import CATEGORICAL_SOFTMAX
 from .student_t import STUDENT_T
@@ -39,5 +40,6 @@ FACTOR_TYPES += (MARKOV_CHAIN,)
 FACTOR_TYPES += (GAUSSIAN_MARKOV_CHAIN, GAUSSIAN_MARKOV_CHAIN_DIAG)
 FACTOR_TYPES += (STUDENT_T,)
 FACTOR_TYPES += (UNIFORM_SCALE,)
+FACTOR_TYPES += (SCALE_SIGMA,)
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

@@ -18,7 +18,16 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from distributions import Bernoulli, Categorical, Gamma, Gaussian, GaussianGamma, MvGaussian, TruncatedGamma
+from distributions import (
+    Bernoulli,
+    Categorical,
+    Gamma,
+    Gaussian,
+    GaussianGamma,
+    MvGaussian,
+    TiltedScale,
+    TruncatedGamma,
+)
 from factorgraph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
 from factors.base import point_stats
 from factors.data_products import row_threads
@@ -462,7 +471,9 @@ class Engine:
             if v.name in self.block:
                 h += self.block[v.name].entropy
                 continue
-            ent = np.broadcast_to(self.q[v.name].entropy(), v.shape)
+            q = self.q[v.name]
+            # a scale on σ carries its prior's term with its entropy (factors/scale_sigma.py)
+            ent = np.broadcast_to(q.elbo_term() if isinstance(q, TiltedScale) else q.entropy(), v.shape)
             if v.name in self.c.pruned:
                 ent = ent * self.c.pruned[v.name]
             h += float(ent[~v.mask].sum()) if v.mask is not None else float(ent.sum())
@@ -493,6 +504,10 @@ class Engine:
                 self.set_posterior(v, Bernoulli(probs=categorical_init(v, self.c.selector_factors[id(v)], rng)[..., 1]))
             elif v.lower is not None:  # its prior alone (a Pareto law over λ) has E[λ] = ∞: start at E[λ] = 4c
                 self.set_posterior(v, TruncatedGamma(shape=1.0, rate=1.0 / (3.0 * v.lower), lower=v.lower))
+            elif v.base is not None:  # a scale on σ: its prior times exp(−σ²/(2s₀²)) at the prior's scale s₀
+                s0 = next(f for f in self.c.factors if f.node is v.prior).params["s0"]
+                kernel = (np.zeros(v.shape), -0.5 / np.broadcast_to(s0, v.shape) ** 2)
+                self.set_posterior(v, TiltedScale.from_natural(*kernel, prior=v.base))
             elif v.name in self.structured:
                 continue  # a continuous chain starts from its prior chain, built below once its parents have q
             else:
@@ -520,6 +535,8 @@ def _from_natural(v: Variable, nat: tuple) -> Any:
     """q(v) from its summed natural parameters: its family's, truncated where the variable has a bound."""
     if v.lower is not None:
         return TruncatedGamma.from_natural(*nat, lower=v.lower)
+    if v.base is not None:
+        return TiltedScale.from_natural(*nat, prior=v.base)
     return v.family.from_natural(*nat)
 
 
@@ -570,7 +587,9 @@ def _default_init(v: Variable):
 def _coerce_init(v: Variable, value: Any):
     if v.lower is not None and isinstance(value, Gamma | TruncatedGamma):  # the variable's truncation applies
         value = _from_natural(v, tuple(np.broadcast_to(n, v.shape) for n in value.natural))
-    if isinstance(value, v.family | TruncatedGamma):
+    if v.base is not None and isinstance(value, Gaussian | TiltedScale):  # a scale on σ: the prior is its base
+        value = _from_natural(v, tuple(np.broadcast_to(n, v.shape) for n in value.natural))
+    if isinstance(value, v.family | TruncatedGamma | TiltedScale):
         if value.batch_shape != v.shape:
             raise ModelError(f"init of {v.name!r} has batch shape {value.batch_shape}, expected {v.shape}")
         return value

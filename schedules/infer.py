@@ -191,7 +191,8 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     result.joint.update(eng.joint)
     result.model = model
     result.hyper.update(hyper)
-    result.scales.update(n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.is_latent)
+    result.scales.update(n for n, v in model.variables.items()
+                         if getattr(v, "scale_prior", None) and v.base is None and v.is_latent)
     for text in out["unconverged"]:
         convergence.warn(text)
     return result
@@ -235,7 +236,8 @@ def _infer_sharded(model, algorithm, sh, chosen, max_iter, tol, param_tol, init,
     result.joint.update(eng.joint)
     result.local.update({n: collect_local(out["backend"], model.variables[n], sh)
                          for n, loc in eng.local.items() if loc})
-    result.scales.update(n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.is_latent)
+    result.scales.update(n for n, v in model.variables.items()
+                         if getattr(v, "scale_prior", None) and v.base is None and v.is_latent)
     for text in out["unconverged"]:
         convergence.warn(text)
     return result

@@ -72,6 +72,10 @@ def find_sharding(model) -> Sharding | None:
             found.append((holder, key, plates, what, arr))
     if not found:
         return None
+    on_sigma = [v.name for v in model.variables.values() if getattr(v, "base", None) is not None]
+    if on_sigma:
+        raise ModelError(f"{on_sigma[0]!r} is a scale used as a term of a sum or product (q over σ itself); sharded "
+                         "fits do not support such scales yet: use it as an sd=, or fit in memory")
     ref: dict[Plate, tuple[int, ...]] = {}
     for _holder, _key, plates, what, arr in found:
         chunked = [p for p, c in zip(plates, arr.chunks, strict=False) if len(c) > 1]

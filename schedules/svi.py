@@ -149,6 +149,10 @@ class SVI:
 def run_svi(model: Model, alg: SVI, data: Iterable | None, max_iter: int, init: dict | None,
             callbacks: list[Callable], progress: bool | None, seed: int | None) -> Result:
     """``fg.infer(model, algorithm=fg.SVI(...), data=...)``: the SVI loop and its Result."""
+    on_sigma = [v.name for v in model.variables.values() if getattr(v, "base", None) is not None]
+    if on_sigma:
+        raise ModelError(f"SVI: {on_sigma[0]!r} is a scale used as a term of a sum or product (q over σ itself), "
+                         "which SVI does not support yet: use it as an sd=, or fit with fg.VMP()")
     layout = data_layout(model, alg.plate)
     N_mem = layout.plate.size
     stream = data is not None

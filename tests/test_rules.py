@@ -113,6 +113,8 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "MultinomialSoftmax": {},
         "ScalePrior": {**scale_prior_params("half_t", scale=2.0, dof=1.0), "state": {}},
         "UniformScale": uniform_scale_params(np.array([2.0, 0.7])),
+        "ScaleSigma": {"base": {"prior": "half_t", "p0": np.log([4.0, 0.5]), "p1": np.ones(2),
+                                "const": np.log(2.0 / np.pi) - 0.5 * np.log([4.0, 0.5])}, "s0": np.array([2.0, 0.7])},
         "MarkovChain": {"lengths": np.array([4, 3]), "state": {}},
         # 2 sequences × 4 steps of a D-dimensional chain (the second 3 steps long)
         "GaussianMarkovChain": {"lengths": np.array([4, 3]), "state": {}, "D": D, "noise": "full"},
