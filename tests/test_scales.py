@@ -260,28 +260,34 @@ def test_bad_input(call, match):
 
 # ------------------------------------------------------------------------------------ eight-schools demo
 def test_eight_schools_demo():
-    """The demo runs on the stored NUTS/ADVI reference.  What holds (and is asserted): the library's
-    mean-field fit is closer to NUTS than PyMC's mean-field ADVI on μ and on every θ_j, its ELBO is higher
-    than ADVI's, and on τ (where both mean-field fits sit near 6 against NUTS's 3.6: the funnel) it is within
-    0.05 NUTS-sd of ADVI's.  The issue's criterion, largest |Δmean|/sd over all of them no larger than ADVI's,
-    is NOT met: it is decided by τ, where the Gamma-over-τ⁻² mean field lands 0.02 sd further than ADVI's
-    stochastic fit.  ADVI's own family (Gaussian over log τ) at its exact, deterministic optimum does not meet
-    it either (it lands between the two), and its ELBO is lower than the Gamma family's.  NUTS itself agrees
-    with the exact quadrature posterior."""
+    """The demo runs on the stored NUTS/ADVI reference (both parametrisations).  What holds (and is asserted):
+
+    * the issue's criterion, against PyMC's mean-field ADVI on the model as written (centred): the library's
+      non-centred mean-field fit has a largest |Δmean|/sd against NUTS (over μ, τ, θ_j) below ADVI's;
+    * centred, the library's fit is closer to NUTS than ADVI on μ and every θ_j, within 0.05 NUTS-sd on τ, and
+      its ELBO is higher; the criterion like for like (centred against centred) is NOT met: τ decides it, and
+      ADVI's own family at its exact optimum lands between the two;
+    * non-centred, ADVI (Gaussian over log τ) is closer in means (0.12 against 0.19) although the library's
+      bound is higher: asserted as it stands, so that a change in either shows;
+    * the non-centred bound is within 0.2 nats of the exact log evidence, the centred one 2 nats below;
+      NUTS agrees with the exact quadrature posterior."""
     from demos.eight_schools import main, score
 
     out = main(small=True)
-    assert out["result"].converged
+    assert out["result"].converged and out["result_noncentred"].converged
+    assert out["criterion_holds"] and out["score_fg_noncentred"] < out["score_advi"]
     g, h = out["gaps_fg"], out["gaps_advi"]
     assert all(g[k] < h[k] for k in g if k != "tau")
     assert g["tau"] < h["tau"] + 0.05
     assert out["result"].elbo > out["advi"]["final_elbo_mean_last_1000"]
+    assert out["score_advi"] < out["score_lognormal"] < out["score_fg"]
+    assert out["score_advi_noncentred"] < out["score_fg_noncentred"] < 0.2
+    assert out["result_noncentred"].elbo > out["advi_noncentred"]["final_elbo_mean_last_1000"]
+    ev = out["exact"]["log_evidence"]
+    assert 0.0 < ev - out["result_noncentred"].elbo < 0.2 < 2.0 < ev - out["result"].elbo
     assert score(out["exact"], out["nuts"])[0] < 0.02  # 100 000 NUTS draws: Monte Carlo error ≈ 0.01 sd
-    assert out["result"].elbo < out["exact"]["log_evidence"]
     ln = out["lognormal"]
     assert ln["converged"] and ln["elbo"] < out["result"].elbo
-    assert out["score_advi"] < out["score_lognormal"] < out["score_fg"]
-    assert out["criterion_holds"] is (out["score_fg"] <= out["score_advi"])
 
 
 def test_sd_on_mv_gaussian_and_constant_sd():
