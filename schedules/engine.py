@@ -438,20 +438,10 @@ class Engine:
             self.version[name] += 1
 
     def raise_damping(self) -> bool:
-        """Halve the undamped share of every non-conjugate factor's messages; False if none left."""
-        raised = False
-        for f in self.c.factors:
-            if not f.node.ftype.conjugate and f.damping < 1.0 - 1e-10:
-                f.damping = 0.5 * (1.0 + f.damping)
-                self.raised[f.name] = max(self.raised.get(f.name, 0.0), f.damping)
-                raised = True
-        return raised
+        return raise_damping(self.c.factors, self.raised)
 
     def relax_damping(self) -> None:
-        """Undo one ``raise_damping`` step (α ← 2α − 1), never below each factor's initial damping."""
-        for f in self.c.factors:
-            if f.damping > f.initial_damping:
-                f.damping = max(f.initial_damping, 2.0 * f.damping - 1.0)
+        relax_damping(self.c.factors)
 
     # ------------------------------------------------------------------------------ evidence
     def elbo_terms(self) -> tuple[float, float]:
@@ -531,6 +521,25 @@ class Engine:
 
 
 # ------------------------------------------------------------------------------------ helpers
+def raise_damping(factors: list, raised: dict[str, float]) -> bool:
+    """Halve the undamped share of every non-conjugate factor's messages (α ← (1 + α)/2), recording the highest
+    damping reached per factor in ``raised``; False if none is left to raise."""
+    out = False
+    for f in factors:
+        if not f.node.ftype.conjugate and f.damping < 1.0 - 1e-10:
+            f.damping = 0.5 * (1.0 + f.damping)
+            raised[f.name] = max(raised.get(f.name, 0.0), f.damping)
+            out = True
+    return out
+
+
+def relax_damping(factors: list) -> None:
+    """Undo one ``raise_damping`` step (α ← 2α − 1), never below each factor's initial damping."""
+    for f in factors:
+        if f.damping > f.initial_damping:
+            f.damping = max(f.initial_damping, 2.0 * f.damping - 1.0)
+
+
 def _from_natural(v: Variable, nat: tuple) -> Any:
     """q(v) from its summed natural parameters: its family's, truncated where the variable has a bound."""
     if v.lower is not None:

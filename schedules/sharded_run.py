@@ -25,7 +25,15 @@ from factorgraph import checks
 from factorgraph.nodes import ModelError
 
 from . import progress as _progress
-from .engine import InferenceError, _iterate, _one_thread_blas, _summary, _unconverged_text
+from .engine import (
+    InferenceError,
+    _iterate,
+    _one_thread_blas,
+    _summary,
+    _unconverged_text,
+    raise_damping,
+    relax_damping,
+)
 from .sharding import _DRAW_BLOCK, ChunkState, Sharding, _Slot, find_sharding, skeleton
 
 
@@ -342,18 +350,10 @@ class ShardedEngine:
         self.pending.append(("restore",))
 
     def raise_damping(self) -> bool:
-        raised = False
-        for f in self.c.factors:
-            if not f.node.ftype.conjugate and f.damping < 1.0 - 1e-10:
-                f.damping = 0.5 * (1.0 + f.damping)
-                self.raised[f.name] = max(self.raised.get(f.name, 0.0), f.damping)
-                raised = True
-        return raised
+        return raise_damping(self.c.factors, self.raised)
 
     def relax_damping(self) -> None:
-        for f in self.c.factors:
-            if f.damping > f.initial_damping:
-                f.damping = max(f.initial_damping, 2.0 * f.damping - 1.0)
+        relax_damping(self.c.factors)
 
 
 def run_sharded(model, algorithm, sh: Sharding, max_iter: int, tol, param_tol, init: dict, schedule, damping,

@@ -66,6 +66,35 @@ def _chol_inv(a: np.ndarray, out: np.ndarray) -> float:
 
 
 @njit(cache=True)
+def _forward_step(n, t, L, h, J, P0, h0, Qbar, AQA, B, g, P, BP, Pinv):
+    """One step of the forward (information-form) pass of sequence n: g[t] and P (the precision of x_t given
+    the observations up to t, before its inverse): P = J_t + (P₀ or E[Q]) + E[AᵀQA] (not at the last step),
+    then, past the first step, BP = B P_{t−1}⁻¹, P −= BP Bᵀ, g_t += BP g_{t−1}."""
+    D = P.shape[0]
+    for i in range(D):
+        g[t, i] = h[n, t, i] + (h0[i] if t == 0 else 0.0)
+        for j in range(D):
+            P[i, j] = J[n, t, i, j] + (P0[i, j] if t == 0 else Qbar[i, j]) + (AQA[i, j] if t < L - 1 else 0.0)
+    if t > 0:
+        for i in range(D):
+            for j in range(D):
+                s = 0.0
+                for k in range(D):
+                    s += B[i, k] * Pinv[t - 1, k, j]
+                BP[i, j] = s
+        for i in range(D):
+            s = 0.0
+            for k in range(D):
+                s += BP[i, k] * g[t - 1, k]
+            g[t, i] += s
+            for j in range(D):
+                s = 0.0
+                for k in range(D):
+                    s += BP[i, k] * B[j, k]
+                P[i, j] -= s
+
+
+@njit(cache=True)
 def kalman_smooth(h, J, lengths, P0, h0, Qbar, AQA, B):
     """Smoothed moments of N Gaussian chains sharing their parameters (see the module docstring).
 
@@ -104,28 +133,7 @@ def kalman_smooth(h, J, lengths, P0, h0, Qbar, AQA, B):
     for n in range(N):
         L = lengths[n]
         for t in range(L):
-            for i in range(D):
-                g[t, i] = h[n, t, i] + (h0[i] if t == 0 else 0.0)
-                for j in range(D):
-                    P[i, j] = J[n, t, i, j] + (P0[i, j] if t == 0 else Qbar[i, j]) + (AQA[i, j] if t < L - 1 else 0.0)
-            if t > 0:
-                # BP = B P_{t−1}⁻¹;  P −= BP Bᵀ;  g += BP g_{t−1}
-                for i in range(D):
-                    for j in range(D):
-                        s = 0.0
-                        for k in range(D):
-                            s += B[i, k] * Pinv[t - 1, k, j]
-                        BP[i, j] = s
-                for i in range(D):
-                    s = 0.0
-                    for k in range(D):
-                        s += BP[i, k] * g[t - 1, k]
-                    g[t, i] += s
-                    for j in range(D):
-                        s = 0.0
-                        for k in range(D):
-                            s += BP[i, k] * B[j, k]
-                        P[i, j] -= s
+            _forward_step(n, t, L, h, J, P0, h0, Qbar, AQA, B, g, P, BP, Pinv)
             ld = _chol_inv(P, Pinv[t])
             if np.isnan(ld):
                 if bad[0] < 0:
@@ -202,27 +210,7 @@ def sample_chains(h, J, lengths, P0, h0, Qbar, AQA, B, z):
     for n in range(N):
         L = lengths[n]
         for t in range(L):
-            for i in range(D):
-                g[t, i] = h[n, t, i] + (h0[i] if t == 0 else 0.0)
-                for j in range(D):
-                    P[i, j] = J[n, t, i, j] + (P0[i, j] if t == 0 else Qbar[i, j]) + (AQA[i, j] if t < L - 1 else 0.0)
-            if t > 0:
-                for i in range(D):
-                    for j in range(D):
-                        s = 0.0
-                        for k in range(D):
-                            s += B[i, k] * Pinv[t - 1, k, j]
-                        BP[i, j] = s
-                for i in range(D):
-                    s = 0.0
-                    for k in range(D):
-                        s += BP[i, k] * g[t - 1, k]
-                    g[t, i] += s
-                    for j in range(D):
-                        s = 0.0
-                        for k in range(D):
-                            s += BP[i, k] * B[j, k]
-                        P[i, j] -= s
+            _forward_step(n, t, L, h, J, P0, h0, Qbar, AQA, B, g, P, BP, Pinv)
             _chol_inv(P, Pinv[t])
             Lc[t] = np.linalg.cholesky(Pinv[t])
         for s_ in range(S_):
