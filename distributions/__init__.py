@@ -16,11 +16,13 @@ from .gaussian import Gaussian
 from .gaussian_gamma import GaussianGamma
 from .gaussian_mixture import GaussianMixture
 from .gaussian_wishart import GaussianWishart
+from .grid_density import GridDensity
 from .inverse_sqrt_gamma import InverseSqrtGamma
 from .multinomial import Multinomial
 from .mv_gaussian import MvGaussian
 from .point_mass import PointMass
 from .poisson import Poisson
+from .quadrature_mixture import QuadratureMixture
 from .tilted_scale import TiltedScale
 from .truncated_gamma import TruncatedGamma
 from .wishart import Wishart
@@ -38,11 +40,13 @@ __all__ = [
     "Gaussian",
     "GaussianGamma",
     "GaussianMixture",
+    "GridDensity",
     "Multinomial",
     "InverseSqrtGamma",
     "MvGaussian",
     "PointMass",
     "Poisson",
+    "QuadratureMixture",
     "TiltedScale",
     "TruncatedGamma",
     "GaussianWishart",

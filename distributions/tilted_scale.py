@@ -156,6 +156,11 @@ class TiltedScale(ExponentialFamily):
         if not isinstance(other, TiltedScale) or other._prior["prior"] != self._prior["prior"]:
             raise TypeError(f"cannot compare TiltedScale with {type(other).__name__} of another base measure")
 
+    def log_base(self, x) -> np.ndarray:
+        """log h(x), the prior's log density (−inf outside its support)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _log_prior(self._prior, np.asarray(x, dtype=float))
+
     def logpdf(self, x) -> np.ndarray:
         """log h(σ) + η₁σ + η₂σ² − κ for σ in the support, −inf elsewhere."""
         x = np.asarray(x, dtype=float)

@@ -65,7 +65,8 @@ inner = _data.inner
 
 _LAZY = {name: "schedules" for name in
          ("infer", "VMP", "NCVMP", "SVI", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
-_LAZY.update({"site": "schedules", "projection_log_expectation": "schedules"})  # site terms for fg.approximate
+# site terms for fg.approximate, and the handler that integrates a scale out
+_LAZY.update({"site": "schedules", "projection_log_expectation": "schedules", "ScaleQuadrature": "schedules"})
 
 
 def __getattr__(name: str):
@@ -87,7 +88,7 @@ __all__ = ["Comparison", "Model", "ModelError", "Plate", "Result", "Variable", "
            "approximate", "models", "AIKL", "BVI", "index",
            "binomial", "binomial_logit", "multinomial", "multinomial_softmax", "poisson", "poisson_log"]
 __all__ += ["exponential", "half_cauchy", "half_normal", "half_student_t", "uniform_scale"]
-__all__ += ["ConvergenceWarning", "SVI"]
+__all__ += ["ConvergenceWarning", "SVI", "ScaleQuadrature"]
 __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bound", "site",
             "projection_log_expectation"]
 __all__ += ["markov_chain", "gaussian_markov_chain"]

@@ -548,6 +548,12 @@ def sample_posterior(result: Result, draws: int = 1000, seed: int | None = 0) ->
     S = _check_draws(draws)
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
+    quad = getattr(result, "quadrature", None)
+    if quad is not None:  # fg.ScaleQuadrature: a node per draw, then σ at the node and the rest from q_node
+        nodes = rng.choice(quad["weights"].size, size=S, p=quad["weights"])
+        for name, q in result.posteriors.items():
+            out[name] = np.exp(quad["u"][nodes]) if name == quad["variable"] else q.sample_at(nodes, rng)
+        return out
     for name in result.posteriors:
         q = result.posterior(name)  # scale variables (fg.half_cauchy, ...) on the σ scale
         joint = result.joint.get(name)

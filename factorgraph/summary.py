@@ -20,6 +20,7 @@ from distributions import (
     Gamma,
     Gaussian,
     GaussianGamma,
+    GridDensity,
     InverseSqrtGamma,
     MvGaussian,
     TiltedScale,
@@ -55,6 +56,8 @@ def _exact(q: Any) -> list[tuple[str, Any, Any, Any]] | None:
         t = stats.t(2.0 * a[..., None], loc=q.mean(), scale=scale)
         tau = q.tau
         return [("", q.mean(), np.sqrt(q.var()), t), (".tau", tau.mean(), tau.std(), stats.gamma(a, scale=1.0 / b))]
+    if isinstance(q, GridDensity):  # fg.ScaleQuadrature's σ: quantiles inverted in closed form on the grid
+        return [("", q.mean(), q.std(), _Transformed(q.ppf))]
     if isinstance(q, TiltedScale):  # quantiles by Newton's method on its exact (quadrature) cdf
         return [("", q.mean(), q.std(), _Transformed(q.ppf))]
     if isinstance(q, InverseSqrtGamma):  # σ = τ^(−1/2), τ ~ Gam(a, b): σ's p-quantile is τ's (1 − p)-quantile^(−1/2)

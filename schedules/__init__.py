@@ -4,7 +4,9 @@ from .algorithms import NCVMP, VMP
 from .engine import InferenceError
 from .handlers import AIKL, BVI, MVI, Laplace, VIDiag, approximate, projection_log_expectation, site
 from .infer import infer
+from .scale_quadrature import ScaleQuadrature
 from .svi import SVI
 
-__all__ = ["AIKL", "BVI", "MVI", "NCVMP", "SVI", "VMP", "Laplace", "VIDiag", "approximate", "InferenceError", "infer",
+__all__ = ["AIKL", "BVI", "MVI", "NCVMP", "SVI", "VMP", "Laplace",
+           "ScaleQuadrature", "VIDiag", "approximate", "InferenceError", "infer",
            "projection_log_expectation", "site"]

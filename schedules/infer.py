@@ -18,6 +18,7 @@ from factors.base import RuleNotFound
 from .algorithms import NCVMP, VMP
 from .compiled import _feeds_handler, _needs_messages, compile_model, rebind
 from .engine import run
+from .scale_quadrature import ScaleQuadrature
 
 _AUTO = "auto"  # tol/param_tol: chosen from the algorithm (see the docstring)
 
@@ -120,6 +121,11 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         raise ModelError(f"algorithm must be fg.VMP(), fg.NCVMP() or fg.SVI(...), got {algorithm!r}")
     tol, param_tol, max_iter, seed, progress, init, schedule, warmup, damping, handlers, callbacks = _options(
         tol, param_tol, max_iter, seed, progress, init, schedule, warmup, damping, handlers, callbacks)
+    if handlers and any(isinstance(h, ScaleQuadrature) for h in handlers.values()):
+        from .scale_quadrature import run_scale_quadrature
+
+        return run_scale_quadrature(model, handlers, algorithm, max_iter, _auto(tol, algorithm, handlers),
+                                    _auto_param(param_tol, algorithm), init, seed)
     monotone = getattr(algorithm, "monotone", True)
     if tol is _AUTO:  # a handler refits its block each sweep, to its optimiser's tolerance
         tol = (1e-6 if handlers else 1e-9) if monotone else None
@@ -316,3 +322,16 @@ def _options(tol, param_tol, max_iter, seed, progress, init, schedule, warmup, d
         if not callable(cb):
             raise ModelError(f"callbacks must be functions cb(iteration, elbo, engine), got {checks._short(cb)}")
     return (*tols, max_iter, seed, progress, init, schedule, warmup, damping, handlers, callbacks)
+
+
+def _auto(tol: Any, algorithm: Any, handlers: Any) -> Any:
+    """The default tol of a fit without handlers (the ELBO tolerance of the mean-field starting fit)."""
+    if isinstance(tol, str) and tol == _AUTO:
+        return 1e-9 if getattr(algorithm, "monotone", True) else None
+    return tol
+
+
+def _auto_param(param_tol: Any, algorithm: Any) -> Any:
+    if isinstance(param_tol, str) and param_tol == _AUTO:
+        return None if getattr(algorithm, "monotone", True) else 1e-8
+    return param_tol
