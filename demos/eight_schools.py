@@ -148,6 +148,27 @@ def exact(y: np.ndarray, sigma: np.ndarray, n: int = 20_001) -> dict:
             "log_evidence": log_evidence}
 
 
+def _log_prior_s(s):
+    """log p_τ(e^s) + s: the half-Cauchy(0, TAU_SCALE) on the log scale."""
+    return np.log(2 / (np.pi * TAU_SCALE)) - np.log1p(np.exp(2 * s) / TAU_SCALE**2) + s
+
+
+def _ascend(neg_given, tol: float) -> tuple[float, float, int, bool]:
+    """Coordinate ascent on the ELBO of q(μ) q(·) N(log τ | m, v): ``neg_given(m, log v)`` updates the other
+    factors given the current q(log τ) and returns the negative ELBO as a function of (m, log v), which BFGS
+    minimises; alternating the two stops when (m, log v) move less than ``tol``."""
+    from scipy import optimize
+
+    m, lv = np.log(TAU_SCALE), np.log(0.1)
+    sweeps, done = 0, False
+    while sweeps < 10_000 and not done:
+        sweeps += 1
+        new = optimize.minimize(neg_given(m, lv), [m, lv], method="BFGS", options={"gtol": 1e-12}).x
+        done = bool(np.max(np.abs(new - [m, lv])) < tol)
+        m, lv = new
+    return float(m), float(lv), sweeps, done
+
+
 def lognormal_mean_field(y: np.ndarray, sigma: np.ndarray, tol: float = 1e-12) -> dict:
     """The optimum of the mean-field ELBO with q(log τ) = N(m, v) (ADVI's family), without Monte Carlo.
 
@@ -155,14 +176,9 @@ def lognormal_mean_field(y: np.ndarray, sigma: np.ndarray, tol: float = 1e-12) -
     (m, v) maximise −8m − ½κ Σ_j E[(θ_j − μ)²] + E[log p(e^s) + s] + ½ log v (the prior term by a 120-point
     Gauss–Hermite rule, exact to rounding for this smooth integrand).  Alternating the two is coordinate
     ascent on the ELBO; it stops when (m, log v) move less than ``tol``."""
-    from scipy import optimize
-
     s2 = sigma**2
     x, wts = np.polynomial.hermite_e.hermegauss(120)
     wts = wts / np.sqrt(2 * np.pi)
-
-    def log_prior_s(s):  # log p_τ(e^s) + s: the half-Cauchy on the log scale
-        return np.log(2 / (np.pi * TAU_SCALE)) - np.log1p(np.exp(2 * s) / TAU_SCALE**2) + s
 
     def given(m, v):
         kappa = np.exp(-2 * m + 2 * v)
@@ -178,28 +194,18 @@ def lognormal_mean_field(y: np.ndarray, sigma: np.ndarray, tol: float = 1e-12) -
         q = np.sum(v_th + m_th**2 - 2 * m_th * m_mu + v_mu + m_mu**2)
         return kappa, m_th, v_th, m_mu, v_mu, q
 
-    m, lv = np.log(TAU_SCALE), np.log(0.1)
-    sweeps = 0
-    while sweeps < 10_000:
-        sweeps += 1
+    def neg_given(m, lv):
         q = given(m, np.exp(lv))[-1]
+        return lambda p: -(-len(y) * p[0] - 0.5 * np.exp(-2 * p[0] + 2 * np.exp(p[1])) * q
+                           + wts @ _log_prior_s(p[0] + np.exp(0.5 * p[1]) * x) + 0.5 * p[1])
 
-        def neg(p, q=q):
-            mm, lvv = p
-            return -(-len(y) * mm - 0.5 * np.exp(-2 * mm + 2 * np.exp(lvv)) * q
-                     + wts @ log_prior_s(mm + np.exp(0.5 * lvv) * x) + 0.5 * lvv)
-
-        new = optimize.minimize(neg, [m, lv], method="BFGS", options={"gtol": 1e-12}).x
-        done = np.max(np.abs(new - [m, lv])) < tol
-        m, lv = new
-        if done:
-            break
+    m, lv, sweeps, done = _ascend(neg_given, tol)
     v = float(np.exp(lv))
     kappa, m_th, v_th, m_mu, v_mu, q = given(m, v)
     elbo = (np.sum(-0.5 * np.log(2 * np.pi * s2) - 0.5 * ((y - m_th) ** 2 + v_th) / s2)
             + len(y) * (-0.5 * np.log(2 * np.pi) - m) - 0.5 * kappa * q
             - 0.5 * np.log(2 * np.pi * MU_SD**2) - 0.5 * (m_mu**2 + v_mu) / MU_SD**2
-            + wts @ log_prior_s(m + np.sqrt(v) * x)
+            + wts @ _log_prior_s(m + np.sqrt(v) * x)
             + 0.5 * np.log(2 * np.pi * np.e * v) + 0.5 * np.log(2 * np.pi * np.e * v_mu)
             + np.sum(0.5 * np.log(2 * np.pi * np.e * v_th)))
     from scipy.stats import norm
@@ -208,7 +214,7 @@ def lognormal_mean_field(y: np.ndarray, sigma: np.ndarray, tol: float = 1e-12) -
     return {"mu": [float(m_mu), float(np.sqrt(v_mu))], "tau": [float(t_mean), float(t_mean * np.sqrt(np.expm1(v)))],
             "theta": [[float(a), float(np.sqrt(b))] for a, b in zip(m_th, v_th, strict=True)],
             "p_tau_below_1": float(norm.cdf(-m / np.sqrt(v))), "log_tau": [float(m), float(np.sqrt(v))],
-            "elbo": float(elbo), "sweeps": sweeps, "converged": bool(done)}
+            "elbo": float(elbo), "sweeps": sweeps, "converged": done}
 
 
 def lognormal_mean_field_noncentred(y: np.ndarray, sigma: np.ndarray, tol: float = 1e-11) -> dict:
@@ -219,22 +225,14 @@ def lognormal_mean_field_noncentred(y: np.ndarray, sigma: np.ndarray, tol: float
     those, (m, v) maximise A·E[τ] − ½B·E[τ²] + E[log p(e^s) + s] + ½ log v, with A = Σ_j (y_j − E[μ])E[η_j]/σ_j²
     and B = Σ_j E[η_j²]/σ_j² (the prior term by a 120-point Gauss–Hermite rule).  θ_j's moments follow from
     θ_j = μ + τη_j under the factorised q."""
-    from scipy import optimize
-
     p = 1.0 / sigma**2
     x, wts = np.polynomial.hermite_e.hermegauss(120)
     wts = wts / np.sqrt(2 * np.pi)
+    v_mu = 1.0 / (1.0 / MU_SD**2 + p.sum())
 
-    def log_prior_s(s):
-        return np.log(2 / (np.pi * TAU_SCALE)) - np.log1p(np.exp(2 * s) / TAU_SCALE**2) + s
-
-    m, lv = np.log(TAU_SCALE), np.log(0.5)
-    m_mu, v_mu = 0.0, 1.0 / (1.0 / MU_SD**2 + p.sum())
-    done, sweeps = False, 0
-    while sweeps < 10_000:
-        sweeps += 1
-        v = np.exp(lv)
+    def given(m, v):
         et, et2 = np.exp(m + v / 2), np.exp(2 * m + 2 * v)
+        m_mu = 0.0
         for _ in range(10_000):  # q(η) and q(μ) to their joint optimum given q(τ)
             v_eta = 1.0 / (1.0 + et2 * p)
             m_eta = v_eta * et * (y - m_mu) * p
@@ -242,27 +240,22 @@ def lognormal_mean_field_noncentred(y: np.ndarray, sigma: np.ndarray, tol: float
             if abs(new - m_mu) < 1e-15 * (1 + abs(m_mu)):
                 break
             m_mu = new
-        a = np.sum((y - m_mu) * m_eta * p)
-        b = np.sum((m_eta**2 + v_eta) * p)
+        return et, et2, m_mu, m_eta, v_eta
 
-        def neg(q, a=a, b=b):
-            mm, ll = q
-            vv = np.exp(ll)
-            return -(a * np.exp(mm + vv / 2) - 0.5 * b * np.exp(2 * mm + 2 * vv)
-                     + wts @ log_prior_s(mm + np.sqrt(vv) * x) + 0.5 * ll)
+    def neg_given(m, lv):
+        _, _, m_mu, m_eta, v_eta = given(m, np.exp(lv))
+        a, b = np.sum((y - m_mu) * m_eta * p), np.sum((m_eta**2 + v_eta) * p)
+        return lambda q: -(a * np.exp(q[0] + np.exp(q[1]) / 2) - 0.5 * b * np.exp(2 * q[0] + 2 * np.exp(q[1]))
+                           + wts @ _log_prior_s(q[0] + np.sqrt(np.exp(q[1])) * x) + 0.5 * q[1])
 
-        new = optimize.minimize(neg, [m, lv], method="BFGS", options={"gtol": 1e-12}).x
-        done = np.max(np.abs(new - [m, lv])) < tol
-        m, lv = new
-        if done:
-            break
+    m, lv, sweeps, done = _ascend(neg_given, tol)
     v = float(np.exp(lv))
-    et, et2 = np.exp(m + v / 2), np.exp(2 * m + 2 * v)
+    et, et2, m_mu, m_eta, v_eta = given(m, v)
     m_th = m_mu + et * m_eta
     v_th = v_mu + et2 * (m_eta**2 + v_eta) - et**2 * m_eta**2
     return {"mu": [float(m_mu), float(np.sqrt(v_mu))], "tau": [float(et), float(np.sqrt(et2 - et**2))],
             "theta": [[float(a), float(np.sqrt(b))] for a, b in zip(m_th, v_th, strict=True)],
-            "log_tau": [float(m), float(np.sqrt(v))], "sweeps": sweeps, "converged": bool(done)}
+            "log_tau": [float(m), float(np.sqrt(v))], "sweeps": sweeps, "converged": done}
 
 
 def summary(r: fg.Result) -> dict:

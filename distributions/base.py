@@ -69,6 +69,23 @@ class Distribution:
         raise NotImplementedError
 
 
+class Quantiles:
+    """``median``, ``interval`` and inverse-cdf ``sample`` for a distribution that has a ``ppf``."""
+
+    __slots__ = ()
+
+    def median(self) -> np.ndarray:
+        return self.ppf(0.5)
+
+    def interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+        """The central interval holding ``level`` of the mass: (ppf((1 − level)/2), ppf((1 + level)/2))."""
+        return self.ppf(0.5 * (1.0 - level)), self.ppf(0.5 * (1.0 + level))
+
+    def sample(self, shape: int | Shape = (), rng: RngLike = None) -> np.ndarray:
+        """Draws of shape ``shape + batch_shape``: ppf of uniform draws."""
+        return self.ppf(as_rng(rng).uniform(size=as_shape(shape) + self.batch_shape))
+
+
 class ExponentialFamily(Distribution):
     """Base class of the batched exponential-family distributions.
 

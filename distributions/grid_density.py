@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Distribution, RngLike, Shape, as_rng, as_shape, describe
+from .base import Distribution, Quantiles, Shape, describe
 
 
-class GridDensity(Distribution):
+class GridDensity(Quantiles, Distribution):
     r"""q(x) on x > 0 given by its values at the nodes u_g = log x_g of a uniform grid (spacing h), scalar.
 
     Between nodes log q(u) (the density of u = log x) is linear, so the law is a continuous piecewise
@@ -107,16 +107,6 @@ class GridDensity(Distribution):
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             t = np.where(small, rest * np.exp(-a), np.log1p(rest * slope * np.exp(-a)) / np.where(small, 1.0, slope))
         return np.exp(np.clip(self._u[i] + t, self._u[0], self._u[-1]))
-
-    def median(self) -> np.ndarray:
-        return self.ppf(0.5)
-
-    def interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        a = 0.5 * (1.0 - level)
-        return self.ppf(a), self.ppf(1.0 - a)
-
-    def sample(self, shape: int | Shape = (), rng: RngLike = None) -> np.ndarray:
-        return self.ppf(as_rng(rng).uniform(size=as_shape(shape)))
 
     def entropy(self) -> np.ndarray:
         """H[x] = H[u] + E[u] by the same piecewise rule (on a fine subdivision of each segment)."""

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from .base import Distribution, RngLike, Shape
+from .base import Distribution, Quantiles, RngLike, Shape
 from .gamma import Gamma
 from .truncated_gamma import TruncatedGamma
 
 
-class InverseSqrtGamma(Distribution):
+class InverseSqrtGamma(Quantiles, Distribution):
     r"""σ = τ^(−1/2) with τ ~ Gamma(a, b) (shape a, rate b): the posterior of a scale built with
     ``fg.half_cauchy`` and the like, reported on the σ scale.
 
@@ -116,13 +116,6 @@ class InverseSqrtGamma(Distribution):
         if self._truncated:
             return self.precision.isf(q) ** -0.5
         return np.sqrt(self.rate / gammainccinv(self.shape, q))
-
-    def median(self) -> np.ndarray:
-        return self.ppf(0.5)
-
-    def interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        """The central interval holding ``level`` of the mass (exact quantiles)."""
-        return self.ppf(0.5 * (1.0 - level)), self.ppf(0.5 * (1.0 + level))
 
     def sample(self, shape: int | Shape = (), rng: RngLike = None) -> np.ndarray:
         """Draws of σ: τ^(−1/2) of Gamma draws."""

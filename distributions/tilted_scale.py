@@ -14,12 +14,12 @@ from ._tilted_scale_kernel import (
     tilted_scale_ppf,
     tilted_scale_stats,
 )
-from .base import ExponentialFamily, Nat, RngLike, Shape, as_rng, as_shape
+from .base import ExponentialFamily, Nat, Quantiles, Shape
 
 _CODES = {"half_t": HALF_T, "half_normal": HALF_NORMAL, "exponential": EXPONENTIAL, "uniform": UNIFORM}
 
 
-class TiltedScale(ExponentialFamily):
+class TiltedScale(Quantiles, ExponentialFamily):
     r"""q(σ) ∝ h(σ) exp(η₁σ + η₂σ²) on σ > 0: a scale prior h times a Gaussian kernel, batched.
 
     .. math::
@@ -195,19 +195,6 @@ class TiltedScale(ExponentialFamily):
         out = tilted_scale_ppf(_CODES[p["prior"]], *flat, np.ascontiguousarray(qq))
         return np.moveaxis(out, 1, 0).reshape(shape)
 
-    def median(self) -> np.ndarray:
-        return self.ppf(0.5)
-
-    def interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        """The central interval holding ``level`` of the mass."""
-        a = 0.5 * (1.0 - level)
-        return self.ppf(a), self.ppf(1.0 - a)
-
-    def sample(self, shape: int | Shape = (), rng: RngLike = None) -> np.ndarray:
-        """Draws of shape ``shape + batch_shape`` by the inverse cdf."""
-        rng = as_rng(rng)
-        size = as_shape(shape) + self.batch_shape
-        return self.ppf(rng.uniform(size=size))
 
 
 def _prior(kind: str, p0, p1, const, batch: Shape) -> dict:
