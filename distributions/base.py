@@ -68,6 +68,11 @@ class Distribution:
         """Differential (or discrete) entropy, batch-shaped."""
         raise NotImplementedError
 
+    def elbo_term(self) -> np.ndarray:
+        """What a variable with this posterior adds to the ELBO itself: its entropy H[q], batch-shaped.  A
+        family whose base measure is the variable's prior (``TiltedScale``) adds E_q[log prior] too."""
+        return self.entropy()
+
 
 class Quantiles:
     """``median``, ``interval`` and inverse-cdf ``sample`` for a distribution that has a ``ppf``."""

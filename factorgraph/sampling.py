@@ -326,40 +326,36 @@ def _multinomial_softmax(s: _Forward, v, f, frame, full):
     _multinomial_p(s, v, e / e.sum(-1, keepdims=True), full)
 
 
+def _sigma_from_prior(rng, prior: str, p0, p1, full) -> np.ndarray:
+    """Draws of σ from a scale prior in the kernels' parameters (factors/scale_priors.py): half_t p0 = log(ν s²),
+    p1 = (ν + 1)/2; half_normal p0 = 1/(2s²); exponential p0 = rate; uniform p0 = upper."""
+    p0 = np.broadcast_to(np.asarray(p0, float), full)
+    if prior == "uniform":
+        return p0 * (1.0 - rng.uniform(size=full))
+    if prior == "half_normal":
+        return np.abs(rng.standard_normal(full)) / np.sqrt(2.0 * p0)
+    if prior == "half_t":
+        nu = 2.0 * np.broadcast_to(np.asarray(p1, float), full) - 1.0
+        return np.abs(np.sqrt(np.exp(p0) / nu) * rng.standard_t(nu))
+    return rng.exponential(1.0 / p0)
+
+
 def _scale_prior(s: _Forward, v, f, frame, full):
     """σ from a half-normal, half-t (half-Cauchy) or exponential prior; parents see the precision σ⁻²."""
     p = f.params
-    if p["prior"] == "half_normal":
-        sigma = np.abs(np.broadcast_to(p["s0"], full) * s.rng.standard_normal(full))
-    elif p["prior"] == "half_t":
-        nu = np.broadcast_to(2.0 * np.asarray(p["p1"], float) - 1.0, full)
-        sigma = np.abs(np.broadcast_to(p["s0"], full) * s.rng.standard_t(nu))
-    else:
-        sigma = s.rng.exponential(np.broadcast_to(1.0 / np.asarray(p["p0"], float), full))
-    s.put(v, sigma, full)
+    s.put(v, _sigma_from_prior(s.rng, p["prior"], p["p0"], p["p1"], full), full)
     s.precision[v.name] = s.out[v.name] ** -2.0
 
 
 def _scale_sigma(s: _Forward, v, f, frame, full):
     """σ from its prior, for a scale used on σ itself (a term of a sum or product: factors/scale_sigma.py)."""
     b = f.params["base"]
-    p0 = np.broadcast_to(b["p0"], full)
-    if b["prior"] == "uniform":
-        sigma = p0 * (1.0 - s.rng.uniform(size=full))
-    elif b["prior"] == "half_normal":
-        sigma = np.abs(s.rng.standard_normal(full)) / np.sqrt(2.0 * p0)
-    elif b["prior"] == "half_t":
-        nu = 2.0 * np.broadcast_to(b["p1"], full) - 1.0
-        sigma = np.abs(np.sqrt(np.exp(p0) / nu) * s.rng.standard_t(nu))
-    else:
-        sigma = s.rng.exponential(1.0 / p0)
-    s.put(v, sigma, full)
+    s.put(v, _sigma_from_prior(s.rng, b["prior"], b["p0"], b["p1"], full), full)
 
 
 def _uniform_scale(s: _Forward, v, f, frame, full):
     """σ ~ U(0, upper); parents see the precision σ⁻²."""
-    sigma = np.broadcast_to(f.params["upper"], full) * (1.0 - s.rng.uniform(size=full))
-    s.put(v, sigma, full)
+    s.put(v, _sigma_from_prior(s.rng, "uniform", f.params["upper"], 0.0, full), full)
     s.precision[v.name] = s.out[v.name] ** -2.0
 
 

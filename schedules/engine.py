@@ -461,9 +461,8 @@ class Engine:
             if v.name in self.block:
                 h += self.block[v.name].entropy
                 continue
-            q = self.q[v.name]
-            # a scale on σ carries its prior's term with its entropy (factors/scale_sigma.py)
-            ent = np.broadcast_to(q.elbo_term() if isinstance(q, TiltedScale) else q.entropy(), v.shape)
+            # H[q]; a scale on σ adds its prior's term too (factors/scale_sigma.py)
+            ent = np.broadcast_to(self.q[v.name].elbo_term(), v.shape)
             if v.name in self.c.pruned:
                 ent = ent * self.c.pruned[v.name]
             h += float(ent[~v.mask].sum()) if v.mask is not None else float(ent.sum())

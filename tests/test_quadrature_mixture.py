@@ -31,3 +31,16 @@ def test_bad_input():
         QuadratureMixture([0.5, 0.5], [g])
     with pytest.raises(ValueError, match="components differ in shape"):
         QuadratureMixture([0.5, 0.5], [g, Gaussian(0.0, 1.0)])
+
+
+def test_entropy_estimate():
+    """A mixture of one repeated Gaussian is that Gaussian: the estimate agrees with its closed-form entropy
+    within a few standard errors, and ``entropy()`` is deterministic."""
+    g = Gaussian(np.array([0.0, 2.0]), np.array([1.0, 4.0]))
+    q = QuadratureMixture([0.4, 0.6], [g, g])
+    est, se = q.entropy_estimate(50_000, rng=1)
+    assert np.all(np.abs(est - g.entropy()) < 5 * se)
+    assert np.array_equal(q.entropy(), q.entropy())
+    two = QuadratureMixture([0.5, 0.5], [Gaussian(-3.0, 0.01), Gaussian(3.0, 0.01)])  # far apart: H = H_g + log 2
+    est, se = two.entropy_estimate(50_000, rng=2)
+    assert abs(est - (Gaussian(0.0, 0.01).entropy() + np.log(2.0))) < 5 * se + 1e-9

@@ -9,31 +9,18 @@ import numpy as np
 import pytest
 
 import factorgraph as fg
+from demos.eight_schools import build, build_noncentred
 from distributions import GridDensity, QuadratureMixture
 from factorgraph.nodes import ModelError
-
-Y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
-SIGMA = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
+from tests.test_tilted_scale import SIGMA, Y
 
 
 def noncentred():
-    with fg.Model("eight schools, non-centred") as m:
-        j = fg.plate("school", 8)
-        mu = fg.gaussian("mu", 0.0, sd=5.0)
-        tau = fg.half_cauchy("tau", scale=5.0)
-        eta = fg.gaussian("eta", 0.0, sd=1.0, plates=[j])
-        fg.gaussian("y", mean=mu + tau * eta, sd=SIGMA, plates=[j], observed=Y)
-    return m
+    return build_noncentred(Y, SIGMA)
 
 
 def centred():
-    with fg.Model("eight schools") as m:
-        j = fg.plate("school", 8)
-        mu = fg.gaussian("mu", 0.0, sd=5.0)
-        tau = fg.half_cauchy("tau", scale=5.0)
-        theta = fg.gaussian("theta", mean=mu, sd=tau, plates=[j])
-        fg.gaussian("y", mean=theta, sd=SIGMA, plates=[j], observed=Y)
-    return m
+    return build(Y, SIGMA)
 
 
 def _conditional_bound(tau: float) -> tuple[float, float, np.ndarray]:
