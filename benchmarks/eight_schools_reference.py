@@ -14,8 +14,14 @@ Model (Rubin 1981; Gelman et al., BDA3 §5.5; posteriordb's ``eight_schools``)::
 - **ADVI, non-centred** (``advi_noncentred``): the same on the non-centred model, a factorised Gaussian over
   (μ, log τ, η_1..η_8), θ_j = μ + τ·η_j computed per draw.
 
+- **ADVI over seeds** (``advi_seeds``): ADVI is stochastic, and one seed's fit is one draw of it.  With
+  ``--seeds K`` the script refits ADVI on both parametrisations with seeds SEED+1..SEED+K (the same settings
+  as above) and stores each fit's summary and its score against NUTS (the largest |Δmean|/sd over μ, τ and
+  the θ_j), so the demo can say where the single-seed fits sit in ADVI's own spread.
+
 Run: ``python -m benchmarks.eight_schools_reference`` (needs the ``bench`` extra; about 25 minutes), or
-``python -m benchmarks.eight_schools_reference --only advi_noncentred`` to (re)make one entry of the file.
+``python -m benchmarks.eight_schools_reference --only advi_noncentred`` to (re)make one entry of the file, or
+``python -m benchmarks.eight_schools_reference --seeds 8`` for the seed study (about 5 minutes per seed).
 """
 
 from __future__ import annotations
@@ -66,7 +72,7 @@ def nuts(y, sigma, draws=25_000, tune=2_000, chains=4):
     return out
 
 
-def advi(y, sigma, steps=100_000, draws=200_000, noncentred=False):
+def advi(y, sigma, steps=100_000, draws=200_000, noncentred=False, seed=SEED):
     import pymc as pm
 
     with pm.Model():
@@ -78,8 +84,8 @@ def advi(y, sigma, steps=100_000, draws=200_000, noncentred=False):
         else:
             theta = pm.Normal("theta", mu, tau, shape=len(y))
         pm.Normal("y", theta, sigma, observed=y)
-        approx = pm.fit(n=steps, method="advi", random_seed=SEED, progressbar=False)
-        trace = approx.sample(draws, random_seed=SEED)
+        approx = pm.fit(n=steps, method="advi", random_seed=seed, progressbar=False)
+        trace = approx.sample(draws, random_seed=seed)
     post = trace.posterior
     mu_s = post["mu"].values.reshape(-1)
     tau_s = post["tau"].values.reshape(-1)
@@ -91,6 +97,34 @@ def advi(y, sigma, steps=100_000, draws=200_000, noncentred=False):
     return out
 
 
+def score(fit: dict, nuts: dict) -> float:
+    """The largest |mean − NUTS mean| / NUTS sd over μ, τ and the θ_j (the demo's score)."""
+    pairs = [(fit["mu"], nuts["mu"]), (fit["tau"], nuts["tau"])] + list(zip(fit["theta"], nuts["theta"], strict=True))
+    return max(abs(f[0] - n[0]) / n[1] for f, n in pairs)
+
+
+def seed_study(y, sigma, k: int) -> None:
+    """Refit ADVI on both parametrisations with k further seeds; store the fits and their scores, and print
+    the spread of the scores beside the single-seed reference fits'."""
+    ref = json.loads((DATA / "reference.json").read_text())
+    study = {"seeds": [SEED + i for i in range(1, k + 1)], "centred": [], "noncentred": []}
+    for s in study["seeds"]:
+        for key, nc in (("centred", False), ("noncentred", True)):
+            t0 = time.perf_counter()
+            fit = advi(y, sigma, noncentred=nc, seed=s)
+            fit["seconds"] = time.perf_counter() - t0
+            fit["score"] = score(fit, ref["nuts"])
+            study[key].append(fit)
+            print(f"seed {s} {key:10} score {fit['score']:.3f}  E[tau] {fit['tau'][0]:.3f}  "
+                  f"ELBO(last 1000) {fit['final_elbo_mean_last_1000']:.3f}  {fit['seconds']:.0f} s", flush=True)
+    ref["advi_seeds"] = study
+    (DATA / "reference.json").write_text(json.dumps(ref, indent=1) + "\n")
+    for key, single in (("centred", "advi"), ("noncentred", "advi_noncentred")):
+        sc = np.array([f["score"] for f in study[key]])
+        print(f"ADVI {key}: scores over {k} seeds min {sc.min():.3f}, median {np.median(sc):.3f}, max {sc.max():.3f}; "
+              f"the reference seed's {score(ref[single], ref['nuts']):.3f}")
+
+
 def main() -> None:
     import argparse
     from importlib.metadata import version
@@ -98,8 +132,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", choices=["nuts", "advi", "advi_noncentred"],
                         help="remake one entry of the existing reference.json")
-    only = parser.parse_args().only
+    parser.add_argument("--seeds", type=int, help="refit ADVI with this many further seeds (stored as advi_seeds)")
+    args = parser.parse_args()
+    only = args.only
     schools, y, sigma = load()
+    if args.seeds:
+        seed_study(y, sigma, args.seeds)
+        return
     if only:
         ref = json.loads((DATA / "reference.json").read_text())
         t0 = time.perf_counter()

@@ -41,7 +41,9 @@ class Node:
     plates: tuple[Plate, ...]
     model: Model
 
-    # arithmetic builds deterministic Gaussian expressions
+    # arithmetic builds deterministic Gaussian expressions; numpy defers to it (x * a[g] with an array x)
+    __array_ufunc__ = None
+
     def __add__(self, other: Any) -> Node:
         from .expressions import add
 

@@ -10,6 +10,7 @@ from .gamma import GAMMA
 from .gaussian import GAUSSIAN
 from .gaussian_markov_chain import GAUSSIAN_MARKOV_CHAIN, GAUSSIAN_MARKOV_CHAIN_DIAG
 from .grouped_gaussian import GROUPED_GAUSSIAN
+from .grouped_linear_gaussian import GROUPED_LINEAR_GAUSSIAN
 from .linear_gaussian import LINEAR_GAUSSIAN
 from .logistic import BERNOULLI_LOGIT
 from .markov_chain import MARKOV_CHAIN
@@ -41,5 +42,6 @@ FACTOR_TYPES += (GAUSSIAN_MARKOV_CHAIN, GAUSSIAN_MARKOV_CHAIN_DIAG)
 FACTOR_TYPES += (STUDENT_T,)
 FACTOR_TYPES += (UNIFORM_SCALE,)
 FACTOR_TYPES += (SCALE_SIGMA,)
+FACTOR_TYPES += (GROUPED_LINEAR_GAUSSIAN,)
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

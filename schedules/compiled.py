@@ -11,17 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from distributions import Bernoulli, Categorical, Gaussian, GaussianGamma, MvGaussian
+from distributions import Bernoulli, Categorical, GaussianGamma, MvGaussian
 from factorgraph.nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Plate, Variable
 from factors.base import RuleNotFound, one_hot, point_stats
-from factors.data_products import cached_gram
-from factors.gaussian import GAUSSIAN
-from factors.grouped_gaussian import GROUPED_GAUSSIAN
+from factors.grouped_linear_gaussian import GROUPED_LINEAR_GAUSSIAN
 from factors.linear_gaussian import LINEAR_GAUSSIAN
 from factors.mv_gaussian import MV_GAUSSIAN_FIXED
 from factors.normal_gamma import NORMAL_GAMMA
 from factors.plating import expand
 
+from .fusion import fuse, fused_stats
 from .missing import drop_missing, prune_selectors
 
 
@@ -74,6 +73,7 @@ class Compiled:
     consumers: dict[int, list[Consumer]] = field(default_factory=dict)  # id(node) -> consumers
     selector_factors: dict[int, list[CFactor]] = field(default_factory=dict)
     fused: list[str] = field(default_factory=list)
+    grouped: list[str] = field(default_factory=list)  # fused onto per-group Gram matrices
     # variable name -> plate whose elements are coupled (summed over by a mean-field inner
     # product): updating them all at once is not coordinate ascent, so they go one at a time
     sequential: dict[str, Plate] = field(default_factory=dict)
@@ -100,7 +100,7 @@ def compile_model(model, algorithm, schedule=None, init=None, damping: dict | No
                              "in fg.inner")
     _check_handlers(model, handlers or {})
     handled = set(handlers or {})
-    factors = [_compile_factor(f, algorithm, model, handled) for f in _fuse(model)]
+    factors = [_compile_factor(f, algorithm, model, handled) for f in fuse(model, handled)]
     damping = damping or {}
     names = {f.name for f in factors}
     for key, val in damping.items():
@@ -113,6 +113,7 @@ def compile_model(model, algorithm, schedule=None, init=None, damping: dict | No
     model.compilations += 1
     c = Compiled(model, algorithm, factors, latent, [])
     c.fused = [f.name for f in factors if f.node.ftype is LINEAR_GAUSSIAN]
+    c.grouped = [f.name for f in factors if f.node.ftype is GROUPED_LINEAR_GAUSSIAN]
     for f in factors:
         for edge, arg in f.node.edges.items():
             target = arg.source if isinstance(arg, Gate) else arg
@@ -125,6 +126,10 @@ def compile_model(model, algorithm, schedule=None, init=None, damping: dict | No
         if d.op.name == "inner" and d.params["mean_field"]:
             w = d.parents["w"]
             c.sequential[w.source.name if isinstance(w, Indexed) else w.name] = d.params["consumed"]
+    for f in factors:  # a fused mean-field inner product: its coefficients are coupled the same way
+        if f.node.ftype is GROUPED_LINEAR_GAUSSIAN:
+            for edge, plate in f.node.consumed.items():
+                c.sequential[f.node.edges[edge].name] = plate
     for d in used:
         for role, parent in d.parents.items():
             if isinstance(parent, Variable | Deterministic | Indexed):
@@ -242,83 +247,6 @@ def _used_deterministics(c: Compiled, model) -> list[Deterministic]:
     return used
 
 
-# ------------------------------------------------------------------------------------ fusion
-def _fuse(model) -> list[FactorNode]:
-    """Replace Gaussian factors on inner(X, w) with fully observed outputs by the fused
-    linear-Gaussian factor (cached XᵀX, Xᵀy, yᵀy), when nothing else uses the inner product."""
-    uses: dict[int, int] = {}
-    for f in model.factors:
-        for a in f.edges.values():
-            a = a.source if isinstance(a, Gate) else a
-            if isinstance(a, Deterministic):
-                uses[id(a)] = uses.get(id(a), 0) + 1
-    for d in model.deterministics:
-        for p in d.parents.values():
-            if isinstance(p, Deterministic):
-                uses[id(p)] = uses.get(id(p), 0) + 1
-    out = []
-    for f in model.factors:
-        grouped = _fuse_grouped(f)
-        if grouped is not None:
-            out.append(grouped)
-            continue
-        y, mean, prec = f.edges.get("out"), f.edges.get("mean"), f.edges.get("precision")
-        ok = (f.ftype is GAUSSIAN and isinstance(y, Variable) and y.is_observed
-              and isinstance(mean, Deterministic) and mean.op.name == "inner" and uses.get(id(mean)) == 1
-              and not mean.params["mean_field"] and mean.parents["w"].family is MvGaussian
-              and not mean.parents["w"].plates and mean.plates == y.plates == f.plates
-              and (isinstance(prec, np.ndarray) and prec.size == 1
-                   or isinstance(prec, Variable) and not prec.plates))
-        if not ok:
-            out.append(f)
-            continue
-        precision = prec.reshape(()) if isinstance(prec, np.ndarray) else prec
-        fused = FactorNode(LINEAR_GAUSSIAN, f.name, {"w": mean.parents["w"], "precision": precision},
-                           (), f.method, {})  # its statistics: _bind
-        fused.source = f  # the factor it replaces, whose data rebind() reads again
-        out.append(fused)
-    return out
-
-
-def _linear_stats(f: FactorNode) -> dict[str, Any]:
-    """XᵀX, Xᵀy, yᵀy and n of a Gaussian factor on inner(X, w) with fully observed outputs y."""
-    yv = f.edges["out"].value.reshape(-1)
-    xtx, xty = cached_gram(f.edges["mean"].params, yv)
-    return {"xtx": xtx, "xty": xty, "yty": float(yv @ yv), "n": yv.size}
-
-
-def _fuse_grouped(f: FactorNode) -> FactorNode | None:
-    """A Gaussian factor on a[g] (a plated over the groups only) with a fully observed output becomes the
-    grouped-Gaussian factor on a, fed by per-group sums of y and y² (one pass over the rows, once)."""
-    y, mean, prec = f.edges.get("out"), f.edges.get("mean"), f.edges.get("precision")
-    if not (f.ftype is GAUSSIAN and isinstance(y, Variable) and y.is_observed and isinstance(mean, Indexed)
-            and mean.family is Gaussian and mean.source.plates == (mean.along,) and f.plates == y.plates
-            and y.plates == mean.plates == (mean.plate,)):
-        return None
-    if isinstance(prec, np.ndarray) and prec.size == 1:
-        precision = prec.reshape(())
-    elif isinstance(prec, Variable) and not prec.plates:
-        precision = prec
-    elif (isinstance(prec, Indexed) and prec.along is mean.along and prec.source.plates == (prec.along,)
-          and prec.plate is mean.plate and np.array_equal(prec.labels, mean.labels)):
-        precision = prec.source
-    else:
-        return None
-    fused = FactorNode(GROUPED_GAUSSIAN, f.name, {"mean": mean.source, "precision": precision}, (mean.along,),
-                       f.method, {})
-    fused.source = f
-    return fused
-
-
-def _grouped_stats(f: FactorNode) -> dict[str, Any]:
-    """Per-group counts, sums of y and of y² of a Gaussian factor on a[g] with fully observed y."""
-    mean = f.edges["mean"]
-    yv = f.edges["out"].value.reshape(-1)
-    G = mean.along.size
-    return {"count": mean.counts, "sum": np.bincount(mean.labels, weights=yv, minlength=G),
-            "sumsq": np.bincount(mean.labels, weights=yv * yv, minlength=G)}
-
-
 # ------------------------------------------------------------------------------------ factors
 def _compile_factor(f: FactorNode, algorithm, model, handled: set[str] = frozenset()) -> CFactor:
     params: dict[str, Any] = {}
@@ -351,7 +279,7 @@ def _bind(cf: CFactor) -> None:
     """The parts of a compiled factor that the data determine: sizes, parameters and constants' statistics."""
     f = cf.node
     if hasattr(f, "source"):  # a fused factor: its sufficient statistics, read again from the data
-        f.params = (_linear_stats if f.ftype is LINEAR_GAUSSIAN else _grouped_stats)(f.source)
+        f.params = fused_stats(f)
     params = {k: (v() if callable(v) else v) for k, v in f.params.items()}
     _finalize(f, params)
     params["state"] = {}  # variational parameters a rule keeps between calls (ξ, a), fresh per run

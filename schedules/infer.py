@@ -176,6 +176,8 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         notes.append(f"messages with negative precision clipped to zero precision (count per factor): {clipped}")
     if c.fused:
         notes.append(f"fused linear-Gaussian factors (cached XᵀX, Xᵀy): {c.fused}")
+    if c.grouped:
+        notes.append(f"fused grouped linear-Gaussian factors (per-group Gram matrices of the design): {c.grouped}")
     trace = out["elbo_trace"]
     if c.handlers:
         notes.append("handlers: " + ", ".join(f"{k} ← {h!r} (claims {[f.name for f in c.claimed[k]]})"

@@ -169,7 +169,12 @@ def chunk_model(blob: bytes, plate_name: str, start: int, stop: int, blocks: lis
         if "sizes" in d.params:
             d.params["sizes"] = tuple(p.size for p in d.plates)
         d.params["products"] = {}
-    nodes = [*model.deterministics, *(a for f in model.factors for a in f.edges.values())]
+    nodes, seen = [], set()
+    for node in [*model.deterministics, *(q for d in model.deterministics for q in d.parents.values()),
+                 *(a for f in model.factors for a in f.edges.values())]:
+        if id(node) not in seen:  # an indexed view inside a sum or an inner product too, each cut once
+            seen.add(id(node))
+            nodes.append(node)
     for node in nodes:
         if isinstance(node, Indexed) and node.plate is plate:
             node.labels = node.labels[idx]

@@ -121,6 +121,7 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "GaussianMarkovChainDiag": {"lengths": np.array([4, 3]), "state": {}, "D": D, "noise": "diag"},
         "GaussianMarkovChainDiag/shared": {"lengths": np.array([4, 3]), "state": {}, "D": D, "noise": "shared"},
         "StudentT": {"dof": 3.0, "learn_dof": False, "present": np.array([1.0, 0.0]), "state": {}},
+        "GroupedLinearGaussian": _grouped_linear_fixture(np.random.default_rng(7)),  # its own draws
     }[name]
     if name == "NormalWishart":
         from factors.normal_wishart import prior_natural
@@ -129,6 +130,27 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
     if name == "MvGaussianFixedPrecision":
         params["logdet"] = float(np.linalg.slogdet(params["precision"])[1])
     return params
+
+
+# the grouped linear-Gaussian fixture: 2 groups, every slot used: scalar blocks of one coefficient (s0, s2, s4,
+# s5) and of D mean-field coefficients (a consumed plate: s1, s3), vector blocks (v0, v1).  The message is per
+# group (a global block's is summed over the groups by the engine, tested in test_grouped_linear.py), so
+# every block's statistics here are per group.
+_GL_SHAPES = {"s0": BATCH, "s1": BATCH + (D,), "s2": BATCH, "s3": BATCH + (D,), "s4": BATCH, "s5": BATCH,
+              "v0": BATCH, "v1": BATCH}
+_GL_SIZES = {"s0": 1, "s1": D, "s2": 1, "s3": D, "s4": 1, "s5": 1, "v0": D, "v1": D}
+
+
+def _grouped_linear_fixture(rng):
+    from factors.grouped_linear_gaussian import grouped_linear_stats
+
+    layout, start = [], 0
+    for slot, size in _GL_SIZES.items():
+        layout.append((slot, start, size, slot.startswith("v")))
+        start += size
+    rows = 11
+    labels = np.r_[np.arange(BATCH[0]), rng.integers(0, BATCH[0], rows - BATCH[0])]
+    return grouped_linear_stats(labels, rng.normal(size=(rows, start)), rng.normal(size=rows), BATCH[0], layout)
 
 
 CASES = [(ft, variant) for ft in FACTOR_TYPES
@@ -149,6 +171,8 @@ def _moments(ft, variant, rng):
             m[edge] = _stats(family, rng, BATCH + (D,))
         elif edge == "precision" and variant.endswith("/ard"):
             m[edge] = _stats(family, rng, BATCH + (D,))
+        elif ft.name == "GroupedLinearGaussian" and edge != "precision":
+            m[edge] = _stats(family, rng, _GL_SHAPES[edge])
         elif ft.name in ("LinearGaussian",) and edge == "precision":
             m[edge] = _stats(family, rng, BATCH)
         else:

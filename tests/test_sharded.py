@@ -83,6 +83,21 @@ def varying_intercept(y, groups, G=7):
     return m
 
 
+def varying_slopes(y, groups, X, G=7, generic=False):
+    """Varying intercepts and slopes beside fixed effects: fused onto per-group Gram matrices in each chunk
+    (``generic``: + 0.0, the gather/scatter path, whose indexed views inside the sum are cut per chunk)."""
+    N = y.shape[0]
+    with fg.Model("varying_slopes") as m:
+        c, n, d = fg.plate("c", G), fg.plate("n", N), fg.plate("d", 2)
+        a = fg.gaussian("a", mean=fg.gaussian("mu", 0.0, 0.01), precision=fg.gamma("tau_a", 2.0, 1.0), plates=[c])
+        b = fg.gaussian("b", 0.0, precision=1.0, plates=[c, d])
+        w = fg.mv_gaussian("w", np.zeros(1), 1.0)
+        mean = a[groups] + fg.inner(X[:, :2], fg.index(b, groups, plate=n, along=c), [n]) + fg.inner(X[:, 2:], w, [n])
+        fg.gaussian("y", mean=mean + 0.0 if generic else mean, precision=fg.gamma("tau", 2.0, 1.0), plates=[n],
+                    observed=y)
+    return m
+
+
 def poisson_regression(X, counts):
     N, D = X.shape
     with fg.Model("poisson") as m:
@@ -171,6 +186,12 @@ CASES = {
     # segment sums over the groups, per chunk, added on the driver
     "varying_intercept": (lambda X, y, s, c: varying_intercept(c(_groups()[1]), _groups()[0]),
                           lambda X, y, s: varying_intercept(_groups()[1], _groups()[0]), ["a", "mu", "tau", "tau_a"]),
+    # per-group Gram matrices of the design, per chunk (factors/grouped_linear_gaussian.py)
+    "varying_slopes": (lambda X, y, s, c: varying_slopes(c(_groups()[1]), _groups()[0], c(X)),
+                       lambda X, y, s: varying_slopes(_groups()[1], _groups()[0], X), ["a", "b", "w", "mu", "tau"]),
+    "varying_slopes_generic": (lambda X, y, s, c: varying_slopes(c(_groups()[1]), _groups()[0], c(X), generic=True),
+                               lambda X, y, s: varying_slopes(_groups()[1], _groups()[0], X, generic=True),
+                               ["a", "b", "w", "mu", "tau"]),
 }
 
 
