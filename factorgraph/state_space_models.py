@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -119,6 +120,11 @@ def linear_state_space_model(y: Any, state_dim: int, a0: float = 1e-3) -> Model:
     return m
 
 
+def _rotated_draws(sampler, R: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Draws of the chain pushed forward by R: R x_t for each draw x of the chain before the rotation."""
+    return sampler(draws, rng) @ R.T
+
+
 class StateRotation:
     """The rotation speed-up (Luttinen & Ilin 2010) for ``linear_state_space``: a sweep hook (``Model.sweep_hooks``)
     that moves q along x_t → R x_t, C → C R⁻¹, A → R A R⁻¹ with the R maximising the bound.
@@ -180,7 +186,7 @@ class StateRotation:
         q = GaussianChain(
             qx.mean() @ R.T, R @ qx.second @ R.T, R @ qx.pair @ R.T, qx.log_normalizer,
             qx.joint_entropy + np.asarray(chain.params["lengths"], dtype=float) * ld,
-            sampler=None if sampler is None else (lambda draws, rng: sampler(draws, rng) @ R.T))
+            sampler=None if sampler is None else partial(_rotated_draws, sampler, R.copy()))
         chain.params["state"]["q"] = q
         eng.set_posterior(variables["x"], q)
         if self.full:

@@ -27,6 +27,8 @@ Rauch–Tung–Striebel smoother (``kernels/kalman.py``, O(L·D³); Beal 2003, c
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from distributions import Gamma, MvGaussian, Wishart
@@ -214,10 +216,7 @@ def chain_posterior(m: Moments, p: dict, potentials, independent: bool = False) 
                                  "positive definite (an improper or degenerate chain posterior)")
     entropy = 0.5 * lens * D * (1.0 + _LOG_2PI) - 0.5 * logdet
 
-    def sampler(draws: int, rng: np.random.Generator) -> np.ndarray:
-        z = rng.standard_normal((draws,) + fh.shape)
-        return sample_chains(fh, fJ, lens, *args, z).reshape((draws, *batch, T, D))
-
+    sampler = partial(_draw_chains, fh, fJ, lens, args, batch, T, D)  # a partial pickles; a closure does not
     return GaussianChain(mean.reshape(batch + (T, D)), second.reshape(batch + (T, D, D)),
                          pair.reshape(batch + (T, D, D)), logz.reshape(batch), entropy.reshape(batch),
                          sampler=sampler)
@@ -225,3 +224,9 @@ def chain_posterior(m: Moments, p: dict, potentials, independent: bool = False) 
 
 _rules(GAUSSIAN_MARKOV_CHAIN)
 _rules(GAUSSIAN_MARKOV_CHAIN_DIAG)
+
+
+def _draw_chains(fh, fJ, lens, args, batch, T, D, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Joint draws of the state paths, (draws, *batch, T, D)."""
+    z = rng.standard_normal((draws,) + fh.shape)
+    return sample_chains(fh, fJ, lens, *args, z).reshape((draws, *batch, T, D))

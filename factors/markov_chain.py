@@ -20,6 +20,8 @@ Its entropy follows from the normaliser: H[q] = log Z − Σ_t γ_t·φ_t − E[
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from distributions import Categorical, Dirichlet
@@ -113,10 +115,13 @@ def chain_posterior(m: Moments, p: dict, potentials: np.ndarray | None) -> Categ
     lens = np.broadcast_to(lengths, batch).reshape(-1)
     lpi0, la0 = lpi.reshape(-1, K)[0].copy(), la.reshape(-1, K, K)[0].copy()
 
-    def sampler(draws: int, rng: np.random.Generator) -> np.ndarray:
-        return sample_chains(flat, lpi0, la0, lens, draws, rng).reshape((draws, *batch, T))
-
+    sampler = partial(_draw_chains, flat, lpi0, la0, lens, batch, T)  # a partial pickles; a closure does not
     return CategoricalChain(gamma, xi, logz, np.maximum(entropy, 0.0), sampler=sampler)
+
+
+def _draw_chains(flat, lpi0, la0, lens, batch, T, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Joint draws of the state paths, (draws, *batch, T)."""
+    return sample_chains(flat, lpi0, la0, lens, draws, rng).reshape((draws, *batch, T))
 
 
 MARKOV_CHAIN.structured = chain_posterior

@@ -39,7 +39,25 @@ def _mixture():
     return fg.infer(m, seed=0)
 
 
-@pytest.mark.parametrize("fit", [_linear, _normal_gamma_block, _mixture])
+def _hmm():
+    y = np.r_[np.random.default_rng(4).poisson(2.0, 30), np.random.default_rng(5).poisson(9.0, 30)]
+    return models.hmm(y, 2, "poisson")
+
+
+def _state_space(rotate=False):
+    import warnings
+
+    y = np.cumsum(np.random.default_rng(6).normal(size=(40, 2)), 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fg.ConvergenceWarning)
+        return models.linear_state_space(y, 2, max_iter=30, rotate=rotate)
+
+
+def _state_space_rotated():
+    return _state_space(rotate=True)
+
+
+@pytest.mark.parametrize("fit", [_linear, _normal_gamma_block, _mixture, _hmm, _state_space, _state_space_rotated])
 def test_result_round_trip_keeps_posteriors_and_arviz(fit):
     r = fit()
     r = getattr(r, "result", r)
@@ -60,3 +78,14 @@ def test_model_pickles_without_its_compiled_structure_and_refits_the_same():
     assert m2._compiled is None
     r2 = fg.infer(m2, seed=0)
     assert r2.elbo == pytest.approx(r.elbo, rel=1e-12)
+
+
+@pytest.mark.parametrize("fit", [_hmm, _state_space, _state_space_rotated])
+def test_chain_posteriors_draw_the_same_paths_after_a_round_trip(fit):
+    """A chain's q (Markov or Gauss–Markov, rotated or not) keeps its joint sampler through pickling."""
+    r = fit()
+    name = next(k for k, q in r.posteriors.items() if type(q).__name__ in ("CategoricalChain", "GaussianChain"))
+    q, q2 = r.posterior(name), pickle.loads(pickle.dumps(r)).posterior(name)
+    a = q.sample(4, rng=np.random.default_rng(7))
+    np.testing.assert_array_equal(a, q2.sample(4, rng=np.random.default_rng(7)))
+    assert np.ptp(a, axis=0).max() > 0  # real draws, not a constant
