@@ -17,7 +17,8 @@ import numpy as np
 
 from distributions import Gamma, Gaussian
 
-from .base import LOG_2PI, FactorType, Moments
+from .base import FactorType, Moments
+from .linear_gaussian import sums_evidence, sums_to_precision
 
 GROUPED_GAUSSIAN = FactorType("GroupedGaussian", mean=Gaussian, precision=Gamma)
 
@@ -35,11 +36,9 @@ def grouped_to_mean(m: Moments, p: dict) -> tuple:
 
 @GROUPED_GAUSSIAN.rule("precision", "vmp")
 def grouped_to_precision(m: Moments, p: dict) -> tuple:
-    q = _q(m, p)
-    return (-0.5 * q, np.broadcast_to(0.5 * p["count"], q.shape))
+    return sums_to_precision(_q(m, p), p["count"])
 
 
 @GROUPED_GAUSSIAN.evidence(kind="exact")
 def grouped_evidence(m: Moments, p: dict) -> np.ndarray:
-    tau = m["precision"]
-    return 0.5 * p["count"] * (tau[1] - LOG_2PI) - 0.5 * tau[0] * _q(m, p)
+    return sums_evidence(m["precision"], _q(m, p), p["count"])

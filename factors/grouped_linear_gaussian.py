@@ -36,7 +36,8 @@ from numba import njit
 
 from distributions import Gamma, Gaussian, MvGaussian
 
-from .base import LOG_2PI, FactorType, Moments
+from .base import FactorType, Moments
+from .linear_gaussian import sums_evidence, sums_to_precision
 
 SCALAR_SLOTS = tuple(f"s{k}" for k in range(6))
 VECTOR_SLOTS = ("v0", "v1")
@@ -143,11 +144,9 @@ for _slot in SCALAR_SLOTS + VECTOR_SLOTS:
 
 @GROUPED_LINEAR_GAUSSIAN.rule("precision", "vmp")
 def grouped_linear_to_precision(m: Moments, p: dict) -> tuple:
-    s = _sse(m, p)
-    return (-0.5 * s, np.broadcast_to(0.5 * p["count"], s.shape))
+    return sums_to_precision(_sse(m, p), p["count"])
 
 
 @GROUPED_LINEAR_GAUSSIAN.evidence(kind="exact")
 def grouped_linear_evidence(m: Moments, p: dict) -> np.ndarray:
-    tau = m["precision"]
-    return 0.5 * p["count"] * (tau[1] - LOG_2PI) - 0.5 * tau[0] * _sse(m, p)
+    return sums_evidence(m["precision"], _sse(m, p), p["count"])

@@ -30,13 +30,22 @@ def lg_to_w(m: Moments, p: dict) -> tuple:
     return (tau[..., None] * p["xty"], -0.5 * tau[..., None, None] * p["xtx"])
 
 
+def sums_to_precision(sse: np.ndarray, n: np.ndarray | float) -> tuple:
+    """The message to τ of n Gaussian terms with expected squared error E[SSE]: (−½E[SSE], n/2).  Shared by the
+    fused factors (this one, grouped_gaussian, grouped_linear_gaussian)."""
+    return (-0.5 * sse, np.broadcast_to(0.5 * np.asarray(n, dtype=float), np.shape(sse)))
+
+
+def sums_evidence(tau: tuple, sse: np.ndarray, n: np.ndarray | float) -> np.ndarray:
+    """E[log f] of n Gaussian terms: (n/2)(E[log τ] − log 2π) − ½E[τ]E[SSE], τ's statistics (E[τ], E[log τ])."""
+    return 0.5 * n * (tau[1] - LOG_2PI) - 0.5 * tau[0] * sse
+
+
 @LINEAR_GAUSSIAN.rule("precision", "vmp")
 def lg_to_precision(m: Moments, p: dict) -> tuple:
-    s = _sse(m, p)
-    return (-0.5 * s, np.full_like(s, 0.5 * p["n"]))
+    return sums_to_precision(_sse(m, p), p["n"])
 
 
 @LINEAR_GAUSSIAN.evidence(kind="exact")
 def lg_evidence(m: Moments, p: dict) -> np.ndarray:
-    logt = m["precision"][1]
-    return 0.5 * p["n"] * (logt - LOG_2PI) - 0.5 * m["precision"][0] * _sse(m, p)
+    return sums_evidence(m["precision"], _sse(m, p), p["n"])
