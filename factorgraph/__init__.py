@@ -31,6 +31,7 @@ from .builders import (
 from .convergence import ConvergenceWarning
 from .counts import binomial, binomial_logit, multinomial, multinomial_softmax, poisson, poisson_log
 from .covariance import gaussian_wishart, wishart
+from .derived import deterministic
 from .expressions import dot, select
 from .indexing import index
 from .model import Model
@@ -92,7 +93,7 @@ __all__ += ["ConvergenceWarning", "SVI", "ScaleQuadrature"]
 __all__ += ["GaussianMixture", "MvGaussian", "expected_log_sum_exp", "softmax_bound", "site",
             "projection_log_expectation"]
 __all__ += ["markov_chain", "gaussian_markov_chain"]
-__all__ += ["dot"]
+__all__ += ["dot", "deterministic"]
 __all__ += ["sample_prior"]
 __all__ += ["data", "predict"]
 __all__ += ["student_t"]

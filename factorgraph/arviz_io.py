@@ -47,7 +47,10 @@ def _event_dims(model: Model, name: str, v: Variable | None, ndim: int) -> list[
 
 
 def _dims(model: Model, name: str, arr_ndim: int, lead: int) -> list[str]:
-    """Dims of an array (``lead`` leading axes excluded) of variable ``name`` (or ``"w.tau"``)."""
+    """Dims of an array (``lead`` leading axes excluded) of variable ``name`` (or ``"w.tau"``, or a named
+    deterministic node: its plates)."""
+    if name in getattr(model, "tracked", {}):
+        return [p.name for p in model.tracked[name].plates]
     base = name.rsplit(".", 1)[0] if name not in model.variables else name
     v = model.variables.get(base)
     if base != name and name.endswith(".tau"):  # the precision of a normal–gamma block: one scalar per draw
@@ -94,7 +97,8 @@ def to_arviz(result: Result, draws: int = 1000, seed: int | None = 0, prior: boo
     if model is None:
         raise ModelError("to_arviz needs the fitted model; this Result was not made by fg.infer")
     post = result.sample(draws, seed)
-    names = [n for n in post if n in model.variables or n.rsplit(".", 1)[0] in model.variables]
+    tracked = getattr(model, "tracked", {})
+    names = [n for n in post if n in model.variables or n.rsplit(".", 1)[0] in model.variables or n in tracked]
     posterior, dims = _group(model, post, names)
     observed = [v for v in model.variables.values() if v.mask is not None and np.any(v.mask)]
     obs_data = {}

@@ -29,6 +29,7 @@ class Model:
         self.plates: dict[str, Plate] = {}
         self.variables: dict[str, Variable] = {}
         self.deterministics: list[Deterministic] = []
+        self.tracked: dict[str, Deterministic] = {}  # deterministic nodes named by fg.deterministic
         self.factors: list[FactorNode] = []
         self._names: set[str] = set()
         self.data: dict[str, Any] = {}  # data node name -> fg.data node

@@ -84,6 +84,8 @@ class Result:
     # posteriors stay with their chunks until ``posterior`` collects one
     sharding: dict[str, Any] | None = None
     local: dict[str, Any] = field(default_factory=dict)  # name -> function collecting its posterior
+    # fg.deterministic nodes: name -> (E_q[y], Var_q[y]) over the node's plates (factorgraph/derived.py)
+    derived: dict[str, tuple] = field(default_factory=dict)
     # the fitted model (for to_arviz's observed data and log-likelihoods); set by fg.infer
     model: Any = field(default=None, repr=False, compare=False)
 
@@ -110,6 +112,15 @@ class Result:
         """
         if name in self.local and name not in self.posteriors:  # a sharded plate's local variable: collected now
             self.posteriors[name] = self.local[name]()
+        if name in self.derived:
+            from .derived import DerivedPosterior
+
+            node = self.model.tracked[name]
+            return DerivedPosterior(name, *self.derived[name], tuple(p.name for p in node.plates))
+        if name not in self.posteriors and name in getattr(self.model, "tracked", {}):
+            raise KeyError(f"{name!r} is a deterministic node; its exact moments come from fits in memory by VMP or "
+                           f"NCVMP (this one is {self.algorithm}{', sharded' if self.sharding else ''}); "
+                           f"result.sample() draws it")
         try:
             q = self.posteriors[name]
         except KeyError:

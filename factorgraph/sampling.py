@@ -549,7 +549,7 @@ def sample_posterior(result: Result, draws: int = 1000, seed: int | None = 0) ->
         nodes = rng.choice(quad["weights"].size, size=S, p=quad["weights"])
         for name, q in result.posteriors.items():
             out[name] = np.exp(quad["u"][nodes]) if name == quad["variable"] else q.sample_at(nodes, rng)
-        return out
+        return _with_tracked(result, out, S, rng)
     for name in result.posteriors:
         q = result.posterior(name)  # scale variables (fg.half_cauchy, ...) on the σ scale
         joint = result.joint.get(name)
@@ -564,6 +564,27 @@ def sample_posterior(result: Result, draws: int = 1000, seed: int | None = 0) ->
             out[name], out[f"{name}.precision"] = (np.asarray(a) for a in x)
         else:
             out[name] = np.asarray(x)
+    return _with_tracked(result, out, S, rng)
+
+
+def _with_tracked(result: Result, out: dict[str, np.ndarray], S: int, rng: np.random.Generator) -> dict:
+    """Add the draws of the model's named deterministic nodes (``fg.deterministic``), evaluated on the joint
+    draws of q (fully observed variables at their data)."""
+    model = result.model
+    tracked = getattr(model, "tracked", {}) if model is not None else {}
+    if not tracked:
+        return out
+    fw = _Forward(model, S, rng)
+    fw.out.update(out)
+    for v in model.variables.values():
+        if v.name not in fw.out and v.mask is not None and not v.is_latent:
+            fw.out[v.name] = np.broadcast_to(np.asarray(v.value, dtype=float), (S, *np.shape(v.value)))
+    for name, d in tracked.items():
+        try:
+            out[name] = np.asarray(fw.value(d))
+        except ModelError as e:
+            raise ModelError(f"result.sample: the deterministic node {name!r} cannot be drawn from this fit ({e})") \
+                from None
     return out
 
 

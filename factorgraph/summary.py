@@ -86,7 +86,7 @@ def summary(result: Result, prob: float = 0.94, draws: int = 4000, seed: int | N
     rows: list[list[Any]] = []
     index: list[str] = []
     sampled: dict[str, np.ndarray] | None = None
-    for name in result.posteriors:
+    for name in [*result.posteriors, *result.derived]:  # fg.deterministic nodes: exact moments, intervals by draws
         q = result.posterior(name)  # scale variables (fg.half_cauchy, ...) on the σ scale
         parts = _exact(q)
         if parts is not None:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from factorgraph import checks, convergence
+from factorgraph.derived import derived_moments
 from factorgraph.model import Model
 from factorgraph.nodes import Deterministic, Gate, ModelError, Variable
 from factorgraph.predict import FitRecord
@@ -198,6 +199,7 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
     result.fit_record = FitRecord(model, {k: d.value for k, d in model.data.items()}, model.data_version)
     result.joint.update(eng.joint)
     result.model = model
+    result.derived = derived_moments(eng.node_stats, model)  # fg.deterministic nodes: exact moments under q
     result.hyper.update(hyper)
     result.scales.update(n for n, v in model.variables.items()
                          if getattr(v, "scale_prior", None) and v.base is None and v.is_latent)

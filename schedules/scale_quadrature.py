@@ -39,6 +39,7 @@ from scipy.special import logsumexp
 
 from distributions import GridDensity, QuadratureMixture, TiltedScale
 from factorgraph import convergence
+from factorgraph.derived import mixture_moments
 from factorgraph.nodes import ModelError
 from factorgraph.predict import FitRecord
 from factorgraph.results import LOWER_BOUND, Result, combine_kinds
@@ -187,6 +188,7 @@ def run_scale_quadrature(model, handlers: dict, algorithm: Any, max_iter: int, t
                     np.array([base.elbo, log_z]), sweeps[0], not warns, time.perf_counter() - t0, 0.0, warns, 0.0,
                     notes)
     result.quadrature = {"variable": name, "u": grid, "weights": w}
+    result.derived = mixture_moments(w, [r.derived for r in fits]) if fits[0].derived else {}
     result.fit_record = FitRecord(model, {k: d.value for k, d in model.data.items()}, model.data_version)
     result.model = model
     for text in warns:
