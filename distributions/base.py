@@ -18,7 +18,7 @@ do not define a distribution (``is_proper()`` is False, e.g. the flat ``uniform`
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -89,6 +89,44 @@ class Quantiles:
     def sample(self, shape: int | Shape = (), rng: RngLike = None) -> np.ndarray:
         """Draws of shape ``shape + batch_shape``: ppf of uniform draws."""
         return self.ppf(as_rng(rng).uniform(size=as_shape(shape) + self.batch_shape))
+
+
+class ChainPosterior(Distribution):
+    """What the posteriors of Markov chains (``CategoricalChain``, ``GaussianChain``) share: their shapes, read
+    off ``_steps`` (batch + (T, E): one row of E statistics per step), the joint entropy laid out on the steps,
+    and joint draws from the ``_sampler`` the factor that built the chain supplies (``_independent_draws``,
+    each step from its marginal, without one)."""
+
+    _steps: np.ndarray
+    joint_entropy: np.ndarray
+    _sampler: Any
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        """Sequences × steps (the shape of the chain variable)."""
+        return self._steps.shape[:-1]
+
+    @property
+    def event_shape(self) -> tuple[int, ...]:
+        return self._steps.shape[-1:]
+
+    def entropy(self) -> np.ndarray:
+        """H[q] laid out on the steps: each sequence's joint entropy at its first step, 0 elsewhere (a sum over
+        steps gives the joint entropy, which is not a sum of per-step entropies)."""
+        out = np.zeros(self._steps.shape[:-1])
+        out[..., 0] = self.joint_entropy
+        return out
+
+    def sample(self, shape: int | Shape = (), rng: RngLike = None) -> np.ndarray:
+        """Joint draws of the sequences, shape ``shape + batch_shape`` (+ the event axis of a vector chain)."""
+        shape = as_shape(shape)
+        rng = as_rng(rng)
+        S = int(np.prod(shape))
+        x = np.asarray(self._sampler(S, rng)) if self._sampler is not None else self._independent_draws(S, rng)
+        return x.reshape(shape + x.shape[1:])
+
+    def _independent_draws(self, S: int, rng: np.random.Generator) -> np.ndarray:
+        raise NotImplementedError
 
 
 class ExponentialFamily(Distribution):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Distribution, RngLike, Shape, as_rng, as_shape
+from .base import ChainPosterior
 
 
-class CategoricalChain(Distribution):
+class CategoricalChain(ChainPosterior):
     r"""A distribution over K-state sequences z_1..z_T (batched over sequences), Markov in t.
 
     .. math::
@@ -56,13 +56,8 @@ class CategoricalChain(Distribution):
         return cls(g, pairs, np.zeros(g.shape[:-2]), h)
 
     @property
-    def batch_shape(self) -> tuple[int, ...]:
-        """Sequences × steps (the shape of the chain variable)."""
-        return self.marginals.shape[:-1]
-
-    @property
-    def event_shape(self) -> tuple[int, ...]:
-        return self.marginals.shape[-1:]
+    def _steps(self) -> np.ndarray:
+        return self.marginals
 
     def mean(self) -> np.ndarray:
         """The smoothed marginals q(z_t = k), shape batch + (T, K)."""
@@ -76,27 +71,13 @@ class CategoricalChain(Distribution):
         """E[one-hot(z_t)] = γ_t, as for a Categorical per step."""
         return (self.marginals,)
 
-    def entropy(self) -> np.ndarray:
-        """H[q] laid out on the steps: each sequence's joint entropy at its first step, 0 elsewhere
-        (so a sum over steps gives the joint entropy, which is not a sum of per-step entropies)."""
-        out = np.zeros(self.marginals.shape[:-1])
-        out[..., 0] = self.joint_entropy
-        return out
-
-    def sample(self, shape: int | Shape = (), rng: RngLike = None) -> np.ndarray:
-        """Joint draws of the state sequences: integer labels of shape ``shape + batch_shape``
-        (−1 at steps past a sequence's length)."""
-        shape = as_shape(shape)
-        rng = as_rng(rng)
-        S = int(np.prod(shape))
-        if self._sampler is not None:
-            x = np.asarray(self._sampler(S, rng))
-        else:
-            g = self.marginals
-            u = rng.random((S,) + g.shape[:-1] + (1,))
-            x = (u > np.cumsum(g, -1)).sum(-1)
-            x = np.where(g.sum(-1) > 0, np.minimum(x, g.shape[-1] - 1), -1)
-        return x.reshape(shape + self.batch_shape)
+    def _independent_draws(self, S: int, rng: np.random.Generator) -> np.ndarray:
+        """Each step's label from its marginal (−1 at steps past a sequence's length); ``sample`` gives joint
+        draws: integer labels of shape ``shape + batch_shape``."""
+        g = self.marginals
+        u = rng.random((S,) + g.shape[:-1] + (1,))
+        x = (u > np.cumsum(g, -1)).sum(-1)
+        return np.where(g.sum(-1) > 0, np.minimum(x, g.shape[-1] - 1), -1)
 
     def map_states(self) -> np.ndarray:
         """The most probable state of each step under its marginal (−1 past a sequence's length)."""

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Distribution, RngLike, Shape, as_rng, as_shape
+from .base import ChainPosterior
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
 
-class GaussianChain(Distribution):
+class GaussianChain(ChainPosterior):
     r"""A Gaussian distribution over state sequences x_1..x_T ∈ R^D (batched over sequences), Markov in t.
 
     .. math::
@@ -67,13 +67,8 @@ class GaussianChain(Distribution):
         return cls(mu, m2, pair, np.zeros(mu.shape[:-2]), h)
 
     @property
-    def batch_shape(self) -> tuple[int, ...]:
-        """Sequences × steps (the shape of the chain variable)."""
-        return self._mean.shape[:-1]
-
-    @property
-    def event_shape(self) -> tuple[int, ...]:
-        return self._mean.shape[-1:]
+    def _steps(self) -> np.ndarray:
+        return self._mean
 
     def mean(self) -> np.ndarray:
         """The smoothed means E[x_t], shape batch + (T, D)."""
@@ -97,27 +92,14 @@ class GaussianChain(Distribution):
         """E[u(x_t)] = (μ_t, E[x_t x_tᵀ]), as for an MvGaussian per step."""
         return self._mean, self.second
 
-    def entropy(self) -> np.ndarray:
-        """H[q] laid out on the steps: each sequence's joint entropy at its first step, 0 elsewhere
-        (a sum over steps gives the joint entropy, which is not a sum of per-step entropies)."""
-        out = np.zeros(self._mean.shape[:-1])
-        out[..., 0] = self.joint_entropy
-        return out
-
-    def sample(self, shape: int | Shape = (), rng: RngLike = None) -> np.ndarray:
-        """Joint draws of the state sequences, shape ``shape + batch_shape + (D,)``."""
-        shape = as_shape(shape)
-        rng = as_rng(rng)
-        S = int(np.prod(shape))
-        if self._sampler is not None:
-            x = np.asarray(self._sampler(S, rng))
-        else:
-            cov = self.cov()
-            ok = np.trace(cov, axis1=-2, axis2=-1) > 0
-            chol = np.linalg.cholesky(np.where(ok[..., None, None], cov, np.eye(cov.shape[-1])))
-            z = rng.standard_normal((S,) + self._mean.shape)
-            x = self._mean + np.where(ok[..., None], np.einsum("...ij,...j->...i", chol, z), 0.0)
-        return x.reshape(shape + self._mean.shape)
+    def _independent_draws(self, S: int, rng: np.random.Generator) -> np.ndarray:
+        """Each step from its Gaussian marginal (0 past a sequence's length); ``sample`` gives joint draws of
+        shape ``shape + batch_shape + (D,)``."""
+        cov = self.cov()
+        ok = np.trace(cov, axis1=-2, axis2=-1) > 0
+        chol = np.linalg.cholesky(np.where(ok[..., None, None], cov, np.eye(cov.shape[-1])))
+        z = rng.standard_normal((S,) + self._mean.shape)
+        return self._mean + np.where(ok[..., None], np.einsum("...ij,...j->...i", chol, z), 0.0)
 
     def __repr__(self) -> str:
         return f"GaussianChain(batch_shape={self.batch_shape}, D={self._mean.shape[-1]})"

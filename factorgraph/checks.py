@@ -572,3 +572,20 @@ def sd_as_precision(sd: Any, precision: Any, variance: Any, name: str, variance_
                              f"got {node!r}{hint}")
         return sd
     return 1.0 / positive(sd, f"{name!r}: sd") ** 2
+
+
+def sequence_lengths(lengths: Any, seq_shape: tuple[int, ...], time: Plate, name: str) -> np.ndarray:
+    """The lengths of a chain's sequences, one per element of the sequence plates ``seq_shape`` (all the time
+    plate's size when None), checked to be integers in 1..T, as int64 of shape ``seq_shape``."""
+    if lengths is None:
+        return np.full(seq_shape, time.size, dtype=np.int64)
+    lens = constant(lengths, f"{name!r}: lengths")
+    if lens.shape not in (seq_shape, ()):
+        raise ModelError(f"{name!r}: lengths must have the shape of the sequence plates {seq_shape}, got {lens.shape}")
+    wrong = (lens != np.round(lens)) | (lens < 1) | (lens > time.size)
+    if np.any(wrong):
+        bad = lens[wrong].ravel()[0]
+        bad = bad.astype(np.int64) if bad == np.round(bad) else bad
+        raise ModelError(f"{name!r}: lengths must be integers in 1..{time.size} (the size of the time plate "
+                         f"{time.name!r}), got {bad.item()!r}")
+    return np.broadcast_to(lens, seq_shape).astype(np.int64)

@@ -93,19 +93,7 @@ def markov_chain(name: str, initial: Any, transition: Any, *, plates: Sequence[P
     K = Ks["initial"]
     seq = vplates[:-1]
     seq_shape = tuple(p.size for p in seq)
-    if lengths is None:
-        lens = np.full(seq_shape, time.size, dtype=np.int64)
-    else:
-        lens = checks.constant(lengths, f"{name!r}: lengths")
-        if lens.shape not in (seq_shape, ()):
-            raise ModelError(f"{name!r}: lengths must have the shape of the sequence plates {seq_shape}, got "
-                             f"{lens.shape}")
-        if np.any(lens != np.round(lens)) or np.any(lens < 1) or np.any(lens > time.size):
-            bad = lens[(lens != np.round(lens)) | (lens < 1) | (lens > time.size)].ravel()[0]
-            bad = bad.astype(np.int64) if bad == np.round(bad) else bad
-            raise ModelError(f"{name!r}: lengths must be integers in 1..{time.size} (the size of the time plate "
-                             f"{time.name!r}), got {bad.item()!r}")
-        lens = np.broadcast_to(lens, seq_shape).astype(np.int64)
+    lens = checks.sequence_lengths(lengths, seq_shape, time, name)
     var = Variable(model, name, Categorical, vplates, (K,))
     edges = {"out": var, "initial": initial, "transition": transition}
     factor = FactorNode(MARKOV_CHAIN, f"MarkovChain({name})", edges, seq, "default", {"lengths": lens}, consumed)

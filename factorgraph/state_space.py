@@ -170,18 +170,7 @@ def gaussian_markov_chain(name: str, initial_mean: Any = 0.0, initial_precision:
         transition = float(transition) * np.eye(D)
     seq = vplates[:-1]
     seq_shape = tuple(p.size for p in seq)
-    if lengths is None:
-        lens = np.full(seq_shape, time.size, dtype=np.int64)
-    else:
-        lens = checks.constant(lengths, f"{name!r}: lengths")
-        if lens.shape not in (seq_shape, ()):
-            raise ModelError(f"{name!r}: lengths must have the shape of the sequence plates {seq_shape}, got "
-                             f"{lens.shape}")
-        if np.any(lens != np.round(lens)) or np.any(lens < 1) or np.any(lens > time.size):
-            bad = lens[(lens != np.round(lens)) | (lens < 1) | (lens > time.size)].ravel()[0]
-            raise ModelError(f"{name!r}: lengths must be integers in 1..{time.size} (the size of the time plate "
-                             f"{time.name!r}), got {bad.item()!r}")
-        lens = np.broadcast_to(lens, seq_shape).astype(np.int64)
+    lens = checks.sequence_lengths(lengths, seq_shape, time, name)
     var = Variable(model, name, MvGaussian, vplates, (D,))
     edges = {"out": var, "initial_mean": initial_mean, "initial_precision": initial_precision,
              "transition": transition, "noise_precision": noise_precision}
