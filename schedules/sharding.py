@@ -164,6 +164,16 @@ def chunk_model(blob: bytes, plate_name: str, start: int, stop: int, blocks: lis
             xp = [p for i, p in enumerate(d.plates) if i in d.params["x_axes"]]
             if plate in xp:
                 d.params["X"] = _take(d.params["X"], xp.index(plate), idx)
+        if plate in d.plates and d.op.name in ("sum", "product"):  # a constant operand given per row (b[g] * x)
+            for role, a in list(d.parents.items()):
+                src = d.params["src"][role]
+                if isinstance(a, np.ndarray) and plate.index in src and a.shape[src.index(plate.index)] == n0 > 1:
+                    d.parents[role] = _take(a, src.index(plate.index), idx)
+        if plate in d.plates and d.op.name == "polynomial":  # its coefficients, expanded onto the node's plates
+            axis = list(d.params["dst"]).index(plate.index)
+            d.params["monomials"] = [
+                (_take(c, axis, idx) if np.ndim(c) > axis and np.shape(c)[axis] == n0 > 1 else c, roles)
+                for c, roles in d.params["monomials"]]
         if "shape" in d.params:
             d.params["shape"] = tuple(p.size for p in d.plates)
         if "sizes" in d.params:

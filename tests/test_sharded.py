@@ -98,6 +98,25 @@ def varying_slopes(y, groups, X, G=7, generic=False):
     return m
 
 
+def slopes_times_rows(y, groups, x, G=7, kind="fused"):
+    """a[g] + b[g]·x with x a numpy column per row, which each chunk cuts to its rows: fused, on the gather/scatter
+    path (a term 0.5·x of its own), or a polynomial (a[g] in two terms)."""
+    N = y.shape[0]
+    with fg.Model("slopes_times_rows") as m:
+        c, n = fg.plate("c", G), fg.plate("n", N)
+        a = fg.gaussian("a", mean=fg.gaussian("mu", 0.0, 0.01), precision=fg.gamma("tau_a", 2.0, 1.0), plates=[c])
+        b = fg.gaussian("b", 0.0, precision=1.0, plates=[c])
+        if kind == "polynomial":
+            ag = a[groups]
+            mean = ag + ag * x
+        else:
+            mean = a[groups] + b[groups] * x
+            if kind == "generic":
+                mean = mean + 0.5 * x
+        fg.gaussian("y", mean=mean, precision=fg.gamma("tau", 2.0, 1.0), plates=[n], observed=y)
+    return m
+
+
 def poisson_regression(X, counts):
     N, D = X.shape
     with fg.Model("poisson") as m:
@@ -189,6 +208,11 @@ CASES = {
     # per-group Gram matrices of the design, per chunk (factors/grouped_linear_gaussian.py)
     "varying_slopes": (lambda X, y, s, c: varying_slopes(c(_groups()[1]), _groups()[0], c(X)),
                        lambda X, y, s: varying_slopes(_groups()[1], _groups()[0], X), ["a", "b", "w", "mu", "tau"]),
+    # a constant per row inside a product (b[g]·x), cut per chunk like the data
+    **{f"slopes_times_rows_{k}": (
+        lambda X, y, s, c, k=k: slopes_times_rows(c(_groups()[1]), _groups()[0], X[:, 0], kind=k),
+        lambda X, y, s, k=k: slopes_times_rows(_groups()[1], _groups()[0], X[:, 0], kind=k),
+        ["a", "mu", "tau"]) for k in ("fused", "generic", "polynomial")},
     "varying_slopes_generic": (lambda X, y, s, c: varying_slopes(c(_groups()[1]), _groups()[0], c(X), generic=True),
                                lambda X, y, s: varying_slopes(_groups()[1], _groups()[0], X, generic=True),
                                ["a", "b", "w", "mu", "tau"]),
