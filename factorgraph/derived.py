@@ -91,8 +91,8 @@ def deterministic(name: str, expression: Any) -> Deterministic:
     -----
     Under the factorised q the moments are exact: E[a + b] = E[a] + E[b], E[(ab)²] = E[a²]E[b²], and so on
     (``factorgraph/derived.py``).  A fit by VMP or NCVMP in memory, with or without global handlers or
-    ``fg.ScaleQuadrature``, reports them; a sharded (Dask) fit reports draws only (``result.sample``), an SVI
-    fit neither.
+    ``fg.ScaleQuadrature``, reports them and their draws; a sharded (Dask) or SVI fit, whose ``Result`` carries no
+    model, reports neither.
     """
     model = current_model(f"deterministic {name!r}")
     model.check_name(name)

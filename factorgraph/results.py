@@ -117,10 +117,6 @@ class Result:
 
             node = self.model.tracked[name]
             return DerivedPosterior(name, *self.derived[name], tuple(p.name for p in node.plates))
-        if name not in self.posteriors and name in getattr(self.model, "tracked", {}):
-            raise KeyError(f"{name!r} is a deterministic node; its exact moments come from fits in memory by VMP or "
-                           f"NCVMP (this one is {self.algorithm}{', sharded' if self.sharding else ''}); "
-                           f"result.sample() draws it")
         try:
             q = self.posteriors[name]
         except KeyError:

@@ -160,3 +160,22 @@ def test_svi_reports_no_moments():
     with pytest.raises(KeyError, match="no posterior for 'f'"):
         r.posterior("f")
     assert np.isfinite(r.posterior("w").mean()).all()
+
+
+def test_sharded_reports_no_moments():
+    """A sharded fit's Result carries no model: the named node has no posterior there (as under SVI)."""
+    import dask.array as da
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(240, 2))
+    y = X @ [1.0, -1.0] + 0.3 * rng.normal(size=240)
+    with fg.Model("sharded") as m:
+        n = fg.plate("n", 240)
+        w = fg.mv_gaussian("w", np.zeros(2), 1.0)
+        f = fg.deterministic("f", fg.inner(da.from_array(X, chunks=(80, 2)), w, [n]))
+        fg.gaussian("y", mean=f, precision=fg.gamma("tau", 1.0, 1.0), plates=[n], observed=da.from_array(y, chunks=80))
+    r = fg.infer(m, progress=False)
+    assert r.sharding["chunks"] == 3
+    with pytest.raises(KeyError, match="no posterior for 'f'"):
+        r.posterior("f")
+    assert "f" not in r.sample(5, seed=0)
