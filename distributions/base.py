@@ -94,8 +94,8 @@ class Quantiles:
 class ChainPosterior(Distribution):
     """What the posteriors of Markov chains (``CategoricalChain``, ``GaussianChain``) share: their shapes, read
     off ``_steps`` (batch + (T, E): one row of E statistics per step), the joint entropy laid out on the steps,
-    and joint draws from the ``_sampler`` the factor that built the chain supplies (``_independent_draws``,
-    each step from its marginal, without one)."""
+    and joint draws from the ``_sampler`` the factor that built the chain supplies; without one, each subclass's
+    ``_independent_draws(S, rng)`` draws every step from its marginal."""
 
     _steps: np.ndarray
     joint_entropy: np.ndarray
@@ -124,9 +124,6 @@ class ChainPosterior(Distribution):
         S = int(np.prod(shape))
         x = np.asarray(self._sampler(S, rng)) if self._sampler is not None else self._independent_draws(S, rng)
         return x.reshape(shape + x.shape[1:])
-
-    def _independent_draws(self, S: int, rng: np.random.Generator) -> np.ndarray:
-        raise NotImplementedError
 
 
 class ExponentialFamily(Distribution):

@@ -145,15 +145,21 @@ def test_bad_names_and_expressions():
         fg.deterministic("outside", e)
 
 
-def test_svi_reports_no_moments():
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(200, 2))
-    y = X @ [1.0, -1.0] + 0.5 * rng.normal(size=200)
-    with fg.Model("svi") as m:
-        n = fg.plate("n", 200)
+def _named_regression(name: str, N: int, seed: int, wrap=lambda a: a) -> fg.Model:
+    """A regression with its linear predictor named "f"; ``wrap`` turns the arrays into dask arrays."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, 2))
+    y = X @ [1.0, -1.0] + 0.4 * rng.normal(size=N)
+    with fg.Model(name) as m:
+        n = fg.plate("n", N)
         w = fg.mv_gaussian("w", np.zeros(2), 1.0)
-        f = fg.deterministic("f", fg.inner(X, w, [n]))
-        fg.gaussian("y", mean=f, precision=fg.gamma("tau", 1.0, 1.0), plates=[n], observed=y)
+        f = fg.deterministic("f", fg.inner(wrap(X), w, [n]))
+        fg.gaussian("y", mean=f, precision=fg.gamma("tau", 1.0, 1.0), plates=[n], observed=wrap(y))
+    return m
+
+
+def test_svi_reports_no_moments():
+    m = _named_regression("svi", 200, 3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", fg.ConvergenceWarning)
         r = fg.infer(m, algorithm=fg.SVI(batch_size=50), max_iter=50)
@@ -166,14 +172,7 @@ def test_sharded_reports_no_moments():
     """A sharded fit's Result carries no model: the named node has no posterior there (as under SVI)."""
     import dask.array as da
 
-    rng = np.random.default_rng(5)
-    X = rng.normal(size=(240, 2))
-    y = X @ [1.0, -1.0] + 0.3 * rng.normal(size=240)
-    with fg.Model("sharded") as m:
-        n = fg.plate("n", 240)
-        w = fg.mv_gaussian("w", np.zeros(2), 1.0)
-        f = fg.deterministic("f", fg.inner(da.from_array(X, chunks=(80, 2)), w, [n]))
-        fg.gaussian("y", mean=f, precision=fg.gamma("tau", 1.0, 1.0), plates=[n], observed=da.from_array(y, chunks=80))
+    m = _named_regression("sharded", 240, 5, wrap=lambda a: da.from_array(a, chunks=(80,) + a.shape[1:]))
     r = fg.infer(m, progress=False)
     assert r.sharding["chunks"] == 3
     with pytest.raises(KeyError, match="no posterior for 'f'"):
