@@ -49,7 +49,10 @@ def _binary(op: Any, stem: str, a: Any, b: Any) -> Deterministic:
         vb = {v.name for v in _roots(b)}
         if va & vb and not _distinct_elements(a, b, va & vb):
             return _polynomial(model, stem, op, a, b)
-    plates = model.sorted_plates([*_plates_of(a), *_plates_of(b)])
+    random = model.sorted_plates([*_plates_of(a), *_plates_of(b)])
+    a, new_a = _on_plates_by_size(model, a, random, stem)
+    b, new_b = _on_plates_by_size(model, b, random, stem)
+    plates = model.sorted_plates([*random, *new_a, *new_b])
     dst = tuple(p.index for p in plates)
     src = {"a": _src(a, plates), "b": _src(b, plates)}
     node = Deterministic(model, model.fresh_name(stem), op, {"a": a, "b": b}, plates,
@@ -150,6 +153,35 @@ def _distinct_elements(a: Node, b: Node, shared: set[str]) -> bool:
 
 def _plates_of(x: Any) -> tuple[Plate, ...]:
     return x.plates if isinstance(x, Node) else ()
+
+
+def _on_plates_by_size(model: Any, x: Any, plates: tuple[Plate, ...], stem: str) -> tuple[Any, list[Plate]]:
+    """A constant operand with more axes than the plates of the random operands (``beta * x``: an unplated
+    ``beta`` and one x per row) puts its extra leading axes on the model's plates of those sizes, one plate
+    each, not already among ``plates``; a size-1 extra axis is dropped.  Returns the constant with its axes
+    in the model's plate order and the plates it added.  No plate, or more than one, of a size: an error
+    naming the candidates."""
+    extra = np.ndim(x) - len(plates)
+    if isinstance(x, Node) or extra <= 0:
+        return x, []
+    shape = np.shape(x)
+    new: list[Plate] = []
+    for s in shape[:extra]:
+        if s == 1:
+            continue
+        cands = [p for p in model.plates.values() if p.size == s and p not in plates and p not in new]
+        if len(cands) != 1:
+            have = [(p.name, p.size) for p in model.plates.values()]
+            why = (f"no plate of model {model.name!r} has size {s} (its plates: {have})" if not cands else
+                   f"plates {[p.name for p in cands]} all have size {s}, so which one it lies on is ambiguous")
+            raise ModelError(f"{stem}: a constant operand of shape {shape} has more axes than the plates "
+                             f"{[p.name for p in plates]} of the random operand(s), and {why}; put it on its plate "
+                             "explicitly with fg.inner(x[:, None], w, plates=[...]) and a one-dimensional w")
+        new.append(cands[0])
+    x = x.reshape(tuple(s for s in shape[:extra] if s != 1) + shape[extra:])
+    own = [*new, *plates]  # the constant's axes: the new plates, then the random operands' plates
+    order = sorted(range(len(own)), key=lambda i: own[i].index)
+    return (x.transpose(order) if order != list(range(len(own))) else x), new
 
 
 def _src(x: Any, plates: tuple[Plate, ...]) -> tuple[int, ...]:

@@ -44,6 +44,9 @@ def _build(kind: str, generic: bool, seed: int = 0, precision: str = "gamma") ->
         elif kind == "scaled":  # constants on either side of a product, and a product of a product
             b = fg.gaussian("b", 0.0, precision=1.0, plates=[c])
             mean = x * a[g] + 2.0 * (b[g] * x)  # x * a[g]: numpy defers to the node
+        elif kind == "common":  # the radon form with one slope: a[county] + beta·x, x put on n by its size
+            beta = fg.gaussian("beta", 0.0, precision=1.0)
+            mean = a[g] + beta * x
         elif kind == "fixed":  # varying intercepts beside fixed effects (an MvGaussian)
             w = fg.mv_gaussian("w", np.zeros(3), 1.0)
             mean = a[g] + fg.inner(X3, w, [n])
@@ -90,7 +93,7 @@ def _assert_same(a: fg.Result, b: fg.Result, tol: float = 1e-10) -> None:
         np.testing.assert_allclose(pa.var(), pb.var(), rtol=tol, atol=tol, err_msg=k)
 
 
-@pytest.mark.parametrize("kind", ["slopes", "scaled", "fixed", "everything", "global_plated"])
+@pytest.mark.parametrize("kind", ["slopes", "common", "scaled", "fixed", "everything", "global_plated"])
 def test_fused_matches_generic_path(kind):
     fused, generic = _fit(_build(kind, False)), _fit(_build(kind, True))
     assert _fused(fused) and not _fused(generic)

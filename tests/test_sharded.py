@@ -100,7 +100,7 @@ def varying_slopes(y, groups, X, G=7, generic=False):
 
 def slopes_times_rows(y, groups, x, G=7, kind="fused"):
     """a[g] + b[g]·x with x a numpy column per row, which each chunk cuts to its rows: fused, on the gather/scatter
-    path (a term 0.5·x of its own), or a polynomial (a[g] in two terms)."""
+    path (a term 0.5·x of its own), a polynomial (a[g] in two terms), or a common slope (a[g] + beta·x)."""
     N = y.shape[0]
     with fg.Model("slopes_times_rows") as m:
         c, n = fg.plate("c", G), fg.plate("n", N)
@@ -109,6 +109,8 @@ def slopes_times_rows(y, groups, x, G=7, kind="fused"):
         if kind == "polynomial":
             ag = a[groups]
             mean = ag + ag * x
+        elif kind == "common":  # one slope for every group: the unplated beta puts x on the rows' plate by size
+            mean = a[groups] + fg.gaussian("beta", 0.0, precision=1.0) * x
         else:
             mean = a[groups] + b[groups] * x
             if kind == "generic":
@@ -212,7 +214,7 @@ CASES = {
     **{f"slopes_times_rows_{k}": (
         lambda X, y, s, c, k=k: slopes_times_rows(c(_groups()[1]), _groups()[0], X[:, 0], kind=k),
         lambda X, y, s, k=k: slopes_times_rows(_groups()[1], _groups()[0], X[:, 0], kind=k),
-        ["a", "mu", "tau"]) for k in ("fused", "generic", "polynomial")},
+        ["a", "mu", "tau"]) for k in ("fused", "generic", "polynomial", "common")},
     "varying_slopes_generic": (lambda X, y, s, c: varying_slopes(c(_groups()[1]), _groups()[0], c(X), generic=True),
                                lambda X, y, s: varying_slopes(_groups()[1], _groups()[0], X, generic=True),
                                ["a", "b", "w", "mu", "tau"]),

@@ -1,0 +1,109 @@
+"""A constant operand with more axes than its random operands' plates: ``beta * x`` with an unplated beta and
+one x per row puts x on the model's plate of its size (factorgraph/expressions.py ``_on_plates_by_size``)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import factorgraph as fg
+from factorgraph.nodes import ModelError
+
+N, G, D = 60, 5, 3
+
+
+def _fit(m: fg.Model) -> fg.Result:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fg.ConvergenceWarning)
+        return fg.infer(m, max_iter=500, tol=None, param_tol=1e-12)
+
+
+def test_common_slope_is_on_the_rows_plate():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=N)
+    with fg.Model("slope") as m:
+        n = fg.plate("n", N)
+        beta = fg.gaussian("beta", 0.5, precision=4.0)
+        left, right = fg.deterministic("left", beta * x), fg.deterministic("right", x * beta)
+        fg.gaussian("y", mean=left + fg.gaussian("nu", 0.0, 1.0), precision=1.0, plates=[n],
+                    observed=rng.normal(size=N))
+    assert left.plates == right.plates == (n,)
+    r = _fit(m)
+    q = r.posterior("beta")
+    for name in ("left", "right"):
+        np.testing.assert_allclose(r.posterior(name).mean(), x * q.mean(), rtol=1e-13)
+        np.testing.assert_allclose(r.posterior(name).var(), x**2 * q.var(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("order", ["rows first", "columns first"])
+def test_a_matrix_on_two_plates_follows_the_plate_order(order):
+    """X (N × D) times b plated over d: X's first axis goes on n, whichever plate the model made first."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(N, D))
+    with fg.Model("matrix") as m:
+        if order == "rows first":
+            n, d = fg.plate("n", N), fg.plate("d", D)
+        else:
+            d, n = fg.plate("d", D), fg.plate("n", N)
+        b = fg.gaussian("b", np.arange(D, dtype=float), precision=1.0, plates=[d])
+        prod = fg.deterministic("prod", b * X)
+        rows_first = order == "rows first"
+        fg.gaussian("y", mean=prod, precision=1.0, plates=[n, d] if rows_first else [d, n],
+                    observed=rng.normal(size=(N, D) if rows_first else (D, N)))
+    assert set(prod.plates) == {n, d}
+    r = _fit(m)
+    want = X * r.posterior("b").mean()
+    np.testing.assert_allclose(r.posterior("prod").mean(), want if rows_first else want.T, rtol=1e-12)
+
+
+def test_common_slope_fit_equals_the_inner_product_form():
+    """a[g] + beta·x and a[g] + fg.inner(x[:, None], w) with a one-dimensional w are the same model."""
+    rng = np.random.default_rng(2)
+    g = np.r_[np.arange(G), rng.integers(0, G, N - G)]
+    x = rng.normal(size=N)
+    y = rng.normal(size=G)[g] + 0.7 * x + 0.3 * rng.normal(size=N)
+
+    def fit(form):
+        with fg.Model(form) as m:
+            n, c = fg.plate("n", N), fg.plate("c", G)
+            a = fg.gaussian("a", fg.gaussian("mu", 0.0, 0.01), precision=fg.gamma("ta", 1.0, 1.0), plates=[c])
+            if form == "scalar":
+                slope = fg.gaussian("beta", 0.0, precision=1.0) * x
+            else:
+                slope = fg.inner(x[:, None], fg.mv_gaussian("beta", np.zeros(1), 1.0), [n])
+            fg.gaussian("y", mean=a[g] + slope, precision=fg.gamma("tau", 1.0, 1.0), plates=[n], observed=y)
+        return _fit(m)
+
+    s, v = fit("scalar"), fit("inner")
+    assert s.elbo == pytest.approx(v.elbo, rel=1e-12)
+    assert float(s.posterior("beta").mean()) == pytest.approx(float(v.posterior("beta").mean()[0]), rel=1e-10)
+    assert float(s.posterior("beta").mean()) == pytest.approx(0.7, abs=0.1)
+    np.testing.assert_allclose(s.posterior("a").mean(), v.posterior("a").mean(), rtol=1e-10)
+
+
+def test_no_plate_of_that_size_is_named():
+    with fg.Model("none"):
+        fg.plate("n", N)
+        beta = fg.gaussian("beta", 0.0, precision=1.0)
+        with pytest.raises(ModelError, match=r"shape \(7,\).*no plate of model 'none' has size 7.*\('n', 60\)"):
+            beta * np.ones(7)
+
+
+def test_two_plates_of_that_size_are_ambiguous():
+    with fg.Model("two"):
+        fg.plate("n", N)
+        fg.plate("m", N)
+        beta = fg.gaussian("beta", 0.0, precision=1.0)
+        with pytest.raises(ModelError, match=r"plates \['n', 'm'\] all have size 60.*ambiguous.*fg\.inner"):
+            beta * np.ones(N)
+
+
+def test_a_singleton_leading_axis_is_dropped():
+    with fg.Model("singleton") as m:
+        n = fg.plate("n", N)
+        beta = fg.gaussian("beta", 0.0, precision=1.0)
+        prod = beta * np.ones((1, N))
+    assert prod.plates == (n,)
+    assert m.deterministics[-1] is prod
