@@ -207,7 +207,8 @@ def as_float_array(value: Any, what: str) -> tuple[np.ndarray, np.ndarray | None
     missing = None
     if isinstance(value, Data):
         raise ModelError(f"{what}: the data node {value.name!r} cannot be used here; data nodes are accepted as the "
-                         "X of fg.inner and as array arguments of the builders (fg.gaussian(..., observed=...), ...)")
+                         "X of fg.inner, as operands of sums and products, and as array arguments of the builders "
+                         "(fg.gaussian(..., observed=...), ...)")
     if isinstance(value, str | bytes | dict | set) or callable(value):
         raise ModelError(f"{what} must be numeric (a number or an array of numbers), got {_short(value)}")
     if np.ma.isMaskedArray(value):

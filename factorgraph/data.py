@@ -54,8 +54,9 @@ def data(name: str, value: Any) -> Data:
         The node's name (its own namespace: a data node and the variable observed through it may share
         a name, as in ``fg.gaussian("y", ..., observed=fg.data("y", y))``).
     value
-        The array: inputs X (use as ``fg.inner(X, w, plates=[n])``), group labels (``a[g]``), observed
-        values (``observed=``), a mask, or a constant parameter of a builder.
+        The array: inputs X (use as ``fg.inner(X, w, plates=[n])``), a column in a sum or product
+        (``beta * x``), group labels (``a[g]``), observed values (``observed=``), a mask, or a constant
+        parameter of a builder.
 
     Returns
     -------
@@ -65,10 +66,10 @@ def data(name: str, value: Any) -> Data:
 
     Notes
     -----
-    The node spans the plates of its leading axes: the ``plates`` of ``fg.inner``, the plate labels run
-    over, the plates of the variable it is observed on (``observed=`` or ``mask=``), or of the variable it
-    parameterises when its leading axes have that variable's plate sizes.  Those plates' sizes are then
-    defined by the data.
+    The node spans the plates of its leading axes: the ``plates`` of ``fg.inner``, the plates of a sum or
+    product it is an operand of (aligned as a constant operand is), the plate labels run over, the plates of
+    the variable it is observed on (``observed=`` or ``mask=``), or of the variable it parameterises when its
+    leading axes have that variable's plate sizes.  Those plates' sizes are then defined by the data.
     """
     model = current_model(f"data {name!r}")
     if not isinstance(name, str) or not name:
@@ -267,6 +268,8 @@ def _check_resizable(model: Model, new: dict[str, Any], sizes: dict, resized: di
                                      f"of {d.name!r} (shape {X.shape}) are a constant: declare them with fg.data")
             else:
                 for role, a in d.parents.items():
+                    if d.params.get("data", {}).get(role) in new:
+                        continue
                     if not isinstance(a, Node) and p.index in d.params["src"][role] and np.size(a) > 1:
                         axis = np.ndim(a) - len(d.params["src"][role]) + d.params["src"][role].index(p.index)
                         if np.shape(a)[axis] != 1:
@@ -310,6 +313,11 @@ def _update_expressions(model: Model, new: dict[str, Any], resized: dict[Plate, 
             d.params = {**d.params, "shape": tuple(q.size for q in d.plates), "products": {},
                         "w_shape": tuple(q.size for q in _w_plates(d))}
         elif "sizes" in d.params:
+            for role, name in d.params.get("data", {}).items():  # a data node as an operand of a sum or product
+                if name in new:
+                    node = model.data[name]
+                    arr = checks.constant(new[name], f"{d.op.name}: data {name!r}")
+                    d.parents[role] = arr.transpose(sorted(range(arr.ndim), key=lambda i: node.axes[i].index))
             d.params = {**d.params, "sizes": tuple(q.size for q in d.plates)}
 
 
@@ -409,7 +417,7 @@ def _snapshot(model: Model) -> dict[str, Any]:
         "data": {k: d.value for k, d in model.data.items()},
         "vars": {k: (v.value, v.mask, v.__dict__.get("coord_mask", _NONE)) for k, v in model.variables.items()},
         "factors": [(f, dict(f.edges), dict(f.params)) for f in model.factors],
-        "dets": [(d, d.params) for d in model.deterministics],
+        "dets": [(d, d.params, dict(d.parents)) for d in model.deterministics],
         "labels": [(x, x.labels, x.counts) for x in _indexed(model)],
     }
 
@@ -434,8 +442,10 @@ def _restore(model: Model, s: dict[str, Any]) -> None:
         f.edges.update(edges)
         f.params.clear()
         f.params.update(params)
-    for d, params in s["dets"]:
+    for d, params, parents in s["dets"]:
         d.params = params
+        d.parents.clear()
+        d.parents.update(parents)
     for x, labels, counts in s["labels"]:
         x.labels, x.counts = labels, counts
 

@@ -14,7 +14,7 @@ from factors.polynomial import Polynomial
 
 from . import checks
 from .model import current_model
-from .nodes import Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
+from .nodes import Data, Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz".replace("d", "").replace("e", "")  # D, E are event letters
 
@@ -33,6 +33,8 @@ def _gaussian_operand(x: Any, what: str) -> Node | np.ndarray:
         return x
     if isinstance(x, Gate):
         raise ModelError(f"{what}: a gated variable (x[z]) can only be an argument of a factor")
+    if isinstance(x, Data):
+        return x
     return checks.constant(x, what)
 
 
@@ -50,15 +52,43 @@ def _binary(op: Any, stem: str, a: Any, b: Any) -> Deterministic:
         if va & vb and not _distinct_elements(a, b, va & vb):
             return _polynomial(model, stem, op, a, b)
     random = model.sorted_plates([*_plates_of(a), *_plates_of(b)])
+    data = {r: x for r, x in (("a", a), ("b", b)) if isinstance(x, Data)}
+    for d in data.values():
+        if d.model is not model:
+            raise ModelError(f"{stem}: the data node {d.name!r} belongs to model {d.model.name!r}, not to the "
+                             f"active model {model.name!r}")
+    a, b = (checks.constant(x.value, f"{stem}: data {x.name!r}") if isinstance(x, Data) else x for x in (a, b))
     a, new_a = _on_plates_by_size(model, a, random, stem)
     b, new_b = _on_plates_by_size(model, b, random, stem)
     plates = model.sorted_plates([*random, *new_a, *new_b])
     dst = tuple(p.index for p in plates)
     src = {"a": _src(a, plates), "b": _src(b, plates)}
-    node = Deterministic(model, model.fresh_name(stem), op, {"a": a, "b": b}, plates,
-                         {"src": src, "dst": dst, "sizes": tuple(p.size for p in plates)})
+    params = {"src": src, "dst": dst, "sizes": tuple(p.size for p in plates)}
+    node = Deterministic(model, model.fresh_name(stem), op, {"a": a, "b": b}, plates, params)
+    if data:
+        params["data"] = {r: _data_operand(d, node, r, new_a if r == "a" else new_b) for r, d in data.items()}
     model.deterministics.append(node)
     return node
+
+
+def _data_operand(d: Data, node: Deterministic, role: str, new: list[Plate]) -> str:
+    """Record that the operand ``role`` of ``node`` is the data node ``d``, so that ``set_data`` and
+    ``fg.predict`` can replace it (resizing its plates).  Its axes run over ``new`` (plates found by size)
+    and then, numpy-style, the trailing plates of the node; an axis of size 1 on a plate of another size
+    (broadcast) is refused: a data operand spans its plates."""
+    from .data import _bind_axes
+
+    shape = d.shape
+    rest = [p for p in node.plates if p not in new]
+    k = len(shape) - len(new)
+    axes = [*new, *rest[len(rest) - k:]] if 0 < k <= len(rest) else list(new)
+    for s, p in zip(shape, axes, strict=False):
+        if s != p.size or len(axes) != len(shape):
+            raise ModelError(f"{node.op.name}: data {d.name!r} of shape {shape} broadcasts along plate {p.name!r} "
+                             f"(size {p.size}); a data operand must span its plates, one entry per element")
+    _bind_axes(d, tuple(axes), f"{node.name!r}")
+    d.uses.append(node)
+    return d.name
 
 
 def _polynomial(model: Any, stem: str, op: Any, a: Any, b: Any) -> Deterministic:
@@ -175,8 +205,8 @@ def _on_plates_by_size(model: Any, x: Any, plates: tuple[Plate, ...], stem: str)
             why = (f"no plate of model {model.name!r} has size {s} (its plates: {have})" if not cands else
                    f"plates {[p.name for p in cands]} all have size {s}, so which one it lies on is ambiguous")
             raise ModelError(f"{stem}: a constant operand of shape {shape} has more axes than the plates "
-                             f"{[p.name for p in plates]} of the random operand(s), and {why}; put it on its plate "
-                             "explicitly with fg.inner(x[:, None], w, plates=[...]) and a one-dimensional w")
+                             f"{[p.name for p in plates]} of the random operand(s), and {why}; a column x goes on its "
+                             "plate explicitly as fg.inner(x[:, None], w, plates=[...]) with a one-dimensional w")
         new.append(cands[0])
     x = x.reshape(tuple(s for s in shape[:extra] if s != 1) + shape[extra:])
     own = [*new, *plates]  # the constant's axes: the new plates, then the random operands' plates

@@ -272,7 +272,8 @@ class Data:
     """``fg.data("X", array)``: a named array of data that ``model.set_data`` and ``fg.predict`` can replace.
 
     A data node is accepted as the inputs ``X`` of ``fg.inner``, as the integer labels of ``x[labels]``
-    (``fg.index``), and as any array argument of a builder (``observed=``, ``mask=``, a constant ``mean``,
+    (``fg.index``), as an operand of a sum or product (``beta * x``, ``b[g] * x``), and as any array argument
+    of a builder (``observed=``, ``mask=``, a constant ``mean``,
     ``precision``, ``trials``, ``exposure``, ...).  It spans the plates of its leading axes: the ``plates`` of
     ``fg.inner``, the plate the labels run over, the plates of the variable it is observed on, or of the
     variable it parameterises when its leading axes have that variable's plate sizes; ``axes`` maps each
@@ -284,7 +285,7 @@ class Data:
         self.name = name
         self.value = value
         self.axes: dict[int, Plate] = {}  # leading axis -> the plate it runs over
-        self.uses: list[Any] = []  # deterministic nodes (fg.inner) and variables (builders) that read it
+        self.uses: list[Any] = []  # deterministic nodes (inner, sums, products) and variables that read it
 
     @property
     def shape(self) -> tuple[int, ...]:

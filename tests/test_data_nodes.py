@@ -178,15 +178,18 @@ def test_bad_labels_are_refused_as_at_construction():
 def test_data_nodes_are_refused_where_they_cannot_be_replaced():
     X, y = _regression_data(10)
     with fg.Model("m"):
-        fg.plate("n", 10)
+        n = fg.plate("n", 10)
         d = fg.data("X", X)
         with pytest.raises(ModelError, match="declared twice"):
             fg.data("X", X)
         with pytest.raises(ModelError, match="must hold numbers"):
             fg.data("s", np.array(["a", "b"]))
-        mu = fg.gaussian("mu", 0.0, 1.0)
+        z = fg.categorical("z", np.ones(3) / 3, plates=[n])
         with pytest.raises(ModelError, match=r"data node 'X' cannot be used here"):
-            mu + d
+            fg.select(d, z)
+        mu = fg.gaussian("mu", 0.0, 1.0)
+        with pytest.raises(ModelError, match=r"shape \(10, 3\).*no plate of model 'm' has size 3"):
+            mu + d  # a data operand of a sum: its second axis is on no plate
     with fg.Model("other"), pytest.raises(ModelError, match="belongs to model 'm'"):
         n = fg.plate("n", 10)
         w = fg.mv_gaussian("w", 0.0, 1.0, dim=3)

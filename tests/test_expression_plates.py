@@ -107,3 +107,72 @@ def test_a_singleton_leading_axis_is_dropped():
         prod = beta * np.ones((1, N))
     assert prod.plates == (n,)
     assert m.deterministics[-1] is prod
+
+
+def _slope_model(x, g, y, generic=False, G=G):
+    """a[county] + beta·x with x, the labels and y data nodes, so set_data and fg.predict can replace them."""
+    with fg.Model("data slope") as m:
+        n, c = fg.plate("n", len(y)), fg.plate("c", G)
+        xd, gd, yd = fg.data("x", x), fg.data("county", g), fg.data("y", y)
+        a = fg.gaussian("a", fg.gaussian("mu", 0.0, 0.01), precision=fg.gamma("ta", 1.0, 1.0), plates=[c])
+        mean = xd * fg.gaussian("beta", 0.0, precision=1.0) + a[gd]
+        fg.gaussian("y", mean=mean + 0.0 if generic else mean, precision=fg.gamma("tau", 1.0, 1.0), plates=[n],
+                    observed=yd)
+    return m
+
+
+def _slope_data(seed=3, n=N):
+    rng = np.random.default_rng(seed)
+    g = np.r_[np.arange(G), rng.integers(0, G, n - G)]
+    x = rng.normal(size=n)
+    return x, g, rng.normal(size=G)[g] + 0.7 * x + 0.3 * rng.normal(size=n)
+
+
+def test_a_data_operand_is_replaced_by_set_data():
+    """set_data on a product's data operand (new rows) gives the fit of a model built on the new data."""
+    x, g, y = _slope_data()
+    m = _slope_model(x, g, y)
+    before = _fit(m).elbo
+    m.set_data(x=x[:40], county=g[:40], y=y[:40])
+    after = _fit(m)
+    fresh = _fit(_slope_model(x[:40], g[:40], y[:40]))
+    assert after.elbo != pytest.approx(before, rel=1e-3)
+    assert after.elbo == pytest.approx(fresh.elbo, rel=1e-12)
+    np.testing.assert_allclose(after.posterior("a").mean(), fresh.posterior("a").mean(), rtol=1e-10)
+    assert any("grouped linear-Gaussian" in note for note in after.notes)
+    generic = _fit(_slope_model(x[:40], g[:40], y[:40], generic=True))
+    assert after.elbo == pytest.approx(generic.elbo, rel=1e-10)
+
+
+def test_predict_at_new_rows_of_a_data_operand():
+    x, g, y = _slope_data()
+    r = _fit(_slope_model(x, g, y))
+    xn, gn = np.array([-1.0, 0.0, 2.0]), np.array([0, 1, 4])
+    draws = fg.predict(r, data={"x": xn, "county": gn}, draws=20000, seed=1)["y"]
+    assert draws.shape == (20000, 3)
+    mean = r.posterior("a").mean()[gn] + r.posterior("beta").mean() * xn
+    se = draws.std(0) / np.sqrt(draws.shape[0])
+    assert np.all(np.abs(draws.mean(0) - mean) < 5 * se)
+
+
+def test_a_data_operand_must_span_its_plates():
+    with fg.Model("broadcast"):
+        fg.plate("n", N)
+        d = fg.plate("d", D)
+        b = fg.gaussian("b", 0.0, precision=1.0, plates=[d])
+        with pytest.raises(ModelError, match=r"data 'x' of shape \(60, 1\) broadcasts along plate 'd' \(size 3\)"):
+            b * fg.data("x", np.ones((N, 1)))
+
+
+def test_a_failed_set_data_leaves_the_operand():
+    x, g, y = _slope_data()
+    m = _slope_model(x, g, y)
+    before = _fit(m).elbo
+    with pytest.raises(ModelError, match="plate 'n'"):
+        m.set_data(x=x[:40], county=g[:50], y=y[:40])
+    bad = x[:40].copy()
+    bad[3] = np.nan  # refused while the operand is replaced, after the plates were resized
+    with pytest.raises(ModelError, match="product: data 'x' must be finite, got nan"):
+        m.set_data(x=bad, county=g[:40], y=y[:40])
+    assert m.plates["n"].size == N
+    assert _fit(m).elbo == pytest.approx(before, rel=1e-14)
