@@ -29,6 +29,7 @@ import numpy as np
 
 from .base import Stats
 from .data_products import cached_gram, projected_moments, weighted_grams
+from .kernels.elementwise import sum_pullback_first, sum_second_moment
 from .plating import expand, reduce
 
 
@@ -40,13 +41,14 @@ class Sum:
     @staticmethod
     def forward(par: dict[str, Stats], p: dict[str, Any]) -> Stats:
         a, b = _expand_pair(par, p)
-        return (a[0] + b[0], a[1] + 2.0 * a[0] * b[0] + b[1])
+        return (a[0] + b[0], sum_second_moment(a[0], a[1], b[0], b[1]))
 
     @staticmethod
     def pullback(role: str, msg: Stats, par: dict[str, Stats], p: dict[str, Any]) -> Stats:
         other = _expand_one(par, p, "b" if role == "a" else "a")
         h, eta2 = msg
-        out = (h + 2.0 * eta2 * other[0], np.broadcast_to(eta2, np.broadcast_shapes(eta2.shape, h.shape)))
+        first = sum_pullback_first(h, eta2, other[0])
+        out = (first, np.broadcast_to(eta2, np.broadcast_shapes(np.shape(eta2), np.shape(h))))
         return _reduce_to(out, p, role)
 
 

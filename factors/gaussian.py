@@ -12,13 +12,14 @@ import numpy as np
 from distributions import Gamma, Gaussian
 
 from .base import LOG_2PI, FactorType, Moments
+from .kernels.elementwise import gaussian_log_density, gaussian_precision_message, gaussian_sq_dev
 
 GAUSSIAN = FactorType("Gaussian", out=Gaussian, mean=Gaussian, precision=Gamma)
 
 
 def _sq_dev(m: Moments) -> np.ndarray:
     x, mu = m["out"], m["mean"]
-    return x[1] - 2.0 * x[0] * mu[0] + mu[1]
+    return gaussian_sq_dev(x[1], x[0], mu[0], mu[1])
 
 
 @GAUSSIAN.rule("out", "vmp")
@@ -35,14 +36,15 @@ def gaussian_to_mean(m: Moments, p: dict) -> tuple:
 
 @GAUSSIAN.rule("precision", "vmp")
 def gaussian_to_precision(m: Moments, p: dict) -> tuple:
-    d = _sq_dev(m)
-    return (-0.5 * d, np.full((1,) * d.ndim, 0.5))  # the same ½ for every instance (a singleton axis)
+    x, mu = m["out"], m["mean"]
+    d = gaussian_precision_message(x[1], x[0], mu[0], mu[1])
+    return (d, np.full((1,) * np.ndim(d), 0.5))  # the same ½ for every instance (a singleton axis)
 
 
 @GAUSSIAN.evidence(kind="exact")
 def gaussian_evidence(m: Moments, p: dict) -> np.ndarray:
-    tau = m["precision"]
-    return 0.5 * (tau[1] - LOG_2PI) - 0.5 * tau[0] * _sq_dev(m)
+    tau, x, mu = m["precision"], m["out"], m["mean"]
+    return gaussian_log_density(tau[0], tau[1], x[1], x[0], mu[0], mu[1])
 
 
 @GAUSSIAN.point("mean")
