@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .model import current_model
-from .nodes import Deterministic, ModelError, Node
+from .nodes import Deterministic, Gate, ModelError, Node
 
 
 class DerivedPosterior:
@@ -96,6 +96,10 @@ def deterministic(name: str, expression: Any) -> Deterministic:
     """
     model = current_model(f"deterministic {name!r}")
     model.check_name(name)
+    if isinstance(expression, Gate):
+        from .expressions import gated_arithmetic_error
+
+        raise gated_arithmetic_error(expression, f"deterministic {name!r}")
     if not isinstance(expression, Deterministic):
         what = (f"the {type(expression).__name__.lower()} {expression.name!r}" if isinstance(expression, Node)
                 else f"the constant {expression!r}")

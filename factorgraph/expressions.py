@@ -32,10 +32,18 @@ def _gaussian_operand(x: Any, what: str) -> Node | np.ndarray:
                              "and deterministic Gaussian expressions can be added or multiplied")
         return x
     if isinstance(x, Gate):
-        raise ModelError(f"{what}: a gated variable (x[z]) can only be an argument of a factor")
+        raise gated_arithmetic_error(x, what)
     if isinstance(x, Data):
         return x
     return checks.constant(x, what)
+
+
+def gated_arithmetic_error(g: Gate, what: str = "arithmetic") -> ModelError:
+    """The error for an expression, index or product that takes a gate ``x[z]`` as an operand."""
+    src = g.source.name if isinstance(g.source, Node) else "values"
+    return ModelError(f"{what}: the gate {src}[{g.selector.name}] can only be an argument of a factor; build the "
+                      f"expression on {src} itself (plated over the categories) and gate the result, e.g. "
+                      f"(2.0 * {src})[{g.selector.name}] or fg.inner(X, {src}, [n])[{g.selector.name}]")
 
 
 def _binary(op: Any, stem: str, a: Any, b: Any) -> Deterministic:
@@ -321,6 +329,8 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
         if s != p.size:
             raise ModelError(f"inner: X has {s} rows along plate {p.name!r}, whose size is {p.size}")
     D = Xa.shape[-1]
+    if isinstance(w, Gate):
+        raise gated_arithmetic_error(w, "inner")
     if not isinstance(w, Variable | Indexed):
         raise ModelError(f"inner: w must be a random variable, got {w!r}")
     if w.model is not model:
@@ -375,6 +385,11 @@ def n_categories(selector: Any) -> int | None:
 def _selector_categories(selector: Any, what: str) -> int:
     K = n_categories(selector)
     if K is None:
+        if isinstance(selector, Indexed) and n_categories(selector.source) is not None:
+            raise ModelError(f"{what}: the selector {selector.source.name}[labels] is gathered by labels; a gate's "
+                             "selector must be a Categorical or Bernoulli variable of its own (one per element of "
+                             f"the factor's plates), and a selector shared through labels ({selector.source.name!r} "
+                             f"per {selector.along.name!r}) is not supported")
         got = f"{selector.family.__name__} {selector.name!r}" if isinstance(selector, Variable) else repr(selector)
         raise ModelError(f"{what} needs a Categorical or Bernoulli selector, got {got}")
     return K

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import checks
 from .model import current_model
-from .nodes import Data, Deterministic, Indexed, ModelError, Node, Plate, Variable
+from .nodes import Data, Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
 
 
 def index(x: Variable, idx: Any, plate: Plate | None = None, *, along: Plate | None = None) -> Indexed:
@@ -62,6 +62,10 @@ def index(x: Variable, idx: Any, plate: Plate | None = None, *, along: Plate | N
         idx = data.value
     if isinstance(x, Indexed):
         return _compose(x, idx, plate, along)
+    if isinstance(x, Gate):
+        from .expressions import gated_arithmetic_error
+
+        raise gated_arithmetic_error(x, "index")
     if not isinstance(x, Variable):
         what = "a deterministic expression" if isinstance(x, Deterministic) else repr(x)
         raise ModelError(f"index: only a random variable can be indexed by labels, got {what}"

@@ -202,6 +202,18 @@ class Gate:
     selector: Variable
     plate: Plate
 
+    def __repr__(self) -> str:
+        src = self.source.name if isinstance(self.source, Node) else f"array{tuple(np.shape(self.source))}"
+        return f"<gate {src}[{self.selector.name}]>"
+
+    def _no_arithmetic(self, *_: Any) -> None:
+        from .expressions import gated_arithmetic_error
+
+        raise gated_arithmetic_error(self)
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __neg__ = __truediv__ = _no_arithmetic
+    __getitem__ = _no_arithmetic
+
 
 @dataclass(eq=False)
 class FactorNode:

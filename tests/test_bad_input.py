@@ -866,3 +866,40 @@ def test_large_input_matrix_finiteness_check_is_exact():
             w = fg.mv_gaussian("w", mean=0.0, precision=1.0, dim=2)
             with pytest.raises(fg.ModelError, match="finite"):
                 fg.inner(X, w, plates=[fg.plate("n", 70_000)])
+
+
+GATE_MISUSES = {
+    "gate * constant": lambda mu, z, zc, W, x: mu[z] * x,
+    "constant * gate": lambda mu, z, zc, W, x: 2.0 * mu[z],
+    "negated gate": lambda mu, z, zc, W, x: -mu[z],
+    "gate + constant": lambda mu, z, zc, W, x: mu[z] + 1.0,
+    "variable + gate": lambda mu, z, zc, W, x: fg.gaussian("nu", 0.0, 1.0) + mu[z],
+    "inner on a gate": lambda mu, z, zc, W, x: fg.inner(np.ones((6, 2)), W[z], [z.plates[0]]),
+    "index of a gate": lambda mu, z, zc, W, x: fg.index(mu[zc], np.array([0, 1, 2, 0, 1, 2])),
+    "named gate": lambda mu, z, zc, W, x: fg.deterministic("g", mu[z]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GATE_MISUSES))
+def test_a_gate_in_an_expression_is_a_model_error_with_the_way_out(case):
+    """x[z] is a factor's argument only: arithmetic, fg.inner, fg.index or fg.deterministic on it name the gate and
+    say to gate the expression instead (it was a raw TypeError or a message quoting a dataclass)."""
+    with fg.Model("gates"):
+        k, n, c = fg.plate("k", 2), fg.plate("n", 6), fg.plate("c", 3)
+        z = fg.categorical("z", [0.5, 0.5], plates=[n], categories=k)
+        zc = fg.categorical("zc", [0.5, 0.5], plates=[c], categories=k)
+        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        W = fg.mv_gaussian("W", np.zeros(2), 0.01, plates=[k])
+        with pytest.raises(fg.ModelError, match=r"the gate (mu|W)\[zc?\] can only be an argument of a factor.*gate the "
+                                                r"result, e\.g\. \(2\.0 \* (mu|W)\)\[zc?\]"):
+            GATE_MISUSES[case](mu, z, zc, W, np.linspace(-1, 1, 6))
+
+
+def test_a_selector_gathered_by_labels_is_refused_by_name():
+    with fg.Model("gathered selector"):
+        k, c = fg.plate("k", 2), fg.plate("c", 3)
+        fg.plate("n", 6)
+        zc = fg.categorical("zc", [0.5, 0.5], plates=[c], categories=k)
+        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        with pytest.raises(fg.ModelError, match=r"selector zc\[labels\] is gathered by labels.*'zc' per 'c'"):
+            mu[zc[np.array([0, 1, 2, 0, 1, 2])]]
