@@ -246,8 +246,8 @@ def dirichlet(name: str, concentration: Any, *, plates: Sequence[Plate] = ()) ->
     model.check_name(name)
     a = constant_param(concentration, name, "concentration", checks.positive, 1)
     vals = a.source if isinstance(a, Gate) else a
-    if vals.ndim < 1 or vals.shape[-1] < 2:
-        raise ModelError(f"{name!r}: concentration must be a vector of at least 2 entries, got {concentration!r}")
+    if vals.ndim < 1:
+        raise ModelError(f"{name!r}: concentration must be a vector (one entry per category), got {concentration!r}")
     var = Variable(model, name, Dirichlet, _var_plates(model, plates, name, param_gates({"a": a})),
                    (vals.shape[-1],))
     if not isinstance(a, Gate):
@@ -263,9 +263,9 @@ def categorical(name: str, probs: Any, *, plates: Sequence[Plate] = (), observed
     model.check_name(name)
     def simplex(x: Any, what: str) -> np.ndarray:
         pr = checks.nonnegative(x, what)
-        if pr.ndim < 1 or pr.shape[-1] < 2 or not np.allclose(pr.sum(-1), 1.0, atol=1e-9):
+        if pr.ndim < 1 or not np.allclose(pr.sum(-1), 1.0, atol=1e-9):
             sums = pr.sum(-1).ravel() if pr.ndim else pr.ravel()
-            raise ModelError(f"{what} must be a probability vector (≥ 2 entries summing to 1), got "
+            raise ModelError(f"{what} must be a probability vector (entries summing to 1), got "
                              f"{checks._show(pr)} (sum {sums[np.argmax(np.abs(sums - 1.0))].item():.6g})")
         return pr
 

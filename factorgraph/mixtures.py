@@ -36,7 +36,8 @@ def mixture_model(family: str, K: int, data: Any, *, mask: Any = None, concentra
         ``"categorical"``: x_nl ~ Categorical(φ_k) (integer labels, one row of L tokens per n, V = ``prior["V"]``
         or max + 1), φ_k ~ Dirichlet(beta·1_V).
     K
-        Number of components.
+        Number of components; K = 1 is the single component (π is the point mass 1, q(z_n = 0) = 1), the
+        baseline when K is chosen by the evidence.
     data
         (N,) or (N, D) observations (for ``"categorical"``, (N,) or (N, L) labels).
     mask

@@ -266,10 +266,16 @@ def zero_dirichlet_concentration():
         fg.dirichlet("theta", concentration=[1.0, 0.0, 2.0])
 
 
-@build_error("'theta'", "concentration", "[3.0]")
-def dirichlet_with_one_category():
+@build_error("'theta'", "concentration", "vector", "3.0")
+def dirichlet_with_a_scalar_concentration():  # one category ([3.0]) is allowed: the point mass, K = 1 mixtures
     with fg.Model():
-        fg.dirichlet("theta", concentration=[3.0])
+        fg.dirichlet("theta", concentration=3.0)
+
+
+@build_error("'theta'", "concentration", "empty")
+def dirichlet_with_no_category():
+    with fg.Model():
+        fg.dirichlet("theta", concentration=[])
 
 
 # ------------------------------------------------------------------------------------ discrete data

@@ -283,6 +283,37 @@ def test_mixture_families_run_and_agree():
         models.mixture("poisson", 2, X)
 
 
+def test_one_component_is_the_model_without_a_mixture():
+    """K = 1, the baseline when K is chosen by the evidence: a Dirichlet over one category is the point mass
+    π = 1 and q(z_n = 0) = 1, so the bound is the evidence of the single component: for Bernoulli columns with
+    Beta(1, 1) priors, Σ_d log B(1 + s_d, 1 + N − s_d) exactly; a one-category gate equals no gate."""
+    from scipy.special import betaln
+
+    from factorgraph import models
+
+    rng = np.random.default_rng(4)
+    B = (rng.random((20, 3)) < 0.3).astype(float)
+    r = models.mixture("bernoulli", 1, B)
+    s = B.sum(0)
+    assert r.elbo == pytest.approx(float(np.sum(betaln(1 + s, 1 + len(B) - s))), rel=1e-12)
+    x = rng.normal(size=7)
+
+    def fit(gated):
+        with fg.Model("one") as m:
+            n = fg.plate("n", 7)
+            if gated:
+                z = fg.categorical("z", fg.dirichlet("pi", [2.0]), plates=[n])
+                mean = fg.gaussian("mu", 0.0, 1.0, plates=[fg.plate("k", 1)])[z]
+            else:
+                mean = fg.gaussian("mu", 0.0, 1.0)
+            fg.gaussian("x", mean, fg.gamma("tau", 1.0, 1.0), plates=[n], observed=x)
+        return fg.infer(m, tol=1e-13)
+
+    a, b = fit(True), fit(False)
+    assert a.elbo == pytest.approx(b.elbo, rel=1e-12)
+    assert float(a.posterior("mu").mean()[0]) == pytest.approx(float(b.posterior("mu").mean()), rel=1e-10)
+
+
 @pytest.mark.parametrize("family", ["poisson", "binomial", "multinomial"])
 def test_missing_counts_equal_dropping_them(family):
     """Counts are observed-only families: their missing entries drop out of the likelihood exactly."""
