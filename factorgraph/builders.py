@@ -127,6 +127,8 @@ def _var_plates(model: Model, given: Sequence[Plate], name: str, parents: Sequen
 
 def _scalar_arg(model: Model, x: Any, name: str, edge: str, families: tuple[type, ...],
                 positive: bool = False) -> Any:
+    if isinstance(x, Gate) and isinstance(x.source, np.ndarray):  # fg.select(values, z): check the values
+        return select_constant(x, name, edge, checks.positive if positive else checks.constant, 0)
     if isinstance(x, Variable | Deterministic | Gate | Indexed):
         _check_parent(model, x, name, edge, families)
         return x

@@ -272,6 +272,22 @@ def dirichlet_with_a_scalar_concentration():  # one category ([3.0]) is allowed:
         fg.dirichlet("theta", concentration=3.0)
 
 
+@build_error("'x'", "precision (selected by 'z')", "positive", "-1.0")
+def gaussian_precision_selected_negative():  # was accepted, and fg.infer failed with an improper q(z)
+    with fg.Model():
+        n = fg.plate("n", 6)
+        z = fg.categorical("z", [0.5, 0.5], plates=[n])
+        fg.gaussian("x", 0.0, fg.select([1.0, -1.0], z), plates=[n], observed=np.zeros(6))
+
+
+@build_error("'x'", "rate (selected by 'z')", "positive", "0.0")
+def gamma_rate_selected_zero():  # was accepted, and the ELBO was not finite
+    with fg.Model():
+        n = fg.plate("n", 6)
+        z = fg.categorical("z", [0.5, 0.5], plates=[n])
+        fg.gamma("x", 2.0, fg.select([1.0, 0.0], z), plates=[n], observed=np.ones(6))
+
+
 @build_error("'theta'", "concentration", "empty")
 def dirichlet_with_no_category():
     with fg.Model():
