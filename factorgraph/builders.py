@@ -155,7 +155,10 @@ def gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, variance: Any
         precision = checks.sd_as_precision(sd, precision, variance, name)
     elif precision is None:
         precision = 1.0
-    if variance is not None:
+    if variance is not None and isinstance(variance, Gate) and isinstance(variance.source, np.ndarray):
+        what = f"{name!r}: variance (selected by {variance.selector.name!r})"
+        precision = Gate(1.0 / checks.positive(variance.source, what), variance.selector, variance.plate)
+    elif variance is not None:
         precision = 1.0 / checks.positive(variance, f"{name!r}: variance")
     if isinstance(precision, PrecisionOf):
         return _normal_gamma_regression(model, name, mean, precision.variable, plates, observed, mask)

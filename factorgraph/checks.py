@@ -558,6 +558,9 @@ def sd_as_precision(sd: Any, precision: Any, variance: Any, name: str, variance_
         given = precision if precision is not None else variance
         raise ModelError(f"{name!r}: give sd= or {other}=, not both (got sd={_describe(sd)} and "
                          f"{other}={_describe(given)})")
+    if isinstance(sd, Gate) and isinstance(sd.source, np.ndarray):  # fg.select(sds, z): precisions 1/sd²
+        return Gate(1.0 / positive(sd.source, f"{name!r}: sd (selected by {sd.selector.name!r})") ** 2, sd.selector,
+                    sd.plate)
     node = sd.source if isinstance(sd, Gate) else sd
     if isinstance(node, Node):
         if getattr(node, "base", None) is not None:
