@@ -468,10 +468,13 @@ class Engine:
             h += float(ent[~v.mask].sum()) if v.mask is not None else float(ent.sum())
         return ef, h
 
-    def elbo(self) -> float:
+    def elbo(self, allow_minus_inf: bool = False) -> float:
+        """The ELBO; a non-finite value raises, except −inf with ``allow_minus_inf`` (a q outside a factor's
+        domain, e.g. a scale prior's E_q[log p(σ)] = −inf for a Gamma shape at or below its threshold, which
+        backtracking undoes)."""
         ef, h = self.elbo_terms()
         value = ef + h
-        if not np.isfinite(value):
+        if not np.isfinite(value) and not (allow_minus_inf and value == -np.inf):
             raise InferenceError(f"the ELBO is not finite ({value}); a posterior has become degenerate")
         return value
 
@@ -716,11 +719,11 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
                 eng.update(v)
             for hook in getattr(c.model, "sweep_hooks", ()):
                 hook(eng)
-            L = eng.elbo()
+            L = eng.elbo(allow_minus_inf=snapshot is not None)  # −inf: a fall like any other, retried damped
             if snapshot is None:
                 break
             noise = float(np.sqrt(sum(fit.site_se**2 for fit in eng.block.values())))
-            if L >= trace[-1] - 1e-12 * max(1.0, abs(L)) - 3.0 * noise:
+            if np.isfinite(L) and L >= trace[-1] - 1e-12 * max(1.0, abs(L)) - 3.0 * noise:
                 break
             retried = True
             raised = eng.raise_damping()

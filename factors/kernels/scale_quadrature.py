@@ -133,29 +133,67 @@ def _one(code: int, a: float, b: float, p0: float, p1: float, k: float, c: float
 
 @njit(cache=True)
 def scale_prior_expectations(code: int, a: np.ndarray, b: np.ndarray, p0: np.ndarray, p1: np.ndarray,
-                             c: np.ndarray, k: float, t: np.ndarray, w: np.ndarray) -> tuple:
+                             c: np.ndarray, k: float, closed: float, t: np.ndarray, w: np.ndarray) -> tuple:
     """Per element of the flat arrays: (E[g], E[g′], Cov(g, R)) under Gamma(a, b); ``c`` = log a − ψ(a)
-    (E[R] = 0 fixes R = c − (eᵛ − 1 − v)); elements with a ≤ k (an infinite E[g]) give −inf, nan, nan."""
+    (E[R] = 0 fixes R = c − (eᵛ − 1 − v)); elements with a ≤ k (an infinite E[g]) give −inf, nan, nan, and
+    elements with a < ``closed`` are left at 0 for the closed forms (:func:`closed_forms`)."""
     n = a.shape[0]
-    eg = np.empty(n)
-    egu = np.empty(n)
-    cov = np.empty(n)
+    eg = np.zeros(n)
+    egu = np.zeros(n)
+    cov = np.zeros(n)
     for i in range(n):
         if a[i] <= k:
             eg[i], egu[i], cov[i] = -np.inf, np.nan, np.nan
+            continue
+        if a[i] < closed:
             continue
         eg[i], egu[i], cov[i] = _one(code, a[i], b[i], p0[i], p1[i], k, c[i], t, w)
     return eg, egu, cov
 
 
+def closed_forms(code: int, a: np.ndarray, b: np.ndarray, p0: np.ndarray) -> tuple:
+    r"""(E[g], E[g′], Cov(g, R)) of the half-normal and exponential priors in closed form, for k < a < k + 1.
+
+    There the integrand's left tail decays only as e^(−(a−k)|v|), so the quadrature range grows as 60/(a − k)
+    and its terms overflow; the moments of τ^(−1) and τ^(−1/2) under Gamma(a, b) are exact instead, and no
+    cancellation arises for such small a.  Half-normal, g = −p₀/τ:
+
+    .. math:: E[g] = -p_0\frac{b}{a-1},\quad E[g'] = p_0\frac{b}{a-1},\quad
+              \mathrm{Cov}(g, R) = \frac{p_0 b}{a(a-1)^2}
+
+    (from Cov(1/τ, log τ) = −b/(a−1)² and Cov(1/τ, τ) = −1/(a−1)).  Exponential, g = −λτ^(−1/2), with
+    M = E[τ^(−1/2)] = √b Γ(a−½)/Γ(a):
+
+    .. math:: E[g] = -\lambda M,\quad E[g'] = \tfrac12\lambda M,\quad
+              \mathrm{Cov}(g, R) = -\lambda M\,(\psi(a-\tfrac12) - \psi(a) + \tfrac1{2a})
+
+    (from Cov(τ^(−1/2), log τ) = M(ψ(a−½) − ψ(a)) and Cov(τ^(−1/2), τ) = −M/(2b)).
+    """
+    from scipy.special import digamma, gammaln
+
+    if code == HALF_NORMAL:
+        m = b / (a - 1.0)
+        return -p0 * m, p0 * m, p0 * b / (a * (a - 1.0) ** 2)
+    m = np.sqrt(b) * np.exp(gammaln(a - 0.5) - gammaln(a))
+    return -p0 * m, 0.5 * p0 * m, -p0 * m * (digamma(a - 0.5) - digamma(a) + 0.5 / a)
+
+
 def expectations(code: int, a, b, p0, p1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Broadcast, flatten and run :func:`scale_prior_expectations`; ``c`` = log a − ψ(a) is computed here."""
+    """Broadcast, flatten and run :func:`scale_prior_expectations`; ``c`` = log a − ψ(a) is computed here, and
+    the half-normal and exponential priors take their closed forms for k < a < k + 1."""
     a, b, p0, p1 = (np.array(x, dtype=float, order="C") for x in np.broadcast_arrays(a, b, p0, p1))
     shape = a.shape
     c = log_minus_digamma(a)
+    k = LEFT_GROWTH[code]
+    closed = k + 1.0 if code != HALF_T else 0.0
     out = scale_prior_expectations(code, a.reshape(-1), b.reshape(-1), p0.reshape(-1), p1.reshape(-1),
-                                   c.reshape(-1), LEFT_GROWTH[code], _GL_T, _GL_W)
-    return tuple(x.reshape(shape) for x in out)
+                                   c.reshape(-1), k, closed, _GL_T, _GL_W)
+    out = tuple(x.reshape(shape) for x in out)
+    near = (a > k) & (a < closed)
+    if np.any(near):
+        for x, y in zip(out, closed_forms(code, a[near], b[near], p0[near]), strict=True):
+            x[near] = y
+    return out
 
 
 def log_minus_digamma(a) -> np.ndarray:
