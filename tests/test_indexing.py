@@ -396,3 +396,118 @@ def test_indexed_view_cannot_be_gated():
         z = fg.categorical("z", probs=[0.5, 0.5], plates=[n])
         with pytest.raises(fg.ModelError, match=r"gate the variable itself, 'a'\[\.\.\.\]"):
             a[[0, 1, 0]][z]
+
+
+# ------------------------------------------------------------------------------------ indexed conjugate parameters
+# Ragged groups (sizes 4, 1, 0, 3): the empty group keeps its prior.  One conjugate level, so VMP is exact: the
+# posterior of each group is the closed-form conjugate update and the ELBO the log evidence.
+LABELS = np.array([0, 3, 1, 0, 3, 0, 3, 0])
+
+
+def _group_sums(values):
+    return np.stack([values[LABELS == k].sum(0) for k in range(4)])
+
+
+def test_indexed_poisson_rate_is_gamma_poisson():
+    """y_n ~ Poisson(e_n λ_{g(n)}), λ_k ~ Gam(a0, b0): q(λ_k) = Gam(a0 + Σy, b0 + Σe) and the ELBO is log p(y)."""
+    from scipy.special import gammaln
+
+    y = np.array([2, 0, 5, 1, 3, 0, 4, 2])
+    e = np.array([1.0, 0.5, 2.0, 1.5, 1.0, 0.7, 2.5, 1.2])
+    a0, b0 = 1.5, 0.8
+    with fg.Model("gamma-poisson") as m:
+        n, c = fg.plate("n", 8), fg.plate("c", 4)
+        lam = fg.gamma("lam", a0, b0, plates=[c])
+        fg.poisson("y", lam[LABELS], exposure=e, plates=[n], observed=y)
+    r = fg.infer(m)
+    a, b = a0 + _group_sums(y), b0 + _group_sums(e)
+    q = r.posterior("lam")
+    np.testing.assert_allclose(q.shape, a, rtol=1e-12)
+    np.testing.assert_allclose(q.rate, b, rtol=1e-12)
+    log_evidence = (np.sum(a0 * np.log(b0) - gammaln(a0) + gammaln(a) - a * np.log(b))
+                    + np.sum(y * np.log(e) - gammaln(y + 1)))
+    assert abs(r.elbo - log_evidence) < 1e-10
+
+
+def test_indexed_binomial_probs_is_beta_binomial():
+    """k_n ~ Binomial(t_n, p_{g(n)}), p_k ~ Beta(α, β): q(p_k) = Beta(α + Σk, β + Σ(t − k)), ELBO = log p(k)."""
+    from scipy.special import betaln, gammaln
+
+    t = np.array([5, 3, 8, 2, 6, 4, 7, 5])
+    k = np.array([1, 3, 6, 0, 2, 4, 7, 3])
+    al, be = 2.0, 1.5
+    with fg.Model("beta-binomial") as m:
+        n, c = fg.plate("n", 8), fg.plate("c", 4)
+        p = fg.beta("p", al, be, plates=[c])
+        fg.binomial("y", t, p[LABELS], plates=[n], observed=k)
+    r = fg.infer(m)
+    a, b = al + _group_sums(k), be + _group_sums(t - k)
+    q = r.posterior("p")
+    np.testing.assert_allclose(q.alpha, a, rtol=1e-12)
+    np.testing.assert_allclose(q.beta, b, rtol=1e-12)
+    log_coef = gammaln(t + 1) - gammaln(k + 1) - gammaln(t - k + 1)
+    log_evidence = np.sum(betaln(a, b) - betaln(al, be)) + np.sum(log_coef)
+    assert abs(r.elbo - log_evidence) < 1e-10
+
+
+def test_indexed_multinomial_probs_is_dirichlet_multinomial():
+    """y_n ~ Multinomial(p_{g(n)}), p_k ~ Dir(α): q(p_k) = Dir(α + Σy), ELBO = log p(y)."""
+    from scipy.special import gammaln
+
+    y = np.random.default_rng(3).integers(0, 4, size=(8, 3))
+    alpha = np.array([1.0, 2.0, 0.5])
+    with fg.Model("dirichlet-multinomial") as m:
+        n, c = fg.plate("n", 8), fg.plate("c", 4)
+        p = fg.dirichlet("p", alpha, plates=[c])
+        fg.multinomial("y", None, p[LABELS], plates=[n], observed=y)
+    r = fg.infer(m)
+    post = alpha + _group_sums(y)
+    np.testing.assert_allclose(r.posterior("p").concentration, post, rtol=1e-12)
+
+    def log_norm(a):
+        return gammaln(a).sum(-1) - gammaln(a.sum(-1))
+
+    log_coef = gammaln(y.sum(1) + 1) - gammaln(y + 1).sum(1)
+    log_evidence = np.sum(log_norm(post) - log_norm(alpha)) + np.sum(log_coef)
+    assert abs(r.elbo - log_evidence) < 1e-10
+
+
+@pytest.mark.parametrize("prior", ["half_normal", "uniform_scale"])
+def test_indexed_scale_as_sd_equals_explicit_plates(prior):
+    """y ~ N(a[g], sd=s[g]) with every group on the same number of rows is the model with plates [c, r]."""
+    G, R = 3, 5
+    rng = np.random.default_rng(8)
+    g = np.tile(np.arange(G), R)
+    y = rng.normal(size=G)[g] + np.array([0.5, 1.0, 2.0])[g] * rng.normal(size=G * R)
+
+    def fit(indexed: bool):
+        with fg.Model("scales") as m:
+            c = fg.plate("c", G)
+            s = (fg.half_normal("s", 3.0, plates=[c]) if prior == "half_normal"
+                 else fg.uniform_scale("s", 10.0, plates=[c]))
+            a = fg.gaussian("a", 0.0, 0.1, plates=[c])
+            if indexed:
+                n = fg.plate("n", G * R)
+                fg.gaussian("y", a[g], sd=s[g], plates=[n], observed=y)
+            else:
+                r = fg.plate("r", R)
+                fg.gaussian("y", a, sd=s, plates=[c, r], observed=y.reshape(R, G).T)
+        return fg.infer(m, tol=1e-13, max_iter=500)
+
+    r1, r2 = fit(True), fit(False)
+    assert r1.algorithm == r2.algorithm == ("ncvmp" if prior == "half_normal" else "vmp")
+    assert r1.converged and r2.converged
+    assert abs(r1.elbo - r2.elbo) < 1e-10
+    for name in ("a", "s"):
+        for s1, s2 in zip(r1.posteriors[name].natural, r2.posteriors[name].natural, strict=True):
+            np.testing.assert_allclose(s1, s2, rtol=1e-10, atol=1e-12, err_msg=name)
+
+
+def test_indexed_gamma_as_sd_says_precision():
+    with fg.Model("sd-gamma"):
+        n, c = fg.plate("n", 3), fg.plate("c", 2)
+        tau = fg.gamma("tau", 1.0, 1.0, plates=[c])
+        with pytest.raises(fg.ModelError, match=r"'tau' is a Gamma variable over a precision: pass "
+                                                r"precision=tau\[labels\]"):
+            fg.gaussian("y", 0.0, sd=tau[[0, 1, 0]], plates=[n], observed=np.zeros(3))
+
