@@ -511,3 +511,21 @@ def test_indexed_gamma_as_sd_says_precision():
                                                 r"precision=tau\[labels\]"):
             fg.gaussian("y", 0.0, sd=tau[[0, 1, 0]], plates=[n], observed=np.zeros(3))
 
+
+@pytest.mark.parametrize("likelihood", ["bernoulli_logit", "poisson_log"])
+def test_default_algorithm_sees_indexed_arguments(likelihood):
+    """A non-conjugate factor on a bare a[g]: fg.infer picks NCVMP (and says so), the same fit as fg.NCVMP()."""
+    g = np.array([0, 1, 2, 0, 1, 2, 2])
+    with fg.Model("default-ncvmp") as m:
+        n, c = fg.plate("n", 7), fg.plate("c", 3)
+        a = fg.gaussian("a", 0.0, 1.0, plates=[c])
+        if likelihood == "bernoulli_logit":
+            fg.bernoulli_logit("y", a[g], observed=[0, 1, 1, 0, 1, 0, 1], plates=[n])
+        else:
+            fg.poisson_log("y", a[g], observed=[0, 1, 3, 0, 2, 5, 4], plates=[n])
+    default = fg.infer(m)
+    assert default.algorithm == "ncvmp"
+    assert any("fg.NCVMP(), chosen by default" in note for note in default.notes), default.notes
+    explicit = fg.infer(m, algorithm=fg.NCVMP())
+    np.testing.assert_allclose(default.elbo_trace, explicit.elbo_trace, rtol=1e-12)
+    np.testing.assert_allclose(default.posterior("a").mean(), explicit.posterior("a").mean(), rtol=1e-12)
