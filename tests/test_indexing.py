@@ -286,7 +286,15 @@ def _bad(labels, match, plates=("c",), plate=None, along=None):
     ([0, -1, 2, 0], r"'alpha' must lie in 0\.\.2.*got -1"),
     ([0, 1.5, 2, 0], r"'alpha' must be integers in 0\.\.2, got 1\.5"),
     ([0, np.nan, 2, 0], r"'alpha' must be integers in 0\.\.2, got nan"),
-    (["a", "b", "c", "a"], r"'alpha' must be integers in 0\.\.2, got 'a'"),
+    (["a", "b", "c", "a"], r"'alpha' must be integers in 0\.\.2, got 'a'; encode named groups.*np\.unique"),
+    (np.array([0, 1, 2**63, 0], np.uint64), r"'alpha' must lie in 0\.\.2, got 9223372036854775808 at position 2"),
+    (np.array([0.0, 1.0, 1e20, 0.0]), r"'alpha' must lie in 0\.\.2, got 1e\+20 at position 2"),
+    (np.array([0.0, 1.0, -3.0, 0.0]), r"'alpha' must lie in 0\.\.2, got -3 at position 2"),
+    (np.array([0, 1, 2**70, 0], dtype=object), r"'alpha' must lie in 0\.\.2, got 1180591620717411303424 at position 2"),
+    (np.array([0, 1, None, 0], dtype=object), r"'alpha' must be integers in 0\.\.2, got None"),
+    (np.array([0, 1.5, 2, 0], dtype=object), r"'alpha' must be integers in 0\.\.2, got 1\.5"),
+    (np.ma.array([0, 1, 2, 0], mask=[0, 0, 1, 0]),
+     r"labels of 'alpha' cannot be missing, got a masked array with 1 masked entry \(first at position 2\)"),
     ([True, False, True, True], r"'alpha' must be integers.*booleans"),
     ([[0, 1], [2, 0]], r"'alpha' must be a 1-D array.*shape \(2, 2\)"),
     ([0, 1, 2, 0, 1], r"5 labels for 'alpha', but the model has no plate of size 5"),
@@ -294,6 +302,24 @@ def _bad(labels, match, plates=("c",), plate=None, along=None):
 ])
 def test_bad_labels(labels, match):
     _bad(labels, match)
+
+
+@pytest.mark.parametrize("labels", [
+    np.array([2, 0, 1, 2], dtype=object),                    # Python ints (a pandas object column)
+    np.array([np.int16(2), 0, 1, 2], dtype=object),
+    np.array([2, 0, 1, 2], np.uint64),
+    np.array([2, 0, 1, 2], np.int8),
+    np.array([2.0, 0.0, 1.0, 2.0]),
+    np.array([2, 0.0, 1, 2], dtype=object),
+    np.ma.array([2, 0, 1, 2], mask=[0, 0, 0, 0]),              # a masked array with nothing masked
+])
+def test_label_dtypes_accepted(labels):
+    with fg.Model("dtypes"):
+        fg.plate("n", 4)
+        a = fg.gaussian("a", 0.0, 1.0, plates=[fg.plate("c", 3)])
+        view = a[labels]
+    assert view.labels.dtype == np.int64
+    np.testing.assert_array_equal(view.labels, [2, 0, 1, 2])
 
 
 def test_bad_index_targets():
