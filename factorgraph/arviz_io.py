@@ -124,8 +124,9 @@ def to_arviz(result: Result, draws: int = 1000, seed: int | None = 0, prior: boo
 
         rep = predict(result, None, draws, seed)  # replicates of the fitted data, y⁽ˢ⁾ ~ p(y | θ⁽ˢ⁾)
         groups["posterior_predictive"], _ = _group(model, rep, [n for n in rep if n in obs_data])
+    named = getattr(model, "coords", {})  # e.g. the group names of models.hierarchical_regression
     for p in model.plates.values():
-        coords[p.name] = np.arange(p.size)
+        coords[p.name] = np.asarray(named[p.name]) if p.name in named else np.arange(p.size)
     attrs = {"inference_library": "fgvmp", "model": model.name, "algorithm": result.algorithm,
              "evidence": float(result.elbo), "evidence_kind": result.evidence_kind,
              "draws_from": "the variational posterior q (independent draws, one chain)"}

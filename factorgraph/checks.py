@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .nodes import Data, Gate, ModelError, Node, Plate, PrecisionOf
+from .nodes import Data, Gate, Indexed, ModelError, Node, Plate, PrecisionOf
 
 #: largest magnitude of a value: its square (1e300) and sums of many squares stay finite in float64
 MAX_ABS = 1e150
@@ -552,7 +552,7 @@ def precision_matrix(value: np.ndarray, what: str) -> np.ndarray:
 def sd_as_precision(sd: Any, precision: Any, variance: Any, name: str, variance_name: str = "variance") -> Any:
     """The precision that ``sd=`` stands for: 1/sd² for a positive constant, the variable itself for a
     scale made by fg.half_normal, fg.half_cauchy, fg.half_student_t or fg.exponential (which is a Gamma over
-    the precision σ⁻²), or such a scale gated (``sigma[z]``)."""
+    the precision σ⁻²), or such a scale gated (``sigma[z]``) or indexed by labels (``sigma[g]``)."""
     if precision is not None or variance is not None:
         other = "precision" if precision is not None else variance_name
         given = precision if precision is not None else variance
@@ -561,7 +561,7 @@ def sd_as_precision(sd: Any, precision: Any, variance: Any, name: str, variance_
     if isinstance(sd, Gate) and isinstance(sd.source, np.ndarray):  # fg.select(sds, z): precisions 1/sd²
         return Gate(1.0 / positive(sd.source, f"{name!r}: sd (selected by {sd.selector.name!r})") ** 2, sd.selector,
                     sd.plate)
-    node = sd.source if isinstance(sd, Gate) else sd
+    node = sd.source if isinstance(sd, Gate | Indexed) else sd
     if isinstance(node, Node):
         if getattr(node, "base", None) is not None:
             raise ModelError(f"{name!r}: sd={node.name} — {node.name!r} is already a term of a sum or product "
@@ -569,7 +569,10 @@ def sd_as_precision(sd: Any, precision: Any, variance: Any, name: str, variance_
                              "term, not both")
         if getattr(node, "scale_prior", None) is None:
             fam = getattr(node, "family", None)
-            hint = (f"; {node.name!r} is a Gamma variable over a precision: pass precision={node.name}"
+            # the argument as the user wrote it: tau, tau[z] or tau[labels]
+            written = (f"{node.name}[labels]" if isinstance(sd, Indexed) else
+                       f"{node.name}[{sd.selector.name}]" if isinstance(sd, Gate) else node.name)
+            hint = (f"; {node.name!r} is a Gamma variable over a precision: pass precision={written}"
                     if fam is not None and fam.__name__ == "Gamma" else "")
             raise ModelError(f"{name!r}: sd must be a positive constant or a scale variable made by fg.half_normal, "
                              "fg.half_cauchy, fg.half_student_t, fg.exponential or fg.uniform_scale, "

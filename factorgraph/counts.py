@@ -25,7 +25,7 @@ from . import checks
 from .builders import _check_parent, _finish, _plates, _var_plates
 from .gates import is_random, source_plates
 from .model import Model, current_model
-from .nodes import Deterministic, Gate, ModelError, Plate, Variable
+from .nodes import Deterministic, Gate, Indexed, ModelError, Plate, Variable
 
 LOGISTIC_METHODS = ("quadrature", "tilted", "quadratic")
 
@@ -101,7 +101,9 @@ def _gaussian_node(model: Model, x: Any, name: str, edge: str) -> Variable | Det
 
 
 def _random_or_const(model: Model, x: Any, name: str, edge: str, family: type) -> Any:
-    if isinstance(x, Variable | Deterministic | Gate):
+    """``x`` checked to be of ``family`` when it is a node (a variable, an indexed view ``x[g]``, a gate
+    ``x[z]`` or ``fg.select``), or None when it is a constant (validated by the caller)."""
+    if isinstance(x, Variable | Deterministic | Gate | Indexed):
         _check_parent(model, x, name, edge, (family,))
         return x
     return None
@@ -112,8 +114,9 @@ def poisson(name: str, rate: Any, *, exposure: Any = None, plates: Sequence[Plat
             observed: Any = None, mask: Any = None) -> Variable:
     """Observed counts y ~ Poisson(exposure · rate).
 
-    ``rate`` is a Gamma variable (conjugate: q(rate) stays Gamma and the evidence is exact), a gated
-    Gamma ``lam[z]`` (a Poisson mixture) or a positive constant.  ``exposure`` (default 1) is a positive
+    ``rate`` is a Gamma variable (conjugate: q(rate) stays Gamma and the evidence is exact), one indexed
+    by group labels ``lam[g]`` (a rate per group), a gated Gamma ``lam[z]`` (a Poisson mixture) or a
+    positive constant.  ``exposure`` (default 1) is a positive
     constant per observation (e.g. time at risk).
 
     E[log f] = y(log e + E[log λ]) − e·E[λ] − log y!.
@@ -164,8 +167,9 @@ def binomial(name: str, trials: Any, probs: Any, *, plates: Sequence[Plate] = ()
              mask: Any = None) -> Variable:
     """Observed successes y ~ Binomial(trials, probs).
 
-    ``probs`` is a Beta variable (conjugate: exact evidence), a gated Beta ``p[z]`` or a constant in
-    (0, 1); ``trials`` non-negative integers per observation (a scalar or broadcasting to the plates).
+    ``probs`` is a Beta variable (conjugate: exact evidence), one indexed by group labels ``p[g]``, a
+    gated Beta ``p[z]`` or a constant in (0, 1); ``trials`` non-negative integers per observation (a scalar
+    or broadcasting to the plates).
 
     E[log f] = log C(n, y) + y E[log p] + (n − y) E[log(1 − p)].
     """
@@ -233,9 +237,9 @@ def multinomial(name: str, trials: Any, probs: Any, *, plates: Sequence[Plate] =
                 mask: Any = None) -> Variable:
     """Observed count vectors y (…, K) ~ Multinomial(trials, probs), Σ_k y_k = trials.
 
-    ``probs`` is a Dirichlet variable (conjugate: exact evidence), a gated Dirichlet ``pi[z]`` or a
-    constant probability vector.  ``trials`` (a scalar or per observation) must equal each row's total;
-    ``None`` takes the totals as given.
+    ``probs`` is a Dirichlet variable (conjugate: exact evidence), one indexed by group labels ``pi[g]``,
+    a gated Dirichlet ``pi[z]`` or a constant probability vector.  ``trials`` (a scalar or per observation)
+    must equal each row's total; ``None`` takes the totals as given.
 
     E[log f] = log n! − Σ_k log y_k! + Σ_k y_k E[log π_k].
     """

@@ -63,16 +63,7 @@ def hierarchical_regression_model(X: Any, y: Any, groups: Any, varying: Any = ("
     D = Xa.shape[1]
     if "slope" in v and D == 0:
         raise ModelError("varying slopes need X with at least one column")
-    if n_groups is None:
-        try:
-            arr = np.asarray(groups)
-        except (TypeError, ValueError):  # ragged: _labels says so
-            arr = np.zeros(0)
-        numeric = arr.size and arr.dtype != bool and np.issubdtype(arr.dtype, np.number) and np.all(np.isfinite(arr))
-        G = int(np.max(arr)) + 1 if numeric else 1
-    else:
-        G = checks.positive_int(n_groups, "n_groups")
-    g_lab = _labels("groups", groups, G)
+    g_lab, G, names = _groups(groups, n_groups)
     if g_lab.shape[0] != N:
         raise ModelError(f"groups has {g_lab.shape[0]} labels but y has {N} observations")
     lam = checks.positive_number(prior_precision, "prior_precision")
@@ -101,7 +92,40 @@ def hierarchical_regression_model(X: Any, y: Any, groups: Any, varying: Any = ("
         for t in terms[1:]:
             mean = mean + t
         gaussian("y", mean=mean, precision=tau, plates=[n], observed=ya)
+    if names is not None:
+        m.coords["groups"] = names
     return m
+
+
+def _named(arr: np.ndarray) -> bool:
+    """Whether group labels are names (strings) rather than integer codes."""
+    return arr.dtype.kind in "US" or (arr.dtype == object and any(isinstance(v, str | bytes) for v in arr.ravel()))
+
+
+def _groups(groups: Any, n_groups: Any) -> tuple[np.ndarray, int, np.ndarray | None]:
+    """The group of each row as an integer code, the number of groups G and, for named groups, the names of
+    codes 0..G−1 (sorted; None for integer codes)."""
+    try:
+        arr = np.asarray(np.ma.getdata(groups) if np.ma.isMaskedArray(groups) else groups)
+    except (TypeError, ValueError):  # ragged: _labels says so
+        arr = np.zeros(0)
+    if arr.ndim == 1 and arr.size and _named(arr) and not np.ma.is_masked(groups):
+        if n_groups is not None:
+            raise ModelError(f"n_groups={n_groups!r} applies to integer group codes; the groups here are named "
+                             f"(e.g. {arr[0].item()!r}), one group per distinct name, so leave n_groups out (or give "
+                             "integer codes in 0..n_groups−1 to keep groups that have no rows)")
+        try:
+            names, codes = np.unique(arr, return_inverse=True)
+        except TypeError:
+            raise ModelError("groups must be integer codes or names (strings), not a mix of both; got "
+                             f"{checks._short(arr.tolist())}") from None
+        return codes.reshape(-1).astype(np.int64), len(names), names
+    if n_groups is None:
+        numeric = arr.size and arr.dtype != bool and np.issubdtype(arr.dtype, np.number) and np.all(np.isfinite(arr))
+        G = int(np.max(arr)) + 1 if numeric and np.max(arr) >= 0 else 1
+    else:
+        G = checks.positive_int(n_groups, "n_groups")
+    return _labels("groups", groups, G), G, None
 
 
 def hierarchical_regression(X: Any, y: Any, groups: Any, varying: Any = ("intercept",), *,
@@ -117,13 +141,16 @@ def hierarchical_regression(X: Any, y: Any, groups: Any, varying: Any = ("interc
     y
         Outcomes, length N.
     groups
-        Integer group label of each row, in 0..G−1 (groups may be ragged; a group without rows keeps
-        its population prior).
+        The group of each row: an integer code in 0..G−1 (groups may be ragged; a group without rows keeps
+        its population prior), or a name (strings, e.g. county names).  Named groups are coded in sorted
+        order, as by ``np.unique(groups, return_inverse=True)``: element k of ``intercept`` (and row k of
+        ``slope``) is the k-th name, and ``result.model.coords["groups"]`` holds the names (``to_arviz``
+        labels the groups with them; ``hierarchical_predictive`` takes the names).
     varying
         Which effects vary by group: ``("intercept",)``, ``("intercept", "slope")``, ``("slope",)``, or
         ``()`` (complete pooling: one regression for all groups).
     n_groups
-        G, when some groups have no rows (default: ``max(groups) + 1``).
+        G, when some groups have no rows (default: ``max(groups) + 1``; integer codes only).
     pooling
         ``"partial"`` (the group effects share a learned population mean and precision) or ``"none"``
         (independent N(0, 1/prior_precision) group effects).
@@ -152,7 +179,8 @@ def hierarchical_predictive(result: Result, X_new: Any, groups_new: Any):
     """Gaussian approximation of the posterior predictive of new rows in known groups.
 
     Mean E[α_g] + x_nᵀE[β_g]; variance Var[α_g] + x_nᵀCov[β_g]x_n + E[1/τ] (noise), from the mean-field
-    posterior (the Student-t tails of the noise are moment-matched).
+    posterior (the Student-t tails of the noise are moment-matched).  ``groups_new`` are integer codes, or
+    names when the model was fitted with named groups.
     """
     from distributions import Gaussian
 
@@ -163,7 +191,8 @@ def hierarchical_predictive(result: Result, X_new: Any, groups_new: Any):
         G = b.batch_shape[0]
     else:  # complete pooling: the groups do not matter
         G = np.iinfo(np.int64).max
-    lab = _labels("groups_new", groups_new, G)
+    names = getattr(result.model, "coords", {}).get("groups") if result.model is not None else None
+    lab = _labels("groups_new", groups_new, G) if names is None else _codes(groups_new, names)
     am, av = np.asarray(a.mean()), np.asarray(a.var())
     mean = am[lab] if am.ndim else np.full(lab.shape, float(am))
     var = av[lab] if av.ndim else np.full(lab.shape, float(av))
@@ -181,3 +210,22 @@ def hierarchical_predictive(result: Result, X_new: Any, groups_new: Any):
     shape, rate = float(tau.shape), float(tau.rate)
     noise = rate / (shape - 1.0) if shape > 1.0 else 1.0 / float(tau.mean())
     return Gaussian(mean=mean, var=var + noise)
+
+
+def _codes(groups_new: Any, names: np.ndarray) -> np.ndarray:
+    """The codes of named groups (``names`` sorted, as ``np.unique`` gives them); an unknown name is an error."""
+    try:
+        arr = np.asarray(groups_new)
+    except (TypeError, ValueError):
+        arr = np.zeros((0, 0))
+    if np.ma.is_masked(groups_new) or arr.ndim != 1 or not _named(arr):
+        raise ModelError(f"groups_new must be a 1-D array of the group names the model was fitted with "
+                         f"({checks._short(names.tolist())}), got {checks._short(groups_new)}")
+    codes = np.searchsorted(names, arr)
+    known = (codes < len(names)) & (names[np.minimum(codes, len(names) - 1)] == arr)
+    if not np.all(known):
+        i = int(np.argmin(known))
+        raise ModelError(f"groups_new: group {arr[i].item()!r} (at position {i}) is not one the model was fitted with "
+                         f"({checks._short(names.tolist())}); a new group has no fitted effect")
+    return codes.astype(np.int64)
+

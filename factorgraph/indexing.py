@@ -130,9 +130,21 @@ def _show(value: Any) -> str:
 
 
 def _labels(name: str, idx: Any, G: int) -> np.ndarray:
-    """Validated integer labels in [0, G) as an int64 vector."""
+    """Validated integer labels in [0, G) as an int64 vector.
+
+    Integer arrays of any width, integral floats and object arrays of Python or numpy integers are
+    accepted; the range is checked before any conversion, so an error names the value as given.
+    """
     if isinstance(idx, Plate):
         raise ModelError(f"index: {name!r}[{idx!r}]: index by an array of integer labels, not by a plate")
+    if np.ma.isMaskedArray(idx):
+        missing = np.ma.getmaskarray(idx)
+        if missing.any():
+            raise ModelError(f"index: labels of {name!r} cannot be missing, got a masked array with "
+                             f"{int(missing.sum())} masked entr{'y' if missing.sum() == 1 else 'ies'} (first at "
+                             f"position {int(np.argmax(missing.ravel()))}); drop those rows, or give every row "
+                             "its group")
+        idx = np.ma.getdata(idx)
     try:
         arr = np.asarray(idx)
     except (TypeError, ValueError):
@@ -144,19 +156,44 @@ def _labels(name: str, idx: Any, G: int) -> np.ndarray:
                          f"{arr.shape}: {_show(arr)}")
     if arr.size == 0:
         raise ModelError(f"index: labels of {name!r} are empty")
+    if arr.dtype == object:  # Python numbers (an int column of a DataFrame, say) or anything else
+        values = arr.tolist()
+        wrong = [isinstance(v, bool | np.bool_ | complex | np.complexfloating)
+                 or not isinstance(v, int | float | np.number) for v in values]
+        if any(wrong):
+            bad = values[wrong.index(True)]
+            raise ModelError(f"index: labels of {name!r} must be integers in 0..{G - 1}, got {bad!r}"
+                             + _encode_hint(bad))
+        if all(isinstance(v, int | np.integer) for v in values):
+            i = next((i for i, v in enumerate(values) if not 0 <= v < G), None)
+            if i is not None:
+                raise ModelError(f"index: labels of {name!r} must lie in 0..{G - 1}, got {int(values[i])!r} at "
+                                 f"position {i}")
+            return np.array(values, dtype=np.int64)
+        arr = np.array(values, dtype=float)
     if not np.issubdtype(arr.dtype, np.integer):
         if not np.issubdtype(arr.dtype, np.floating):
             bad = next((v for v in arr.tolist() if not isinstance(v, int | float) or isinstance(v, bool)), arr[0])
-            raise ModelError(f"index: labels of {name!r} must be integers in 0..{G - 1}, got {bad!r}")
+            raise ModelError(f"index: labels of {name!r} must be integers in 0..{G - 1}, got {bad!r}"
+                             + _encode_hint(bad))
         bad = arr[~np.isfinite(arr) | (arr != np.round(arr))]
         if bad.size:
             raise ModelError(f"index: labels of {name!r} must be integers in 0..{G - 1}, got {bad[0].item()!r}")
-    lab = arr.astype(np.int64)
-    out = (lab < 0) | (lab >= G)
+    out = (arr < 0) | (arr >= G)  # in the labels' own dtype: no wrap-around of uint64 or huge floats
     if np.any(out):
         i = int(np.argmax(out))
-        raise ModelError(f"index: labels of {name!r} must lie in 0..{G - 1}, got {lab[i].item()!r} at position {i}")
-    return np.ascontiguousarray(lab)
+        value = arr[i].item()
+        raise ModelError(f"index: labels of {name!r} must lie in 0..{G - 1}, got "
+                         f"{int(value) if isinstance(value, float) and abs(value) < 2**53 else value!r} at "
+                         f"position {i}")
+    return np.ascontiguousarray(arr.astype(np.int64))
+
+
+def _encode_hint(value: Any) -> str:
+    if isinstance(value, str | bytes):
+        return ("; encode named groups as integer codes first: names, codes = np.unique(groups, "
+                "return_inverse=True), then x[codes] (x's element k is the group names[k])")
+    return ""
 
 
 def _plate(model, x: Variable, labels: np.ndarray, plate: Plate | None, along: Plate) -> Plate:

@@ -34,6 +34,7 @@ class Model:
         self._names: set[str] = set()
         self.data: dict[str, Any] = {}  # data node name -> fg.data node
         self.calls: dict[str, Any] = {}  # variable name -> its recorded builder call (factorgraph.data)
+        self.coords: dict[str, Any] = {}  # plate name -> labels of its elements (group names), for to_arviz
         self.data_version = 0  # bumped by set_data
         self.compilations = 0  # how many times fg.infer compiled this model (a refit after set_data does not)
         self._compiled: Any = None  # (key, compiled model) of the last fg.infer, reused when the key matches

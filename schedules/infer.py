@@ -11,7 +11,7 @@ import numpy as np
 from factorgraph import checks, convergence
 from factorgraph.derived import derived_moments
 from factorgraph.model import Model
-from factorgraph.nodes import Deterministic, Gate, ModelError, Variable
+from factorgraph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
 from factorgraph.predict import FitRecord
 from factorgraph.results import Result, combine_kinds
 from factors.base import RuleNotFound
@@ -260,7 +260,7 @@ def _default_algorithm(model: Model, handlers: Any) -> tuple[Any, str]:
     for f in model.factors:
         for edge, arg in f.edges.items():
             target = arg.source if isinstance(arg, Gate) else arg
-            if (isinstance(target, Variable | Deterministic) and _needs_messages(target)
+            if (isinstance(target, Variable | Deterministic | Indexed) and _needs_messages(target)
                     and not _feeds_handler(target, handled, edge, f)):
                 try:
                     f.ftype.get_rule(edge, "vmp", f.method)

@@ -72,7 +72,12 @@ def test_empty_group_keeps_the_population_prior():
     ({"groups": [0, 1, 2]}, r"groups has 3 labels but y has 8 observations"),
     ({"groups": [0, 1, 2, 0, 1, -2, 0, 1]}, r"labels of 'groups' must lie in 0\.\.2.*got -2"),
     ({"groups": [0, 1, 2, 0, 1, 1.5, 0, 1]}, r"labels of 'groups' must be integers.*got 1\.5"),
-    ({"groups": list("abcdefgh")}, r"labels of 'groups' must be integers.*got 'a'"),
+    ({"groups": np.array(["a", "b", 2, 0, 1, 2, 0, 1], dtype=object)},
+     r"groups must be integer codes or names \(strings\), not a mix"),
+    ({"groups": list("abcabcab"), "n_groups": 4}, r"n_groups=4 applies to integer group codes.*named \(e\.g\. 'a'\)"),
+    ({"groups": np.ma.array(list("abcabcab"), mask=[0, 0, 0, 1, 0, 0, 0, 0])},
+     r"labels of 'groups' cannot be missing.*1 masked entry \(first at position 3\)"),
+    ({"groups": [None, 1, 2, 0, 1, 2, 0, 1]}, r"labels of 'groups' must be integers.*got None"),
     ({"X": None, "varying": ("intercept", "slope")}, r"varying slopes need X with at least one column"),
     ({"X": np.ones((7, 2))}, r"X must be a matrix with one row per observation \(8\), got shape \(7, 2\)"),
 ])
@@ -80,3 +85,30 @@ def test_bad_input(kwargs, match):
     args = {"X": np.arange(8.0), "y": np.arange(8.0), "groups": [0, 1, 2, 0, 1, 2, 0, 1]} | kwargs
     with pytest.raises(fg.ModelError, match=match):
         models.hierarchical_regression_model(args.pop("X"), args.pop("y"), args.pop("groups"), **args)
+
+
+def test_named_groups_are_coded_in_sorted_order():
+    """String group labels give the model of their np.unique codes; the names label the groups (model.coords,
+    to_arviz) and are what hierarchical_predictive takes."""
+    rng = np.random.default_rng(4)
+    X, y, g, _, _ = _data(rng, G=3, N=60)
+    names = np.array(["texas", "alaska", "ohio"])  # codes 0, 1, 2 -> sorted order alaska, ohio, texas
+    named = models.hierarchical_regression(X, y, list(names[g]), varying=("intercept", "slope"))
+    order = np.argsort(names)
+    coded = models.hierarchical_regression(X, y, np.argsort(order)[g], varying=("intercept", "slope"))
+    assert named.elbo == coded.elbo
+    np.testing.assert_array_equal(named.model.coords["groups"], names[order])
+    np.testing.assert_array_equal(named.posterior("intercept").mean(), coded.posterior("intercept").mean())
+    np.testing.assert_array_equal(named.posterior("slope").mean(), coded.posterior("slope").mean())
+    p1 = models.hierarchical_predictive(named, X[:5], names[g[:5]])
+    p2 = models.hierarchical_predictive(coded, X[:5], np.argsort(order)[g[:5]])
+    np.testing.assert_array_equal(p1.mean(), p2.mean())
+    np.testing.assert_array_equal(p1.var(), p2.var())
+    with pytest.raises(fg.ModelError, match=r"groups_new: group 'utah' \(at position 1\) is not one the model"):
+        models.hierarchical_predictive(named, X[:2], ["ohio", "utah"])
+    with pytest.raises(fg.ModelError, match=r"groups_new must be a 1-D array of the group names.*\['alaska', 'ohio'"):
+        models.hierarchical_predictive(named, X[:2], [0, 1])
+    pytest.importorskip("arviz")
+    idata = named.to_arviz(draws=20, seed=0)
+    np.testing.assert_array_equal(idata.posterior.coords["groups"].values, names[order])
+

@@ -286,7 +286,15 @@ def _bad(labels, match, plates=("c",), plate=None, along=None):
     ([0, -1, 2, 0], r"'alpha' must lie in 0\.\.2.*got -1"),
     ([0, 1.5, 2, 0], r"'alpha' must be integers in 0\.\.2, got 1\.5"),
     ([0, np.nan, 2, 0], r"'alpha' must be integers in 0\.\.2, got nan"),
-    (["a", "b", "c", "a"], r"'alpha' must be integers in 0\.\.2, got 'a'"),
+    (["a", "b", "c", "a"], r"'alpha' must be integers in 0\.\.2, got 'a'; encode named groups.*np\.unique"),
+    (np.array([0, 1, 2**63, 0], np.uint64), r"'alpha' must lie in 0\.\.2, got 9223372036854775808 at position 2"),
+    (np.array([0.0, 1.0, 1e20, 0.0]), r"'alpha' must lie in 0\.\.2, got 1e\+20 at position 2"),
+    (np.array([0.0, 1.0, -3.0, 0.0]), r"'alpha' must lie in 0\.\.2, got -3 at position 2"),
+    (np.array([0, 1, 2**70, 0], dtype=object), r"'alpha' must lie in 0\.\.2, got 1180591620717411303424 at position 2"),
+    (np.array([0, 1, None, 0], dtype=object), r"'alpha' must be integers in 0\.\.2, got None"),
+    (np.array([0, 1.5, 2, 0], dtype=object), r"'alpha' must be integers in 0\.\.2, got 1\.5"),
+    (np.ma.array([0, 1, 2, 0], mask=[0, 0, 1, 0]),
+     r"labels of 'alpha' cannot be missing, got a masked array with 1 masked entry \(first at position 2\)"),
     ([True, False, True, True], r"'alpha' must be integers.*booleans"),
     ([[0, 1], [2, 0]], r"'alpha' must be a 1-D array.*shape \(2, 2\)"),
     ([0, 1, 2, 0, 1], r"5 labels for 'alpha', but the model has no plate of size 5"),
@@ -294,6 +302,24 @@ def _bad(labels, match, plates=("c",), plate=None, along=None):
 ])
 def test_bad_labels(labels, match):
     _bad(labels, match)
+
+
+@pytest.mark.parametrize("labels", [
+    np.array([2, 0, 1, 2], dtype=object),                    # Python ints (a pandas object column)
+    np.array([np.int16(2), 0, 1, 2], dtype=object),
+    np.array([2, 0, 1, 2], np.uint64),
+    np.array([2, 0, 1, 2], np.int8),
+    np.array([2.0, 0.0, 1.0, 2.0]),
+    np.array([2, 0.0, 1, 2], dtype=object),
+    np.ma.array([2, 0, 1, 2], mask=[0, 0, 0, 0]),              # a masked array with nothing masked
+])
+def test_label_dtypes_accepted(labels):
+    with fg.Model("dtypes"):
+        fg.plate("n", 4)
+        a = fg.gaussian("a", 0.0, 1.0, plates=[fg.plate("c", 3)])
+        view = a[labels]
+    assert view.labels.dtype == np.int64
+    np.testing.assert_array_equal(view.labels, [2, 0, 1, 2])
 
 
 def test_bad_index_targets():
@@ -396,3 +422,136 @@ def test_indexed_view_cannot_be_gated():
         z = fg.categorical("z", probs=[0.5, 0.5], plates=[n])
         with pytest.raises(fg.ModelError, match=r"gate the variable itself, 'a'\[\.\.\.\]"):
             a[[0, 1, 0]][z]
+
+
+# ------------------------------------------------------------------------------------ indexed conjugate parameters
+# Ragged groups (sizes 4, 1, 0, 3): the empty group keeps its prior.  One conjugate level, so VMP is exact: the
+# posterior of each group is the closed-form conjugate update and the ELBO the log evidence.
+LABELS = np.array([0, 3, 1, 0, 3, 0, 3, 0])
+
+
+def _group_sums(values):
+    return np.stack([values[LABELS == k].sum(0) for k in range(4)])
+
+
+def test_indexed_poisson_rate_is_gamma_poisson():
+    """y_n ~ Poisson(e_n λ_{g(n)}), λ_k ~ Gam(a0, b0): q(λ_k) = Gam(a0 + Σy, b0 + Σe) and the ELBO is log p(y)."""
+    from scipy.special import gammaln
+
+    y = np.array([2, 0, 5, 1, 3, 0, 4, 2])
+    e = np.array([1.0, 0.5, 2.0, 1.5, 1.0, 0.7, 2.5, 1.2])
+    a0, b0 = 1.5, 0.8
+    with fg.Model("gamma-poisson") as m:
+        n, c = fg.plate("n", 8), fg.plate("c", 4)
+        lam = fg.gamma("lam", a0, b0, plates=[c])
+        fg.poisson("y", lam[LABELS], exposure=e, plates=[n], observed=y)
+    r = fg.infer(m)
+    a, b = a0 + _group_sums(y), b0 + _group_sums(e)
+    q = r.posterior("lam")
+    np.testing.assert_allclose(q.shape, a, rtol=1e-12)
+    np.testing.assert_allclose(q.rate, b, rtol=1e-12)
+    log_evidence = (np.sum(a0 * np.log(b0) - gammaln(a0) + gammaln(a) - a * np.log(b))
+                    + np.sum(y * np.log(e) - gammaln(y + 1)))
+    assert abs(r.elbo - log_evidence) < 1e-10
+
+
+def test_indexed_binomial_probs_is_beta_binomial():
+    """k_n ~ Binomial(t_n, p_{g(n)}), p_k ~ Beta(α, β): q(p_k) = Beta(α + Σk, β + Σ(t − k)), ELBO = log p(k)."""
+    from scipy.special import betaln, gammaln
+
+    t = np.array([5, 3, 8, 2, 6, 4, 7, 5])
+    k = np.array([1, 3, 6, 0, 2, 4, 7, 3])
+    al, be = 2.0, 1.5
+    with fg.Model("beta-binomial") as m:
+        n, c = fg.plate("n", 8), fg.plate("c", 4)
+        p = fg.beta("p", al, be, plates=[c])
+        fg.binomial("y", t, p[LABELS], plates=[n], observed=k)
+    r = fg.infer(m)
+    a, b = al + _group_sums(k), be + _group_sums(t - k)
+    q = r.posterior("p")
+    np.testing.assert_allclose(q.alpha, a, rtol=1e-12)
+    np.testing.assert_allclose(q.beta, b, rtol=1e-12)
+    log_coef = gammaln(t + 1) - gammaln(k + 1) - gammaln(t - k + 1)
+    log_evidence = np.sum(betaln(a, b) - betaln(al, be)) + np.sum(log_coef)
+    assert abs(r.elbo - log_evidence) < 1e-10
+
+
+def test_indexed_multinomial_probs_is_dirichlet_multinomial():
+    """y_n ~ Multinomial(p_{g(n)}), p_k ~ Dir(α): q(p_k) = Dir(α + Σy), ELBO = log p(y)."""
+    from scipy.special import gammaln
+
+    y = np.random.default_rng(3).integers(0, 4, size=(8, 3))
+    alpha = np.array([1.0, 2.0, 0.5])
+    with fg.Model("dirichlet-multinomial") as m:
+        n, c = fg.plate("n", 8), fg.plate("c", 4)
+        p = fg.dirichlet("p", alpha, plates=[c])
+        fg.multinomial("y", None, p[LABELS], plates=[n], observed=y)
+    r = fg.infer(m)
+    post = alpha + _group_sums(y)
+    np.testing.assert_allclose(r.posterior("p").concentration, post, rtol=1e-12)
+
+    def log_norm(a):
+        return gammaln(a).sum(-1) - gammaln(a.sum(-1))
+
+    log_coef = gammaln(y.sum(1) + 1) - gammaln(y + 1).sum(1)
+    log_evidence = np.sum(log_norm(post) - log_norm(alpha)) + np.sum(log_coef)
+    assert abs(r.elbo - log_evidence) < 1e-10
+
+
+@pytest.mark.parametrize("prior", ["half_normal", "uniform_scale"])
+def test_indexed_scale_as_sd_equals_explicit_plates(prior):
+    """y ~ N(a[g], sd=s[g]) with every group on the same number of rows is the model with plates [c, r]."""
+    G, R = 3, 5
+    rng = np.random.default_rng(8)
+    g = np.tile(np.arange(G), R)
+    y = rng.normal(size=G)[g] + np.array([0.5, 1.0, 2.0])[g] * rng.normal(size=G * R)
+
+    def fit(indexed: bool):
+        with fg.Model("scales") as m:
+            c = fg.plate("c", G)
+            s = (fg.half_normal("s", 3.0, plates=[c]) if prior == "half_normal"
+                 else fg.uniform_scale("s", 10.0, plates=[c]))
+            a = fg.gaussian("a", 0.0, 0.1, plates=[c])
+            if indexed:
+                n = fg.plate("n", G * R)
+                fg.gaussian("y", a[g], sd=s[g], plates=[n], observed=y)
+            else:
+                r = fg.plate("r", R)
+                fg.gaussian("y", a, sd=s, plates=[c, r], observed=y.reshape(R, G).T)
+        return fg.infer(m, tol=1e-13, max_iter=500)
+
+    r1, r2 = fit(True), fit(False)
+    assert r1.algorithm == r2.algorithm == ("ncvmp" if prior == "half_normal" else "vmp")
+    assert r1.converged and r2.converged
+    assert abs(r1.elbo - r2.elbo) < 1e-10
+    for name in ("a", "s"):
+        for s1, s2 in zip(r1.posteriors[name].natural, r2.posteriors[name].natural, strict=True):
+            np.testing.assert_allclose(s1, s2, rtol=1e-10, atol=1e-12, err_msg=name)
+
+
+def test_indexed_gamma_as_sd_says_precision():
+    with fg.Model("sd-gamma"):
+        n, c = fg.plate("n", 3), fg.plate("c", 2)
+        tau = fg.gamma("tau", 1.0, 1.0, plates=[c])
+        with pytest.raises(fg.ModelError, match=r"'tau' is a Gamma variable over a precision: pass "
+                                                r"precision=tau\[labels\]"):
+            fg.gaussian("y", 0.0, sd=tau[[0, 1, 0]], plates=[n], observed=np.zeros(3))
+
+
+@pytest.mark.parametrize("likelihood", ["bernoulli_logit", "poisson_log"])
+def test_default_algorithm_sees_indexed_arguments(likelihood):
+    """A non-conjugate factor on a bare a[g]: fg.infer picks NCVMP (and says so), the same fit as fg.NCVMP()."""
+    g = np.array([0, 1, 2, 0, 1, 2, 2])
+    with fg.Model("default-ncvmp") as m:
+        n, c = fg.plate("n", 7), fg.plate("c", 3)
+        a = fg.gaussian("a", 0.0, 1.0, plates=[c])
+        if likelihood == "bernoulli_logit":
+            fg.bernoulli_logit("y", a[g], observed=[0, 1, 1, 0, 1, 0, 1], plates=[n])
+        else:
+            fg.poisson_log("y", a[g], observed=[0, 1, 3, 0, 2, 5, 4], plates=[n])
+    default = fg.infer(m)
+    assert default.algorithm == "ncvmp"
+    assert any("fg.NCVMP(), chosen by default" in note for note in default.notes), default.notes
+    explicit = fg.infer(m, algorithm=fg.NCVMP())
+    np.testing.assert_allclose(default.elbo_trace, explicit.elbo_trace, rtol=1e-12)
+    np.testing.assert_allclose(default.posterior("a").mean(), explicit.posterior("a").mean(), rtol=1e-12)
