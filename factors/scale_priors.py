@@ -39,13 +39,33 @@ _CODES = {"half_t": HALF_T, "half_normal": HALF_NORMAL, "exponential": EXPONENTI
 LOG_HALF = float(np.log(0.5))
 
 
+def log_gamma_half_ratio(x) -> np.ndarray:
+    r"""log Γ(x + ½) − log Γ(x), without the cancellation of two large log-gammas.
+
+    For x < 20 by ``gammaln``; above, by the difference of the two Stirling series written so that nothing
+    large cancels (absolute error ≲ 1e-15 for any x ≥ 20; the direct difference loses 4e-10 at x = 5e5):
+
+    .. math:: \tfrac12\log x + \bigl(x\,\mathrm{log1p}(\tfrac1{2x}) - \tfrac12\bigr)
+              + \sum_k c_k\bigl((x+\tfrac12)^{1-2k} - x^{1-2k}\bigr),\quad
+              c = \tfrac1{12}, -\tfrac1{360}, \tfrac1{1260}, -\tfrac1{1680}.
+    """
+    x = np.asarray(x, float)
+    big = x >= 20.0
+    xb = np.where(big, x, 20.0)
+    z = xb + 0.5
+    series = 0.5 * np.log(xb) + (xb * np.log1p(0.5 / xb) - 0.5)
+    for k, c in ((1, 1 / 12), (3, -1 / 360), (5, 1 / 1260), (7, -1 / 1680)):
+        series = series + c * (z ** (-k) - xb ** (-k))
+    xs = np.where(big, 1.0, x)
+    return np.where(big, series, gammaln(xs + 0.5) - gammaln(xs))
+
+
 def scale_prior_params(prior: str, scale=None, dof=None, rate=None) -> dict:
     """The factor's parameters for one prior: kernel code, kernel parameters (p0, p1), the log density's
     constant and a typical scale ``s0`` (for the first message)."""
     if prior == "half_t":
         s, nu = np.asarray(scale, float), np.asarray(dof, float)
-        const = (np.log(2.0) + gammaln(0.5 * (nu + 1.0)) - gammaln(0.5 * nu) - 0.5 * np.log(nu * np.pi)
-                 - np.log(s))
+        const = np.log(2.0) + log_gamma_half_ratio(0.5 * nu) - 0.5 * np.log(nu * np.pi) - np.log(s)
         return {"prior": prior, "p0": np.log(nu * s * s), "p1": 0.5 * (nu + 1.0), "const": const, "s0": s}
     if prior == "half_normal":
         s = np.asarray(scale, float)

@@ -52,6 +52,25 @@ def test_log_density_constants():
         assert abs(_log_prior(p, x * x) - want) < 1e-13, name
 
 
+def test_half_t_constant_for_large_dof():
+    """log Γ((ν+1)/2) − log Γ(ν/2) without cancellation: the half-t's constant tends to the half-normal's as
+    ν → ∞ (the direct difference of gammaln lost 4e-10 at ν = 1e6 and 2e-6 at ν = 1e10), and matches
+    scipy.stats.t at moderate ν."""
+    from scipy import stats
+
+    from factors.scale_priors import log_gamma_half_ratio
+
+    for nu in (1.0, 7.0, 39.0, 40.0, 41.0):
+        want = stats.t.logpdf(0.0, nu) + 0.5 * np.log(nu * np.pi)
+        assert abs(log_gamma_half_ratio(0.5 * nu) - want) < 2e-14 * max(1.0, abs(want)), nu
+    for nu in (1e6, 1e8, 1e10, 1e14):  # ½ log x − 1/(8x) + 1/(192x³) is exact to rounding there
+        x = 0.5 * nu
+        assert abs(log_gamma_half_ratio(x) - (0.5 * np.log(x) - 1 / (8 * x) + 1 / (192 * x**3))) < 4e-15 * np.log(x)
+        t = scale_prior_params("half_t", scale=2.0, dof=nu)["const"]
+        normal = scale_prior_params("half_normal", scale=2.0)["const"]
+        assert abs(t - normal) < 1.0 / nu  # the half-t tends to the half-normal
+
+
 def _em1mv(v):
     return np.expm1(v) - v if abs(v) > 1e-2 else v * v / 2 + v**3 / 6 + v**4 / 24 + v**5 / 120 + v**6 / 720
 
