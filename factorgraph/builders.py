@@ -155,6 +155,8 @@ def gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, variance: Any
         precision = checks.sd_as_precision(sd, precision, variance, name)
     elif precision is None:
         precision = 1.0
+    else:
+        checks.not_a_scale(precision, name)
     if variance is not None and isinstance(variance, Gate) and isinstance(variance.source, np.ndarray):
         what = f"{name!r}: variance (selected by {variance.selector.name!r})"
         precision = Gate(1.0 / checks.positive(variance.source, what), variance.selector, variance.plate)
@@ -326,6 +328,8 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
         precision = checks.sd_as_precision(sd, precision, covariance, name, "covariance")
     elif precision is None:
         precision = 1.0
+    else:
+        checks.not_a_scale(precision, name)
     vplates = _plates(model, plates, name)
     dims = set() if dim is None else {checks.positive_int(dim, f"{name!r}: dim")}
     consumed: dict[str, Plate] = {}

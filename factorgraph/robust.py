@@ -69,6 +69,8 @@ def student_t(name: str, mean: Any, precision: Any = None, dof: Any = 4.0, *, sd
         precision = checks.sd_as_precision(sd, precision, None, name)
     elif precision is None:
         precision = 1.0
+    else:
+        checks.not_a_scale(precision, name)
     if not isinstance(mean, Variable | Deterministic | Indexed):
         raise ModelError(f"{name!r}: mean must be a Gaussian variable or expression (e.g. fg.inner(X, w) + b), "
                          f"got {mean!r}")

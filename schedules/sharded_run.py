@@ -330,14 +330,15 @@ class ShardedEngine:
         self.q[v.name] = q
         self.pending.append(("set", v.name, q))
 
-    def elbo(self) -> float:
+    def elbo(self, allow_minus_inf: bool = False) -> float:
+        """The ELBO summed over the shards; as ``Engine.elbo`` (−inf allowed where backtracking will undo it)."""
         answers = self._send(("elbo", False))
         value = sum(a[0] + a[1] for a in answers) + answers[0][2] + answers[0][3]
         value += sum(fit.site_term + fit.prior_shift + fit.entropy for fit in self.block.values())
         total = self.bytes_out + self.bytes_in
         self.sweep_bytes.append(total - self._mark)
         self._mark = total
-        if not np.isfinite(value):
+        if not np.isfinite(value) and not (allow_minus_inf and value == -np.inf):
             raise InferenceError(f"the ELBO is not finite ({value}); a posterior has become degenerate")
         return float(value)
 

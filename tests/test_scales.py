@@ -342,6 +342,13 @@ def test_eight_schools_against_independent_fit():
     (lambda: fg.gaussian("x", 0.0, sd=fg.gamma("t", 1.0, 1.0)), r"'x': sd must be .* scale variable.*"
      r"'t' is a Gamma variable over a precision: pass precision=t"),
     (lambda: fg.gaussian("x", 0.0, sd=fg.gaussian("m", 0.0, 1.0)), r"'x': sd must be .*scale variable"),
+    # a scale given as the precision would silently mean sd= (its q is over σ⁻²)
+    (lambda: fg.gaussian("x", 0.0, precision=fg.half_cauchy("s", scale=1.0)),
+     r"'x': precision=s is a scale σ \(fg.half_cauchy\), a standard deviation, not a precision; pass sd=s"),
+    (lambda: fg.mv_gaussian("x", np.zeros(2), precision=fg.half_normal("s", scale=1.0)),
+     r"'x': precision=s is a scale σ \(fg.half_normal\)"),
+    (lambda: fg.student_t("x", 0.0, precision=fg.uniform_scale("s", upper=2.0), observed=[0.0]),
+     r"'x': precision=s is a scale σ \(fg.uniform_scale\)"),
 ])
 def test_bad_input(call, match):
     with fg.Model("bad"), pytest.raises(fg.ModelError, match=match):
