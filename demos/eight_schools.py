@@ -327,13 +327,15 @@ def main(small: bool = False, seed: int = 0) -> dict:
     s_lib, s_nc, s_advi, s_advi_nc = (scores[k][0] for k in ("fg centred", "fg non-centred", "ADVI centred",
                                                                "ADVI non-centred"))
     holds = min(s_lib, s_nc) <= s_advi
-    print(f"The issue's criterion (the library's mean-field fit at least as close to NUTS as ADVI on the model as "
-          f"written, centred): {'HOLDS' if holds else 'does NOT hold'}: fg non-centred {s_nc:.3f}, fg centred "
-          f"{s_lib:.3f}, ADVI centred {s_advi:.3f}.")
+    like = s_lib <= s_advi and s_nc <= s_advi_nc
+    print("The issue's criterion (the library's mean-field fit at least as close to NUTS as ADVI's), read two ways:")
+    print(f"  like for like (the same parametrisation): {'holds' if like else 'does NOT hold'}: centred, fg "
+          f"{s_lib:.3f} vs ADVI {s_advi:.3f} ({'fg' if s_lib <= s_advi else 'ADVI'} closer); non-centred, fg "
+          f"{s_nc:.3f} vs ADVI {s_advi_nc:.3f} ({'fg' if s_nc <= s_advi_nc else 'ADVI'} closer)")
+    print(f"  fg's best mean field (either parametrisation) against ADVI on the model as written (centred): "
+          f"{'holds' if holds else 'does NOT hold'}: fg non-centred {s_nc:.3f}, fg centred {s_lib:.3f}, ADVI centred "
+          f"{s_advi:.3f}")
     s_ln, s_ln_nc = scores["lognormal optimum"][0], scores["lognormal opt. nc"][0]
-    print(f"Like for like: centred, fg {s_lib:.3f} vs ADVI {s_advi:.3f} "
-          f"({'fg' if s_lib <= s_advi else 'ADVI'} closer); non-centred, fg {s_nc:.3f} vs ADVI {s_advi_nc:.3f} "
-          f"({'fg' if s_nc <= s_advi_nc else 'ADVI'} closer).")
     spread = advi_spread(ref)
     if spread:
         (c_lo, c_med, c_hi), (n_lo, n_med, n_hi) = spread["centred"], spread["noncentred"]
@@ -396,7 +398,7 @@ def main(small: bool = False, seed: int = 0) -> dict:
             "advi_noncentred": advi_nc, "exact": ex, "score_fg": s_lib, "score_fg_noncentred": s_nc,
             "score_advi": s_advi, "score_advi_noncentred": s_advi_nc, "gaps_fg": gaps(lib, nuts),
             "gaps_advi": gaps(advi, nuts), "lognormal": ln, "score_lognormal": scores["lognormal optimum"][0],
-            "criterion_holds": holds, "result_quadrature": r_sq, "fg_quadrature": sq,
+            "criterion_holds": holds, "criterion_like_for_like": like, "result_quadrature": r_sq, "fg_quadrature": sq,
             "score_fg_quadrature": scores["fg tau integrated"][0], "lognormal_noncentred": ln_nc,
             "score_lognormal_noncentred": s_ln_nc, "advi_spread": spread}
 
