@@ -51,7 +51,11 @@ def hierarchical_regression_model(X: Any, y: Any, groups: Any, varying: Any = ("
     v = _varying(varying)
     if not isinstance(pooling, str) or pooling not in POOLING:
         raise ModelError(f"pooling must be one of {POOLING}, got {pooling!r}")
-    ya = checks.constant(y, "y").reshape(-1)
+    ya, hidden = checks.as_float_array(y, "y")
+    ya = ya.reshape(-1)
+    present = np.isfinite(ya) & (True if hidden is None else ~np.asarray(hidden).reshape(-1))
+    if np.any(np.isinf(ya)):
+        raise ModelError(f"y must be finite or NaN (missing), got {checks._item(ya[np.isinf(ya)][0])!r}")
     N = ya.shape[0]
     if X is None:
         Xa = np.zeros((N, 0))
@@ -91,7 +95,10 @@ def hierarchical_regression_model(X: Any, y: Any, groups: Any, varying: Any = ("
         mean = terms[0]
         for t in terms[1:]:
             mean = mean + t
-        gaussian("y", mean=mean, precision=tau, plates=[n], observed=ya)
+        if present.all():
+            gaussian("y", mean=mean, precision=tau, plates=[n], observed=ya)
+        else:  # missing outcomes drop out of the likelihood (the fit of the other rows)
+            gaussian("y", mean=mean, precision=tau, plates=[n], observed=np.where(present, ya, 0.0), mask=present)
     if names is not None:
         m.coords["groups"] = names
     return m
@@ -139,7 +146,8 @@ def hierarchical_regression(X: Any, y: Any, groups: Any, varying: Any = ("interc
         Inputs, shape (N, D) (a vector is one column; None for none).  Do not include a column of ones:
         the intercept is part of the model.
     y
-        Outcomes, length N.
+        Outcomes, length N; NaN (or a masked entry of a ``numpy.ma`` array) is missing: that row drops out of
+        the likelihood, exactly as if it were not there.
     groups
         The group of each row: an integer code in 0..G−1 (groups may be ragged; a group without rows keeps
         its population prior), or a name (strings, e.g. county names).  Named groups are coded in sorted

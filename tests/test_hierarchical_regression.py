@@ -112,3 +112,23 @@ def test_named_groups_are_coded_in_sorted_order():
     idata = named.to_arviz(draws=20, seed=0)
     np.testing.assert_array_equal(idata.posterior.coords["groups"].values, names[order])
 
+
+
+@pytest.mark.parametrize("varying", [("intercept",), ("intercept", "slope")])
+def test_missing_outcomes_drop_out(varying):
+    """NaN (or a masked entry) in y is missing: the fit equals the fit without those rows (the same groups, so
+    a group left with no rows keeps its place and its population prior)."""
+    X, y, g, _, _ = _data(np.random.default_rng(5), G=5, N=80)
+    gone = np.zeros(len(y), bool)
+    gone[[3, 10, 11, 40]] = True
+    gone[g == 4] = True  # every row of group 4
+    kw = {"n_groups": 5, "tol": 1e-13, "max_iter": 3000}
+    with_nan = models.hierarchical_regression(X, np.where(gone, np.nan, y), g, varying, **kw)
+    masked = models.hierarchical_regression(X, np.ma.masked_array(y, mask=gone), g, varying, **kw)
+    dropped = models.hierarchical_regression(X[~gone], y[~gone], g[~gone], varying, **kw)
+    for r in (with_nan, masked):
+        assert r.elbo == pytest.approx(dropped.elbo, rel=1e-10)
+        for k in dropped.posteriors:
+            np.testing.assert_allclose(r.posterior(k).mean(), dropped.posterior(k).mean(), rtol=1e-7, atol=1e-9)
+    with pytest.raises(fg.ModelError, match="y must be finite or NaN"):
+        models.hierarchical_regression(X, np.where(gone, np.inf, y), g, varying)
