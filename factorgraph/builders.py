@@ -217,10 +217,15 @@ def _bernoulli_block(block: np.ndarray, mask: np.ndarray | None, name: str) -> n
 
 
 def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), observed: Any = None,
-              mask: Any = None) -> Variable:
-    """A binary variable x ~ Bernoulli(probs), ``probs`` a constant in (0, 1) or a Beta variable."""
+              mask: Any = None, categories: Plate | None = None) -> Variable:
+    """A binary variable x ~ Bernoulli(probs), ``probs`` a constant in (0, 1) or a Beta variable.
+
+    As a selector (``v[x]``: category 0 where x is False, 1 where True) it picks the plate of size 2 of ``v``;
+    ``categories`` names that plate when ``v`` has more than one of size 2."""
     model = current_model(f"bernoulli {name!r}")
     model.check_name(name)
+    if categories is not None and (not isinstance(categories, Plate) or categories.size != 2):
+        raise ModelError(f"{name!r}: categories must be a plate of size 2 (False, True), got {categories!r}")
     def unit(x: Any, what: str) -> np.ndarray:
         pr = checks.constant(x, what)
         out = (pr <= 0) | (pr >= 1)
@@ -235,6 +240,7 @@ def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), obse
     else:
         _check_parent(model, probs, name, "probs", (Beta,))
     var = Variable(model, name, Bernoulli, _var_plates(model, plates, name, [probs]))
+    var.category_plate = categories
     if observed is not None:
         observed = checks.bool_as_float(observed)
         if checks.is_dask(observed):  # each chunk is checked when it is computed

@@ -415,7 +415,7 @@ def gate(source: Variable | Deterministic | np.ndarray, selector: Variable) -> G
             raise ModelError(f"{source.name!r}[{selector.name!r}]: {selector.name!r} has {K} categories, so "
                              f"{source.name!r} needs exactly one plate of size {K}; its plates are "
                              f"{[(p.name, p.size) for p in source.plates]} (pass categories=<plate> to "
-                             "fg.categorical to say which)")
+                             f"fg.{'bernoulli' if selector.family is Bernoulli else 'categorical'} to say which)")
         return Gate(source, selector, cands[0])
     raise ModelError("index constant arrays by a Categorical with fg.select(array, z)")
 

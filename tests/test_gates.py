@@ -337,3 +337,31 @@ def test_missing_counts_equal_dropping_them(family):
 
     missing = np.where(mask[:, None] if y.ndim == 2 else mask, y, np.nan)
     assert abs(fit(missing, mask).elbo - fit(y[mask], None).elbo) < 1e-10
+
+
+def test_bernoulli_selector_names_its_plate():
+    """A Bernoulli selector over a variable with two plates of size 2 says which with categories= (as
+    fg.categorical does); the fit equals the two-category Categorical selector's."""
+    X = np.array([[1, 0], [1, 1], [0, 0], [0, 1], [1, 1], [0, 0]])
+
+    def fit(kind):
+        with fg.Model(kind) as m:
+            k, n, d = fg.plate("k", 2), fg.plate("n", 6), fg.plate("d", 2)
+            if kind == "bernoulli":
+                z = fg.bernoulli("z", 0.5, plates=[n], categories=k)
+            else:
+                z = fg.categorical("z", [0.5, 0.5], plates=[n], categories=k)
+            p = fg.beta("p", 1.0, 1.0, plates=[k, d])
+            fg.bernoulli("x", p[z], plates=[n, d], observed=X)
+        return fg.infer(m, seed=0, tol=1e-13)
+
+    b, c = fit("bernoulli"), fit("categorical")
+    assert b.elbo == pytest.approx(c.elbo, rel=1e-12)
+    np.testing.assert_allclose(b.posterior("z").probs, c.posterior("z").probs[:, 1], atol=1e-10)
+    with fg.Model("ambiguous"):
+        k, n, d = fg.plate("k", 2), fg.plate("n", 6), fg.plate("d", 2)
+        p = fg.beta("p", 1.0, 1.0, plates=[k, d])
+        with pytest.raises(fg.ModelError, match=r"pass categories=<plate> to fg\.bernoulli"):
+            p[fg.bernoulli("z", 0.5, plates=[n])]
+        with pytest.raises(fg.ModelError, match=r"'w': categories must be a plate of size 2"):
+            fg.bernoulli("w", 0.5, plates=[n], categories=fg.plate("three", 3))
