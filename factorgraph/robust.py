@@ -12,7 +12,8 @@ from factors.plating import expand
 from factors.student_t import STUDENT_T
 
 from . import checks
-from .builders import _check_parent, _finish, _plates
+from .builders import _check_parent, _finish, _var_plates
+from .gates import select_constant
 from .model import current_model
 from .nodes import Deterministic, Gate, Indexed, ModelError, Plate, Variable
 
@@ -49,11 +50,13 @@ def student_t(name: str, mean: Any, precision: Any = None, dof: Any = 4.0, *, sd
     Parameters
     ----------
     mean
-        A Gaussian variable or expression (e.g. ``fg.inner(X, w) + b``, or an indexed view ``mu[g]``).
+        A Gaussian variable or expression (e.g. ``fg.inner(X, w) + b``, or an indexed view ``mu[g]``), or a
+        gate ``mu[z]`` / ``fg.select(means, z)``: a mixture of t components, with one weight λ_nk per row and
+        component (the mean-field bound Σ_k q(z_n = k) E[log f_nk]; the dof must then be a constant).
     precision
-        τ: a positive constant (default 1) or a Gamma variable.  Or give ``sd`` instead: a positive constant
-        or a scale variable made by ``fg.half_cauchy``, ``fg.half_normal``, ``fg.half_student_t`` or
-        ``fg.exponential``.
+        τ: a positive constant (default 1), a Gamma variable, or a gate of either.  Or give ``sd`` instead: a
+        positive constant or a scale variable made by ``fg.half_cauchy``, ``fg.half_normal``,
+        ``fg.half_student_t`` or ``fg.exponential``.
     dof
         ν > 0, a constant; or ``"learn"`` (start at 4) to learn it.  With ``learn_dof=True`` the given ``dof``
         is the starting value.  A learned ν is a point estimate: each sweep sets it to the maximiser of the
@@ -71,22 +74,25 @@ def student_t(name: str, mean: Any, precision: Any = None, dof: Any = 4.0, *, sd
         precision = 1.0
     else:
         checks.not_a_scale(precision, name)
-    if not isinstance(mean, Variable | Deterministic | Indexed):
+    if isinstance(mean, Gate) and isinstance(mean.source, np.ndarray):
+        mean = select_constant(mean, name, "mean", checks.constant, 0)
+    elif not isinstance(mean, Variable | Deterministic | Indexed | Gate):
         raise ModelError(f"{name!r}: mean must be a Gaussian variable or expression (e.g. fg.inner(X, w) + b), "
-                         f"got {mean!r}")
-    _check_parent(model, mean, name, "mean", (Gaussian,))
-    if isinstance(precision, Gate):
-        raise ModelError(f"{name!r}: a gated precision is not supported by fg.student_t")
-    if isinstance(precision, Variable | Deterministic | Indexed):
+                         f"or a gate of one (mu[z]), got {mean!r}")
+    else:
+        _check_parent(model, mean, name, "mean", (Gaussian,))
+    if isinstance(precision, Gate) and isinstance(precision.source, np.ndarray):
+        precision = select_constant(precision, name, "precision", checks.positive, 0)
+    elif isinstance(precision, Variable | Deterministic | Indexed | Gate):
         _check_parent(model, precision, name, "precision", (Gamma,))
     else:
         precision = checks.positive(precision, f"{name!r}: precision")
+    if learn and any(isinstance(a, Gate) for a in (mean, precision)):
+        raise ModelError(f"{name!r}: a gated fg.student_t (a mixture of t components) takes a constant dof; "
+                         "learn_dof=True is not supported with gates")
     if observed is None:
         raise ModelError(f"{name!r}: fg.student_t needs observed data (observed=...)")
-    parents = [a for a in (mean, precision) if isinstance(a, Variable | Deterministic | Indexed)]
-    vplates = model.sorted_plates(list(dict.fromkeys([*_plates(model, plates, name),
-                                                      *[p for a in parents for p in a.plates]])))
-    var = Variable(model, name, Gaussian, vplates)
+    var = Variable(model, name, Gaussian, _var_plates(model, plates, name, [mean, precision]))
     y, present = checks.observed_array(observed, mask, var.shape, name)
     y = np.where(present, y, 0.0)  # missing rows drop out (weight 0); their value is never read
     params: dict[str, Any] = {"dof": nu, "learn_dof": learn}
