@@ -23,7 +23,7 @@ from factors.softmax import BOUNDS
 
 from . import checks
 from .builders import _check_parent, _finish, _plates, _var_plates
-from .gates import is_random, source_plates
+from .gates import is_random, select_constant, source_plates
 from .model import Model, current_model
 from .nodes import Deterministic, Gate, Indexed, ModelError, Plate, Variable
 
@@ -100,9 +100,13 @@ def _gaussian_node(model: Model, x: Any, name: str, edge: str) -> Variable | Det
     return x
 
 
-def _random_or_const(model: Model, x: Any, name: str, edge: str, family: type) -> Any:
-    """``x`` checked to be of ``family`` when it is a node (a variable, an indexed view ``x[g]``, a gate
-    ``x[z]`` or ``fg.select``), or None when it is a constant (validated by the caller)."""
+def _random_or_const(model: Model, x: Any, name: str, edge: str, family: type,
+                     check: Any = None, event_ndim: int = 0) -> Any:
+    """``x`` checked to be of ``family`` when it is a node (a variable, an indexed view ``x[g]`` or a gate
+    ``x[z]``), ``fg.select(values, z)`` with its values checked by ``check`` (one row of ``event_ndim`` axes
+    per category), or None when it is a constant (validated by the caller)."""
+    if isinstance(x, Gate) and isinstance(x.source, np.ndarray) and check is not None:
+        return select_constant(x, name, edge, check, event_ndim)
     if isinstance(x, Variable | Deterministic | Gate | Indexed):
         _check_parent(model, x, name, edge, (family,))
         return x
@@ -123,9 +127,11 @@ def poisson(name: str, rate: Any, *, exposure: Any = None, plates: Sequence[Plat
     """
     model = current_model(f"poisson {name!r}")
     model.check_name(name)
-    r = _random_or_const(model, rate, name, "rate", Gamma)
+    r = _random_or_const(model, rate, name, "rate", Gamma, checks.positive)
     if r is None:
         rate = checks.positive(rate, f"{name!r}: rate")
+    else:
+        rate = r
     vplates = _var_plates(model, plates, name, [rate])
     var = Variable(model, name, Poisson, vplates)
     y = _counts(observed, mask, var.shape, name)
@@ -175,12 +181,15 @@ def binomial(name: str, trials: Any, probs: Any, *, plates: Sequence[Plate] = ()
     """
     model = current_model(f"binomial {name!r}")
     model.check_name(name)
-    if _random_or_const(model, probs, name, "probs", Beta) is None:
-        pr = checks.constant(probs, f"{name!r}: probs")
+    def unit(x: Any, what: str) -> np.ndarray:
+        pr = checks.constant(x, what)
         out = (pr <= 0) | (pr >= 1)
         if np.any(out):
-            raise ModelError(f"{name!r}: probs must lie in (0, 1), got {checks._item(pr[out].ravel()[0])!r}")
-        probs = pr
+            raise ModelError(f"{what} must lie in (0, 1), got {checks._item(pr[out].ravel()[0])!r}")
+        return pr
+
+    r = _random_or_const(model, probs, name, "probs", Beta, unit)
+    probs = unit(probs, f"{name!r}: probs") if r is None else r
     var = Variable(model, name, Binomial, _var_plates(model, plates, name, [probs]))
     y = _counts(observed, mask, var.shape, name)
     n = _trials(trials, var.shape, name)
@@ -245,15 +254,21 @@ def multinomial(name: str, trials: Any, probs: Any, *, plates: Sequence[Plate] =
     """
     model = current_model(f"multinomial {name!r}")
     model.check_name(name)
-    if _random_or_const(model, probs, name, "probs", Dirichlet) is not None:
-        K = (probs.source if isinstance(probs, Gate) else probs).event_shape[0]
-    else:
-        pr = checks.constant(probs, f"{name!r}: probs")
+    def simplex(x: Any, what: str) -> np.ndarray:
+        pr = checks.constant(x, what)
         if pr.ndim < 1 or pr.shape[-1] < 2 or np.any(pr <= 0) or not np.allclose(pr.sum(-1), 1.0, atol=1e-9):
-            raise ModelError(f"{name!r}: probs must be a probability vector (≥ 2 positive entries summing to 1), "
+            raise ModelError(f"{what} must be a probability vector (≥ 2 positive entries summing to 1), "
                              f"got {checks._show(pr)}")
-        K = pr.shape[-1]
-        probs = pr
+        return pr
+
+    r = _random_or_const(model, probs, name, "probs", Dirichlet, simplex, 1)
+    if r is not None:
+        probs = r
+        src = probs.source if isinstance(probs, Gate | Indexed) else probs
+        K = src.shape[-1] if isinstance(src, np.ndarray) else src.event_shape[0]
+    else:
+        probs = simplex(probs, f"{name!r}: probs")
+        K = probs.shape[-1]
     var = Variable(model, name, Multinomial, _var_plates(model, plates, name, [probs]), (K,))
     y = _counts(observed, mask, var.shape + (K,), name, event_ndim=1)
     _check_totals(y, trials, var.shape, name, mask)

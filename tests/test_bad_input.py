@@ -288,6 +288,22 @@ def gamma_rate_selected_zero():  # was accepted, and the ELBO was not finite
         fg.gamma("x", 2.0, fg.select([1.0, 0.0], z), plates=[n], observed=np.ones(6))
 
 
+@build_error("'y'", "rate (selected by 'z')", "positive", "-1.0")
+def poisson_rate_selected_negative():
+    with fg.Model():
+        n = fg.plate("n", 6)
+        z = fg.categorical("z", [0.5, 0.5], plates=[n])
+        fg.poisson("y", fg.select([1.0, -1.0], z), plates=[n], observed=np.arange(6))
+
+
+@build_error("'y'", "probs (selected by 'z')", "(0, 1)", "1.0")
+def binomial_probs_selected_one():
+    with fg.Model():
+        n = fg.plate("n", 6)
+        z = fg.categorical("z", [0.5, 0.5], plates=[n])
+        fg.binomial("y", 5, fg.select([0.5, 1.0], z), plates=[n], observed=np.arange(6) % 5)
+
+
 @build_error("'theta'", "concentration", "empty")
 def dirichlet_with_no_category():
     with fg.Model():
