@@ -314,7 +314,7 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
         if covariance is not None or sd is not None:
             raise ModelError(f"{name!r}: a Wishart precision or normal–Wishart mean gives the covariance; do not "
                              "pass covariance= or sd=")
-        return _cov.mv_gaussian_wishart(name, mean, precision, plates, dim, observed)
+        return _cov.mv_gaussian_wishart(name, mean, precision, plates, dim, observed, mask)
     model = current_model(f"mv_gaussian {name!r}")
     model.check_name(name)
     if sd is not None:
