@@ -347,9 +347,11 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
             precision = 1.0 / checks.positive(cov, f"{name!r}: covariance")
     if is_random(precision):
         _check_parent(model, precision, name, "precision", (Gamma,))
-        extra = [p for p in precision.plates if p not in vplates] if isinstance(precision, Variable) else [
-            p for p in precision.source.plates if p not in vplates and p is not precision.plate
-            and p not in precision.selector.plates]
+        if isinstance(precision, Gate):  # alpha[z]: the source's plates but the category plate
+            extra = [p for p in precision.source.plates if p not in vplates and p is not precision.plate
+                     and p not in precision.selector.plates]
+        else:  # a Gamma variable, or one gathered by labels (alpha[g], an Indexed node on the rows' plate)
+            extra = [p for p in precision.plates if p not in vplates]
         if len(extra) > 1:
             raise ModelError(f"{name!r}: precision {precision.name!r} has plates {[p.name for p in extra]} "
                              "beyond the variable's; at most one (the ARD plate over components) is allowed")
