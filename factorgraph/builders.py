@@ -302,11 +302,14 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
 
     ``precision``: a positive scalar (Λ = λI), a vector (diagonal), a D×D matrix, 0 (an improper
     flat prior), a scalar Gamma variable α (Λ = αI) or a Gamma variable plated over a plate of size
-    D (ARD: Λ = diag(α)).  D comes from ``dim``, ``mean``, ``precision`` or, failing those, from the
-    first ``fg.inner`` that uses the variable.  ``sd`` may replace ``precision``: a positive scalar or
+    D (ARD: Λ = diag(α)), also gated (``alpha[z]``) or gathered by labels (``alpha[g]``).  D comes
+    from ``dim``, ``mean``, ``precision`` or, failing those, from the first ``fg.inner`` that uses the
+    variable.  ``sd`` may replace ``precision``: a positive scalar or
     vector (Λ = diag(sd⁻²)), or a scale variable σ (``fg.half_cauchy`` and the like; Λ = σ⁻²I, or ARD when σ
     is plated over a plate of size D).  ``mask`` (True = observed) marks missing observations, by row
-    (plate-shaped) or by coordinate (plates + (D,)); they drop out of the likelihood.
+    (plate-shaped) or by coordinate (plates + (D,)); they drop out of the likelihood.  Under a Wishart
+    precision or a normal–Wishart mean only whole rows may be missing (a partly observed row is a
+    ModelError: its observed block's precision, a Schur complement of Λ, is not Wishart-conjugate).
     """
     from . import covariance as _cov  # a Wishart precision or a normal–Wishart mean (factorgraph/covariance.py)
 
