@@ -315,11 +315,14 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
 
     ``precision``: a positive scalar (Λ = λI), a vector (diagonal), a D×D matrix, 0 (an improper
     flat prior), a scalar Gamma variable α (Λ = αI) or a Gamma variable plated over a plate of size
-    D (ARD: Λ = diag(α)).  D comes from ``dim``, ``mean``, ``precision`` or, failing those, from the
-    first ``fg.inner`` that uses the variable.  ``sd`` may replace ``precision``: a positive scalar or
+    D (ARD: Λ = diag(α)), also gated (``alpha[z]``) or gathered by labels (``alpha[g]``).  D comes
+    from ``dim``, ``mean``, ``precision`` or, failing those, from the first ``fg.inner`` that uses the
+    variable.  ``sd`` may replace ``precision``: a positive scalar or
     vector (Λ = diag(sd⁻²)), or a scale variable σ (``fg.half_cauchy`` and the like; Λ = σ⁻²I, or ARD when σ
     is plated over a plate of size D).  ``mask`` (True = observed) marks missing observations, by row
-    (plate-shaped) or by coordinate (plates + (D,)); they drop out of the likelihood.
+    (plate-shaped) or by coordinate (plates + (D,)); they drop out of the likelihood.  Under a Wishart
+    precision or a normal–Wishart mean only whole rows may be missing (a partly observed row is a
+    ModelError: its observed block's precision, a Schur complement of Λ, is not Wishart-conjugate).
     """
     from . import covariance as _cov  # a Wishart precision or a normal–Wishart mean (factorgraph/covariance.py)
 
@@ -327,7 +330,7 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
         if covariance is not None or sd is not None:
             raise ModelError(f"{name!r}: a Wishart precision or normal–Wishart mean gives the covariance; do not "
                              "pass covariance= or sd=")
-        return _cov.mv_gaussian_wishart(name, mean, precision, plates, dim, observed)
+        return _cov.mv_gaussian_wishart(name, mean, precision, plates, dim, observed, mask)
     model = current_model(f"mv_gaussian {name!r}")
     model.check_name(name)
     if sd is not None:
@@ -362,9 +365,11 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
             precision = 1.0 / checks.positive(cov, f"{name!r}: covariance")
     if is_random(precision):
         _check_parent(model, precision, name, "precision", (Gamma,))
-        extra = [p for p in precision.plates if p not in vplates] if isinstance(precision, Variable) else [
-            p for p in precision.source.plates if p not in vplates and p is not precision.plate
-            and p not in precision.selector.plates]
+        if isinstance(precision, Gate):  # alpha[z]: the source's plates but the category plate
+            extra = [p for p in precision.source.plates if p not in vplates and p is not precision.plate
+                     and p not in precision.selector.plates]
+        else:  # a Gamma variable, or one gathered by labels (alpha[g], an Indexed node on the rows' plate)
+            extra = [p for p in precision.plates if p not in vplates]
         if len(extra) > 1:
             raise ModelError(f"{name!r}: precision {precision.name!r} has plates {[p.name for p in extra]} "
                              "beyond the variable's; at most one (the ARD plate over components) is allowed")

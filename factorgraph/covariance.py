@@ -151,9 +151,16 @@ def gaussian_wishart(name: str, mean: Any = 0.0, beta: Any = 1.0, dof: Any = Non
 
 
 def mv_gaussian_wishart(name: str, mean: Any, precision: Any, plates: Sequence[Plate], dim: int | None,
-                        observed: Any) -> Variable:
+                        observed: Any, mask: Any = None) -> Variable:
     """``fg.mv_gaussian`` with a Wishart precision (``precision=L`` or ``L[z]``) or a normal–Wishart mean
-    (``mean=theta`` or ``theta[z]``, precision omitted)."""
+    (``mean=theta`` or ``theta[z]``, precision omitted).
+
+    ``mask`` (True = observed) marks missing rows: plate-shaped, or plates + (D,) with every row all
+    observed or all missing.  A missing row drops out of the likelihood (its factor instance is weighted
+    by 0), which is exact.  A partly observed row is refused: its observed block has precision
+    (Σ_oo)⁻¹ = Λ_oo − Λ_om Λ_mm⁻¹ Λ_mo (Σ = Λ⁻¹), and E[log N(x_o | μ_o, Σ_oo)] is not linear in the
+    Wishart statistics (Λ, log|Λ|), so no conjugate message to Λ marginalises the missing coordinates.
+    """
     model = current_model(f"mv_gaussian {name!r}")
     model.check_name(name)
     vplates = _plates(model, plates, name)
@@ -181,7 +188,35 @@ def mv_gaussian_wishart(name: str, mean: Any, precision: Any, plates: Sequence[P
     D = dims.pop()
     parents = [a for a in edges.values() if isinstance(a, Variable | Gate | Indexed)]
     var = Variable(model, name, MvGaussian, model.sorted_plates([*vplates, *_parent_plates(parents)]), (D,))
-    return _finish(model, var, ftype, edges, {"D": D}, observed, None)
+    if observed is not None:
+        mask = _row_mask(observed, mask, var.shape + (D,), name)
+    return _finish(model, var, ftype, edges, {"D": D}, observed, mask)
+
+
+def _row_mask(observed: Any, mask: Any, shape: tuple[int, ...], name: str) -> Any:
+    """A missing-value mask of whole rows (plate-shaped) from ``mask`` and any ``numpy.ma`` mask of
+    ``observed``: a per-coordinate mask (plates + (D,)) whose rows are each all observed or all missing
+    becomes a row mask; a row with only some coordinates missing is refused (see ``mv_gaussian_wishart``)."""
+    if mask is not None and np.ndim(mask) == len(shape):
+        coords = checks.mask_array(mask, shape, name)
+    else:
+        coords = None
+    hidden = np.ma.getmaskarray(observed) if np.ma.isMaskedArray(observed) else None
+    if hidden is not None and hidden.shape == shape and hidden.any():  # numpy.ma: True = hidden
+        if coords is None:
+            coords = np.broadcast_to(checks.mask_array(mask, shape[:-1], name)[..., None], shape)
+        coords = coords & ~hidden
+    if coords is None:
+        return mask
+    partial = coords.any(-1) & ~coords.all(-1)
+    if partial.any():
+        row = tuple(int(i) for i in np.argwhere(partial)[0])
+        raise ModelError(f"{name!r}: row {row[0] if len(row) == 1 else row} has some coordinates observed and some "
+                         f"missing (observed: {coords[row].tolist()}); under a Wishart precision or a normal–Wishart "
+                         "mean only whole rows can be missing (a plate-shaped mask, or a per-coordinate mask whose "
+                         "rows are all True or all False); use a Gamma or constant precision to marginalise single "
+                         "coordinates")
+    return coords.all(-1)
 
 
 __all__ = ["gaussian_wishart", "mv_gaussian_wishart", "uses_wishart", "wishart"]

@@ -28,31 +28,74 @@ _LOG_PI = float(np.log(np.pi))
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
 
-def _data(X: Any) -> np.ndarray:
-    Xa = checks.constant(X, "X")
-    if Xa.ndim != 2 or Xa.shape[0] < 2:
-        raise ModelError(f"X must be a matrix (N, D) with N ≥ 2 rows, got shape {Xa.shape}")
-    return Xa
+def _data(X: Any, mask: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """X as an (N, D) float matrix (0 at missing entries) and the per-entry mask (True = observed; None:
+    all observed).  ``mask`` is (N,) for whole rows or (N, D) for single entries."""
+    if mask is None:
+        Xa = checks.constant(X, "X")
+        if Xa.ndim != 2 or Xa.shape[0] < 2:
+            raise ModelError(f"X must be a matrix (N, D) with N ≥ 2 rows, got shape {Xa.shape}")
+        return Xa, None
+    shape = np.shape(X)
+    if len(shape) != 2 or shape[0] < 2:
+        raise ModelError(f"X must be a matrix (N, D) with N ≥ 2 rows, got shape {shape}")
+    m = checks.mask_array(mask, shape if np.ndim(mask) == 2 else shape[:1], "X")
+    m = np.broadcast_to(m if m.ndim == 2 else m[:, None], shape)
+    Xa = checks.constant(np.where(m, np.ma.getdata(X), 0.0), "the observed entries of X")
+    few = np.flatnonzero(m.sum(0) < 2)
+    if few.size:
+        raise ModelError(f"X: column {int(few[0])} has {int(m[:, few[0]].sum())} observed entries under mask=; "
+                         "the default priors need at least 2 per column")
+    return Xa, m
+
+
+def _observed_covariance(Xa: np.ndarray, seen: np.ndarray, covariance: str) -> np.ndarray:
+    """The default V₀ under missing data: the covariance of the complete rows ("full"), or each column's
+    variance over its observed entries on the diagonal ("diag"); both with the N − 1 divisor."""
+    if covariance == "diag":
+        n = seen.sum(0)
+        mean = Xa.sum(0) / n
+        return np.diag((np.where(seen, Xa - mean, 0.0) ** 2).sum(0) / (n - 1))
+    complete = Xa[seen.all(-1)]
+    if len(complete) < 2:
+        raise ModelError(f"X: {len(complete)} complete rows under mask=; the default scale (the data covariance) "
+                         "needs at least 2: pass scale=")
+    return np.atleast_2d(np.cov(complete.T))
 
 
 def gaussian_mixture_model(X: Any, K: int, covariance: str = "full", *, concentration: float = 1.0,
                            mean_prior: Any = None, beta: float = 1.0, dof: float | None = None,
-                           scale: Any = None) -> Model:
+                           scale: Any = None, mask: Any = None) -> Model:
     """The model of ``gaussian_mixture``, for use with ``fg.infer`` or ``fg.compare``.
 
     Variables: ``pi`` (Dirichlet weights), ``z`` (labels, plate ``n``), and ``theta`` (normal–Wishart
     blocks, plate ``k``) for ``covariance="full"`` or ``mu``/``tau`` (plates ``k``, ``d``) for "diag";
     the data are ``x``.  With K = 1 there are no labels.  ``scale`` is the Wishart's inverse scale V₀
     (default: the data covariance); for "diag" its diagonal (or a vector) is used.
+
+    ``mask`` (True = observed) marks missing data, (N,) for whole rows or (N, D) for single entries;
+    missing entries drop out of the likelihood (marginalised exactly, so a missing row gives the fit
+    without it).  ``covariance="full"`` allows whole rows only (a row with some entries missing is
+    refused); "diag" allows single entries.  The default m₀ and V₀ are then the mean and covariance of
+    the observed data (V₀ from the complete rows, its diagonal from each column's observed entries).
     """
-    Xa = _data(X)
+    Xa, seen = _data(X, mask)
     N, D = Xa.shape
+    if seen is not None and covariance == "full" and (seen.any(-1) & ~seen.all(-1)).any():
+        row = int(np.flatnonzero(seen.any(-1) & ~seen.all(-1))[0])
+        raise ModelError(f"X: row {row} has some entries observed and some missing (mask {seen[row].tolist()}); "
+                         "covariance='full' allows only whole rows to be missing (its normal–Wishart precision "
+                         "cannot marginalise single entries); use covariance='diag' or mask whole rows")
     K = checks.positive_int(K, "K")
     if covariance not in ("full", "diag"):
         raise ModelError(f"covariance must be 'full' or 'diag', got {covariance!r}")
-    m0 = Xa.mean(0) if mean_prior is None else checks.constant(mean_prior, "mean_prior")
+    if seen is None:
+        m0 = Xa.mean(0) if mean_prior is None else checks.constant(mean_prior, "mean_prior")
+        v0 = np.atleast_2d(np.cov(Xa.T)) if scale is None else checks.constant(scale, "scale")
+    else:
+        m0 = (Xa.sum(0) / seen.sum(0)) if mean_prior is None else checks.constant(mean_prior, "mean_prior")
+        v0 = _observed_covariance(Xa, seen, covariance) if scale is None else checks.constant(scale, "scale")
     nu0 = float(D) if dof is None else float(dof)
-    v0 = np.atleast_2d(np.cov(Xa.T)) if scale is None else checks.constant(scale, "scale")
     if scale is None:
         lo = float(np.linalg.eigvalsh(v0)[0]) if covariance == "full" else float(np.diagonal(v0).min())
         if not lo > 0:
@@ -73,33 +116,37 @@ def gaussian_mixture_model(X: Any, K: int, covariance: str = "full", *, concentr
         if covariance == "full":
             theta = gaussian_wishart("theta", mean=m0, beta=beta, dof=nu0, scale=v0, plates=[k])
             mv_gaussian("x", theta[z] if z is not None else theta, plates=[n],
-                        observed=Xa if z is not None else Xa[:, None, :])
+                        observed=Xa if z is not None else Xa[:, None, :],
+                        mask=seen if z is not None or seen is None else seen[:, None, :])
         else:
             d = plate("d", D)
             s2 = np.diagonal(v0) if v0.ndim == 2 else np.broadcast_to(v0, (D,))
             mu = gaussian("mu", mean=m0, precision=beta / s2, plates=[k, d])
             tau = gamma("tau", shape=0.5 * nu0, rate=0.5 * nu0 * s2, plates=[k, d])
             if z is not None:
-                gaussian("x", mean=mu[z], precision=tau[z], plates=[n, d], observed=Xa)
+                gaussian("x", mean=mu[z], precision=tau[z], plates=[n, d], observed=Xa, mask=seen)
             else:
-                gaussian("x", mean=mu, precision=tau, plates=[n, k, d], observed=Xa[:, None, :])
+                gaussian("x", mean=mu, precision=tau, plates=[n, k, d], observed=Xa[:, None, :],
+                         mask=None if seen is None else seen[:, None, :])
     return m
 
 
 def gaussian_mixture(X: Any, K: int, covariance: str = "full", *, restarts: int = 1, seed: int = 0,
-                     max_iter: int = 500, tol: float = 1e-9, **priors: Any) -> Result:
+                     max_iter: int = 500, tol: float = 1e-9, mask: Any = None, **priors: Any) -> Result:
     """Fit a Bayesian Gaussian mixture with K components by variational message passing.
 
     The responsibilities start from a k-means++ seeding of the data (``seed``); with ``restarts`` > 1
     the fit is repeated from different seeds and the one with the highest ELBO is returned (VB finds
-    local optima).  ``priors`` go to ``gaussian_mixture_model``.  Use ``mixture_predictive`` for the
-    posterior predictive density.
+    local optima).  ``mask`` (True = observed; (N,) rows or (N, D) entries, entries for "diag" only)
+    marks missing data, and ``priors`` go to ``gaussian_mixture_model``.  Use ``mixture_predictive``
+    for the posterior predictive density.
     """
     from schedules import infer  # the engine sits to the right of this package
 
     best = None
     for r in range(max(1, int(restarts))):
-        res = infer(gaussian_mixture_model(X, K, covariance, **priors), max_iter=max_iter, tol=tol, seed=seed + r)
+        res = infer(gaussian_mixture_model(X, K, covariance, mask=mask, **priors), max_iter=max_iter, tol=tol,
+                    seed=seed + r)
         if best is None or res.elbo > best.elbo:
             best = res
     return best

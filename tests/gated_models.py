@@ -154,6 +154,23 @@ def mv_missing_coordinates(rng, precision="shared"):
     return m
 
 
+def wishart_missing_rows(rng, kind="wishart"):
+    """Whole rows missing under gated Wishart precisions L[z] (mean-field mu[z]) or normal–Wishart theta[z]."""
+    Y = np.where(np.arange(7)[:, None] < 4, -2.0, 2.0) + rng.normal(size=(7, 2))
+    keep = np.array([True, True, False, True, True, False, True])
+    with fg.Model(f"{kind}-missing-rows") as m:
+        k, n = fg.plate("k", 2), fg.plate("n", 7)
+        z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n], categories=k)
+        if kind == "wishart":
+            mu = fg.mv_gaussian("mu", np.zeros(2), 0.1, plates=[k])
+            L = fg.wishart("L", dof=3.0, scale=np.eye(2), plates=[k])
+            mean, prec = mu[z], L[z]
+        else:
+            mean, prec = fg.gaussian_wishart("theta", np.zeros(2), 0.1, 3.0, np.eye(2), plates=[k])[z], None
+        fg.mv_gaussian("y", mean, prec, plates=[n], observed=np.where(keep[:, None], Y, np.nan), mask=keep)
+    return m
+
+
 def poisson_mixtures(rng, link=False):
     """A Poisson mixture (gated Gamma rate) or a mixture of Poisson regressions (gated log-rate, NCVMP)."""
     X = np.c_[rng.normal(size=10), np.ones(10)]
@@ -189,5 +206,7 @@ GATED = {
     "poisson-log-mixture": lambda rng: poisson_mixtures(rng, link=True),
     "mv-missing-coordinates-ard": lambda rng: mv_missing_coordinates(rng, "ard"),
     "mv-missing-coordinates-fixed": lambda rng: mv_missing_coordinates(rng, "fixed"),
+    "wishart-missing-rows": wishart_missing_rows,
+    "normal-wishart-missing-rows": lambda rng: wishart_missing_rows(rng, "normal_wishart"),
 }
 NCVMP = {"logistic-mixture-quadrature", "poisson-log-mixture"}

@@ -204,6 +204,145 @@ def test_mean_field_mixture_with_gated_mean_and_precision_runs_monotone():
     np.testing.assert_allclose(centres, [-3, 3], atol=0.4)
 
 
+# ------------------------------------------------------------------------------------ missing rows
+def _wishart_fit(kind, Y, mask=None, resp=None, row_mask=True):
+    """Y under a Wishart precision ("wishart": mean-field mu, L; "normal_wishart": a theta block), as one
+    group or, with ``resp``, a two-component mixture (L[z], theta[z]) started from those responsibilities."""
+    N, D2 = Y.shape
+    with fg.Model(kind) as m:
+        n, k = fg.plate("n", N), fg.plate("k", 2)
+        kp = [k] if resp is not None else []
+        z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n], categories=k) if resp is not None else None
+        if kind == "wishart":
+            mu = fg.mv_gaussian("mu", np.zeros(D2), 0.1, plates=kp)
+            L = fg.wishart("L", dof=D2 + 1.0, scale=np.eye(D2), plates=kp)
+            mean, prec = (mu, L) if z is None else (mu[z], L[z])
+        else:
+            th = fg.gaussian_wishart("theta", mean=np.zeros(D2), beta=0.1, dof=D2 + 1.0, scale=np.eye(D2), plates=kp)
+            mean, prec = (th if z is None else th[z]), None
+        if mask is not None and not row_mask:
+            mask = np.broadcast_to(mask[:, None], Y.shape)  # a per-coordinate mask whose rows are whole
+        fg.mv_gaussian("y", mean, prec, plates=[n], observed=Y, mask=mask)
+    init = None if resp is None else {"z": resp}
+    return fg.infer(m, init=init, tol=None, param_tol=1e-13, max_iter=5000)
+
+
+@pytest.mark.parametrize("gated", [False, True])
+@pytest.mark.parametrize("row_mask", [True, False])
+@pytest.mark.parametrize("kind", ["wishart", "normal_wishart"])
+def test_missing_rows_under_a_wishart_precision_equal_dropping_them(kind, row_mask, gated):
+    """mask= on an mv_gaussian with a Wishart precision (L, L[z]) or a normal–Wishart mean (theta,
+    theta[z]): the masked rows (NaN under the mask) drop out, so the ELBO and every posterior equal
+    the fit without them.  The mask was ignored: the masked rows were used as data and NaN refused."""
+    rng = np.random.default_rng(21)
+    Y = np.r_[rng.normal(-2.0, 1.0, (8, 2)), rng.normal(2.0, 0.5, (8, 2))]
+    keep = np.ones(16, bool)
+    keep[[2, 11, 12]] = False
+    resp = np.where(np.arange(16)[:, None] < 8, [0.8, 0.2], [0.3, 0.7]) if gated else None
+    a = _wishart_fit(kind, np.where(keep[:, None], Y, np.nan), keep, resp, row_mask)
+    b = _wishart_fit(kind, Y[keep], None, None if resp is None else resp[keep])
+    assert a.converged and b.converged
+    assert abs(a.elbo - b.elbo) < 1e-10
+    for name in b.posteriors:
+        if name == "z":
+            np.testing.assert_allclose(a.posterior("z").probs[keep], b.posterior("z").probs, atol=1e-10)
+        elif name == "theta":
+            qa, qb = a.posterior(name), b.posterior(name)
+            for attr in ("location", "beta", "dof", "scale"):
+                np.testing.assert_allclose(getattr(qa, attr), getattr(qb, attr), rtol=1e-10, atol=1e-10)
+        else:
+            np.testing.assert_allclose(a.posterior(name).mean(), b.posterior(name).mean(), rtol=1e-10, atol=1e-10)
+    if kind == "wishart":
+        np.testing.assert_allclose(a.posterior("L").dof, b.posterior("L").dof, rtol=1e-12)
+
+
+def test_partly_observed_rows_under_a_wishart_precision_are_refused():
+    """A row with some coordinates missing cannot be marginalised conjugately under a Wishart precision
+    (its observed block's precision is a Schur complement of Λ): a ModelError at build time, for a
+    per-coordinate mask and for a numpy masked array, never the masked values used as data."""
+    rng = np.random.default_rng(22)
+    Y = rng.normal(size=(5, 2))
+    cm = np.ones((5, 2), bool)
+    cm[3, 1] = False
+    for observed, mask in [(np.where(cm, Y, np.nan), cm), (np.ma.masked_array(Y, ~cm), None)]:
+        with fg.Model("partial"):
+            n = fg.plate("n", 5)
+            L = fg.wishart("L", dof=3.0, scale=np.eye(2))
+            th = fg.gaussian_wishart("theta", mean=np.zeros(2))
+            with pytest.raises(fg.ModelError, match=r"'y': row 3 has some coordinates observed and some missing.*"
+                                                    "only whole rows can be missing"):
+                fg.mv_gaussian("y", np.zeros(2), L, plates=[n], observed=observed, mask=mask)
+            with pytest.raises(fg.ModelError, match="'x': row 3 .*only whole rows"):
+                fg.mv_gaussian("x", th, plates=[n], observed=observed, mask=mask)
+
+
+@pytest.mark.parametrize("covariance", ["full", "diag"])
+@pytest.mark.parametrize("K", [1, 2])
+def test_gaussian_mixture_with_missing_rows_equals_dropping_them(covariance, K):
+    """models.gaussian_mixture_model(mask=): missing rows drop out (the default priors come from the observed
+    rows), single missing entries are accepted by "diag" and refused by "full" with an error naming the row."""
+    from distributions import Categorical
+
+    rng = np.random.default_rng(23)
+    X = np.r_[rng.normal(-2.0, 1.0, (10, 2)), rng.normal(2.0, 1.0, (10, 2))]
+    keep = np.ones(20, bool)
+    keep[[4, 15]] = False
+    resp = np.where(np.arange(20)[:, None] < 10, [0.8, 0.2], [0.2, 0.8])
+    init = ({"z": Categorical(probs=resp)}, {"z": Categorical(probs=resp[keep])}) if K > 1 else (None, None)
+    a = fg.infer(models.gaussian_mixture_model(np.where(keep[:, None], X, np.nan), K, covariance, mask=keep),
+                 init=init[0], tol=None, param_tol=1e-13, max_iter=5000)
+    b = fg.infer(models.gaussian_mixture_model(X[keep], K, covariance), init=init[1], tol=None, param_tol=1e-13,
+                 max_iter=5000)
+    assert abs(a.elbo - b.elbo) < 1e-10
+    cm = np.ones(X.shape, bool)
+    cm[7, 0] = False
+    if covariance == "diag":
+        r = models.gaussian_mixture(np.where(cm, X, np.nan), K, covariance, mask=cm)
+        assert np.isfinite(r.elbo) and np.all(np.diff(r.elbo_trace) >= -1e-9 * np.abs(r.elbo_trace[1:]))
+    else:
+        with pytest.raises(fg.ModelError, match="X: row 7 has some entries observed and some missing"):
+            models.gaussian_mixture(np.where(cm, X, np.nan), K, covariance, mask=cm)
+
+
+# ------------------------------------------------------------------------------------ indexed precisions
+def _grouped(kind, Y, g, G):
+    """mv_gaussian rows with group means mu[g] and precisions a[g] (Gamma: Λ = α_g I; ARD: diag(α_g);
+    Wishart: L_g) or a normal–Wishart theta[g]; with G = 0, one group without indexing."""
+    with fg.Model(kind) as m:
+        cp = [fg.plate("c", G)] if G else []
+        n, d = fg.plate("n", len(Y)), fg.plate("d", Y.shape[1])
+        mu = fg.mv_gaussian("mu", np.zeros(2), 0.01, plates=cp)
+        if kind == "normal_wishart":
+            th = fg.gaussian_wishart("a", mean=np.zeros(2), beta=0.1, dof=3.0, scale=np.eye(2), plates=cp)
+            fg.mv_gaussian("y", th[g] if G else th, plates=[n], observed=Y)
+            return fg.infer(m, tol=None, param_tol=1e-13, max_iter=5000)
+        if kind == "gamma":
+            a = fg.gamma("a", 2.0, 1.0, plates=cp)
+        elif kind == "ard":
+            a = fg.gamma("a", 2.0, 1.0, plates=[*cp, d])
+        else:
+            a = fg.wishart("a", dof=3.0, scale=np.eye(2), plates=cp)
+        prec = a if not G else fg.index(a, g, along=cp[0]) if kind == "ard" else a[g]  # a[g]: the issue's form
+        fg.mv_gaussian("y", mu[g] if G else mu, prec, plates=[n], observed=Y)
+    return fg.infer(m, tol=None, param_tol=1e-13, max_iter=5000)
+
+
+@pytest.mark.parametrize("kind", ["gamma", "ard", "wishart", "normal_wishart"])
+def test_indexed_precision_equals_one_model_per_group(kind):
+    """fg.mv_gaussian("y", mu[g], a[g]) with a Gamma (the scalar precision raised AttributeError), an ARD
+    Gamma, a Wishart a[g] or a normal–Wishart theta[g]: the fit is the sum of one model per group."""
+    rng = np.random.default_rng(24)
+    g = np.array([0, 1, 2, 0, 1, 2, 1, 0, 2, 0])
+    Y = rng.normal(size=(len(g), 2)) * np.array([1.0, 0.5, 2.0])[g, None] + g[:, None]
+    r = _grouped(kind, Y, g, 3)
+    parts = [_grouped(kind, Y[g == j], g[g == j], 0) for j in range(3)]
+    assert r.converged and all(p.converged for p in parts)
+    assert abs(r.elbo - sum(p.elbo for p in parts)) < 1e-10
+    for name in (["a"] if kind == "normal_wishart" else ["a", "mu"]):
+        want = np.stack([np.asarray(p.posterior(name).mean()) for p in parts])
+        np.testing.assert_allclose(np.asarray(r.posterior(name).mean()), want, rtol=1e-10, atol=1e-12)
+
+
 # ------------------------------------------------------------------------------------ scikit-learn
 def _sklearn_fit(X, resp, K, a0, m0, b0, nu0, V0):
     from sklearn.mixture import BayesianGaussianMixture
