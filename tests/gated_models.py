@@ -187,7 +187,23 @@ def poisson_mixtures(rng, link=False):
     return m
 
 
+def student_t_mixture(rng):
+    """A mixture of Student-t components (gated mean and precision, constant dof), one row missing."""
+    _, x = _mix_data(rng)
+    x[2] = 9.0  # an outlier
+    mask = np.ones(8, bool)
+    mask[5] = False
+    with fg.Model("student-t-mixture") as m:
+        k, n = fg.plate("k", 2), fg.plate("n", 8)
+        z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n])
+        mu = fg.gaussian("mu", 0.0, 0.1, plates=[k])
+        tau = fg.gamma("tau", 2.0, 2.0, plates=[k])
+        fg.student_t("x", mu[z], tau[z], dof=3.0, plates=[n], observed=x, mask=mask)
+    return m
+
+
 GATED = {
+    "student-t-mixture": student_t_mixture,
     "gaussian-mixture": gaussian_mixture,
     "bernoulli-mixture": bernoulli_mixture,
     "lda": lda,
