@@ -10,7 +10,7 @@ parameters λ̂ and the rescaled bound.  ``schedules.svi`` drives them.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,7 @@ class Layout:
     local_factors: set[str]
     arrays: dict[str, tuple[np.ndarray, int]]
     aliases: dict[str, str]
+    links: dict[str, list[np.ndarray]] = field(default_factory=dict)  # more arrays one batch key replaces
 
 
 def _plate_axis(node: Any, plate: Plate) -> int | None:
@@ -114,6 +115,7 @@ def data_layout(model: Model, plate: str | None = None) -> Layout:
                                  f"({f.ftype.name}, method {f.method!r}) is non-conjugate; SVI's step needs every "
                                  "message to a global variable to be conjugate")
     arrays: dict[str, tuple[np.ndarray, int]] = {}
+    links: dict[str, list[np.ndarray]] = {}
     for v in model.variables.values():
         if v.mask is not None and P in v.plates:
             arrays[v.name] = (v.value, _plate_axis(v, P))
@@ -123,13 +125,26 @@ def data_layout(model: Model, plate: str | None = None) -> Layout:
             letter = _LETTERS[P.index]
             if letter in sx:
                 arrays[d.name] = (d.params["X"], sx.index(letter))
+    for key, a, axis in row_constants(model, P):
+        if key in arrays:  # one data node in several expressions: one batch key replaces each copy
+            links.setdefault(key, []).append(a)
+        else:
+            arrays[key] = (a, axis)
     for v in model.variables.values():
         if v.mask is not None and v.is_latent and P in v.plates:
             raise ModelError(f"SVI: {v.name!r} is partly observed on the data plate {P.name!r}; SVI needs the "
                              "data-plate variables fully observed or fully latent")
+    views_by_data: set[str] = set()
     for x in indexed_views(model):
         if x.plate is P:  # x[labels] gathered onto the data plate: the labels are row data
-            arrays[x.name] = (x.labels, 0)
+            key = getattr(x, "data", None)  # labels from fg.data("g", ...): one batch key "g" for every view
+            if key is None or (key in arrays and key not in views_by_data):
+                arrays[x.name] = (x.labels, 0)
+            elif key in arrays:
+                links.setdefault(key, []).append(x.labels)
+            else:
+                arrays[key] = (x.labels, 0)
+                views_by_data.add(key)
         elif P in x.plates:
             raise ModelError(f"SVI: indexed view {x.name!r} is gathered along {x.along.name!r} onto {x.plate.name!r} "
                              f"under the data plate {P.name!r}; SVI can only subsample labels on the data plate")
@@ -143,7 +158,24 @@ def data_layout(model: Model, plate: str | None = None) -> Layout:
         if sum(f"{y.source.name}[{P.name}]" == short for y in views) == 1 and short not in arrays:
             aliases[short] = x.name
     _check_others(model, P)
-    return Layout(P, globals_, locals_, local_factors, arrays, aliases)
+    return Layout(P, globals_, locals_, local_factors, arrays, aliases, links)
+
+
+def row_constants(model: Model, P: Plate) -> list[tuple[str, np.ndarray, int]]:
+    """The constants given per row of the data plate inside sums and products (the x of ``b[g] * x``), keyed by
+    their data node's name (``b[g] * fg.data("x", x)``: a streamed batch gives ``"x"``) or else by
+    ``"<expression>.<operand>"``, with their row axis; constants broadcast along the rows are not row data."""
+    out = []
+    for d in model.deterministics:
+        if d.op.name not in ("sum", "product") or P not in d.plates:
+            continue
+        for role, a in d.parents.items():
+            src = d.params["src"][role]
+            if isinstance(a, np.ndarray) and P.index in src:
+                axis = a.ndim - len(src) + src.index(P.index)
+                if a.shape[axis] > 1:
+                    out.append((d.params.get("data", {}).get(role) or f"{d.name}.{role}", a, axis))
+    return out
 
 
 def indexed_views(model: Model) -> list[Indexed]:
@@ -171,12 +203,14 @@ def _check_others(model: Model, P: Plate) -> None:
             if isinstance(a, np.ndarray) and P in f.plates and a.ndim and a.size > 1:
                 raise ModelError(f"SVI: factor {f.name!r} has a constant array on its edge {e!r} that may vary over "
                                  f"the data plate {P.name!r}; pass it as observed data instead")
-    for d in model.deterministics:
-        if P in d.plates and d.op.name != "inner":
-            for role, p in d.parents.items():
-                if isinstance(p, np.ndarray) and p.size > 1:
-                    raise ModelError(f"SVI: expression {d.name!r} has a constant array {role!r} that may vary over "
-                                     f"the data plate {P.name!r}; SVI cannot subsample it")
+    for d in model.deterministics:  # (sums' and products' row constants are row data: ``row_constants``)
+        if P in d.plates and d.op.name == "polynomial":
+            src = d.params["dst"]
+            if P.index in src and any(np.shape(c)[src.index(P.index)] > 1 for c, _ in d.params["monomials"]
+                                      if np.ndim(c) == len(src)):
+                raise ModelError(f"SVI: expression {d.name!r} (a polynomial: a variable in two of its terms) has "
+                                 f"coefficients that vary over the data plate {P.name!r}; SVI cannot subsample "
+                                 "them: write each variable once (a[g] * (1 + x), not a[g] + a[g] * x)")
 
 
 def batch_arrays(layout: Layout, rows: np.ndarray) -> dict[str, np.ndarray]:
@@ -224,8 +258,8 @@ def _batch_value(model: Model, layout: Layout, key: str, a: Any) -> np.ndarray:
     ref, ax = layout.arrays[key]
     v = model.variables.get(key)
     name = f"batch array {key!r}"
-    if v is None and ref.dtype.kind in "iu":  # labels of an indexed view
-        x = next(x for x in indexed_views(model) if x.name == key)
+    if v is None and ref.dtype.kind in "iu":  # labels of an indexed view (by its name or its labels' data node)
+        x = next(x for x in indexed_views(model) if key in (x.name, getattr(x, "data", None)))
         lab = np.asarray(a)
         if lab.ndim != 1 or lab.dtype.kind not in "iu" or np.any(lab < 0) or np.any(lab >= x.along.size):
             raise ModelError(f"SVI: {name} must be a 1-d array of integer labels in [0, {x.along.size}), got "
@@ -255,6 +289,8 @@ def batch_model(model: Model, layout: Layout, arrays: dict[str, np.ndarray], siz
     for key, a in arrays.items():
         ref = layout.arrays[key][0]
         memo[id(ref)] = a
+        for other in layout.links.get(key, ()):
+            memo[id(other)] = a
         v = model.variables.get(key)
         if v is not None:
             memo[id(v.mask)] = np.ones(a.shape[:len(v.plates)], dtype=bool)
@@ -268,6 +304,8 @@ def batch_model(model: Model, layout: Layout, arrays: dict[str, np.ndarray], siz
     for d in out.deterministics:
         if "shape" in d.params:  # cached plate sizes of an inner product
             d.params["shape"] = tuple(p.size for p in d.plates)
+        if "sizes" in d.params:  # and of a sum or product
+            d.params["sizes"] = tuple(p.size for p in d.plates)
     return out
 
 

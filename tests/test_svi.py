@@ -411,3 +411,44 @@ def test_dask_backed_rows_give_the_same_fit_as_numpy():
     assert b.elbo == pytest.approx(a.elbo, rel=1e-12)
     np.testing.assert_allclose(b.posterior("w").mean(), a.posterior("w").mean(), rtol=1e-12, atol=1e-14)
     assert b.posterior("tau").mean() == pytest.approx(a.posterior("tau").mean(), rel=1e-12)
+
+
+def test_constants_per_row_in_products_under_svi():
+    """a[g] + b[g]·x + c·x with x a constant per row (it was refused): in memory x is subsampled with the rows,
+    raw or as a data node, and the end is near VMP's; streamed, the batch keys are the data nodes' names (one
+    key "g" for the labels of both views); a polynomial with per-row coefficients is refused with the way out."""
+    rng = np.random.default_rng(4)
+    G, N = 6, 360
+    g = rng.integers(0, G, N)
+    x = rng.normal(size=N)
+    y = rng.normal(0, 2, G)[g] + rng.normal(1, 0.5, G)[g] * x + 0.5 * rng.normal(size=N)
+
+    def build(kind):
+        with fg.Model(kind) as m:
+            n, grp = fg.plate("n", N), fg.plate("g", G)
+            a = fg.gaussian("a", fg.gaussian("m0", 0.0, 0.01), 1.0, plates=[grp])
+            b = fg.gaussian("b", 0.0, 1.0, plates=[grp])
+            xx, gg = (fg.data("x", x), fg.data("g", g)) if kind == "data" else (x, g)
+            if kind == "polynomial":
+                ag = a[g]
+                mean = ag + ag * x
+            else:
+                mean = a[gg] + b[gg] * xx + fg.gaussian("c", 0.0, 1.0) * xx
+            fg.gaussian("y", mean=mean, precision=fg.gamma("tau", 1.0, 1.0), plates=[n], observed=y)
+        return m
+
+    vmp = fg.infer(build("raw"))
+    raw, data = (fg.infer(build(k), algorithm=fg.SVI(batch_size=40), max_iter=150, seed=3) for k in ("raw", "data"))
+    assert raw.elbo == pytest.approx(data.elbo, rel=1e-12)
+    assert rel(raw.elbo, vmp.elbo) < 3e-3
+
+    def stream():
+        for i in range(300):
+            idx = np.random.default_rng(i).integers(0, N, 40)
+            yield {"y": y[idx], "x": x[idx], "g": g[idx]}
+
+    s = fg.infer(build("data"), algorithm=fg.SVI(batch_size=40, n_data=N), data=stream(), max_iter=300)
+    np.testing.assert_allclose(s.posterior("b").mean(), vmp.posterior("b").mean(), atol=0.15)
+    np.testing.assert_allclose(s.posterior("a").mean(), vmp.posterior("a").mean(), atol=0.15)
+    with pytest.raises(fg.ModelError, match=r"polynomial.*vary over the data plate 'n'.*a\[g\] \* \(1 \+ x\)"):
+        fg.infer(build("polynomial"), algorithm=fg.SVI(batch_size=40), max_iter=5)
