@@ -292,6 +292,8 @@ class Data:
     such axis to its plate (filled in as the node is used).
     """
 
+    __array_ufunc__ = None  # numpy defers to the operators below
+
     def __init__(self, model: Model, name: str, value: Any) -> None:
         self.model = model
         self.name = name
@@ -309,3 +311,43 @@ class Data:
 
     def __repr__(self) -> str:
         return f"<data {self.name!r} shape={self.shape} plates={[p.name for p in self.plates]}>"
+
+    def _arithmetic(self, other: Any) -> Any:
+        """A data node times or plus a random node is an expression (``beta * x``); with anything else
+        the result would be a plain array that ``set_data`` could not replace: refused by name."""
+        if isinstance(other, Node):
+            from .expressions import add
+
+            return add(other, self)
+        raise ModelError(f"data {self.name!r}: arithmetic between a data node and a constant ({other!r}) is not "
+                         f"tracked; compute the array in numpy and declare the result with fg.data, or combine "
+                         f"{self.name!r} with a random node (beta * {self.name})")
+
+    def _product(self, other: Any) -> Any:
+        if isinstance(other, Node):
+            from .expressions import multiply
+
+            return multiply(other, self)
+        return self._arithmetic(other)
+
+    __add__ = __radd__ = _arithmetic
+    __mul__ = __rmul__ = _product
+
+    def __sub__(self, other: Any) -> Any:
+        if isinstance(other, Node):
+            from .expressions import add, scale
+
+            return add(self, scale(-1.0, other))
+        return self._arithmetic(other)
+
+    def __neg__(self) -> Any:
+        raise ModelError(f"data {self.name!r}: -{self.name} is not tracked; declare the negated array with fg.data")
+
+    def __truediv__(self, other: Any) -> Any:
+        raise ModelError(f"data {self.name!r}: division is not an expression of the model; compute the array in "
+                         "numpy and declare it with fg.data")
+
+    __rtruediv__ = __truediv__
+
+    def __rsub__(self, other: Any) -> Any:
+        return self._arithmetic(other)

@@ -176,3 +176,31 @@ def test_a_failed_set_data_leaves_the_operand():
         m.set_data(x=bad, county=g[:40], y=y[:40])
     assert m.plates["n"].size == N
     assert _fit(m).elbo == pytest.approx(before, rel=1e-14)
+
+
+def test_data_node_arithmetic():
+    """A data node combines with random nodes on either side (x * b, b - x, x - b: expressions set_data can
+    replace) and refuses untracked arithmetic with constants by name (a raw TypeError before)."""
+    x0 = np.arange(5.0)
+    with fg.Model("data arithmetic") as m:
+        n = fg.plate("n", 5)
+        x = fg.data("x", x0)
+        b = fg.gaussian("b", 0.0, 1.0)
+        for name, expr in (("xb", x * b), ("bx", b * x), ("b_minus_x", b - x), ("x_minus_b", x - b),
+                           ("x_plus_b", x + b)):
+            fg.deterministic(name, expr)
+        fg.gaussian("y", b, 1.0, plates=[n], observed=np.ones(5))
+        for bad, match in ((lambda: 0.3 * x, r"data 'x': arithmetic between a data node and a constant \(0.3\)"),
+                           (lambda: 1 - x, r"data 'x': arithmetic .* constant \(1\)"),
+                           (lambda: -x, r"data 'x': -x is not tracked"),
+                           (lambda: x / 2.0, r"data 'x': division")):
+            with pytest.raises(ModelError, match=match):
+                bad()
+    for scale in (1.0, 2.0):
+        if scale == 2.0:
+            m.set_data(x=2.0 * x0)
+        r = _fit(m)
+        eb, xs = float(r.posterior("b").mean()), scale * x0
+        for name, want in (("xb", xs * eb), ("bx", xs * eb), ("b_minus_x", eb - xs), ("x_minus_b", xs - eb),
+                           ("x_plus_b", xs + eb)):
+            np.testing.assert_allclose(r.posterior(name).mean(), want, rtol=1e-12, atol=1e-12, err_msg=name)
