@@ -58,6 +58,11 @@ def _holders(model) -> list[tuple[Any, str, tuple[Plate, ...], str]]:
         if "X" in d.params:
             xp = tuple(p for i, p in enumerate(d.plates) if i in d.params.get("x_axes", ()))
             out.append((d.params, "X", xp, f"the inputs X of {d.name!r}"))
+        if d.op.name in ("sum", "product"):  # a constant operand given per row (b[g] * x)
+            for role in ("a", "b"):
+                src = d.params["src"][role]
+                out.append((d.parents, role, tuple(p for p in d.plates if p.index in src),
+                            f"the operand {role!r} of {d.name!r}"))
     return out
 
 
@@ -164,6 +169,10 @@ def chunk_model(blob: bytes, plate_name: str, start: int, stop: int, blocks: lis
             xp = [p for i, p in enumerate(d.plates) if i in d.params["x_axes"]]
             if plate in xp:
                 d.params["X"] = _take(d.params["X"], xp.index(plate), idx)
+        if d.op.name in ("sum", "product"):
+            for role, a in list(d.parents.items()):
+                if isinstance(a, _Slot):  # a dask operand: the chunk's block
+                    d.parents[role] = blocks[a.k]
         if plate in d.plates and d.op.name in ("sum", "product"):  # a constant operand given per row (b[g] * x)
             for role, a in list(d.parents.items()):
                 src = d.params["src"][role]

@@ -215,6 +215,11 @@ CASES = {
         lambda X, y, s, c, k=k: slopes_times_rows(c(_groups()[1]), _groups()[0], X[:, 0], kind=k),
         lambda X, y, s, k=k: slopes_times_rows(_groups()[1], _groups()[0], X[:, 0], kind=k),
         ["a", "mu", "tau"]) for k in ("fused", "generic", "polynomial", "common")},
+    # the column itself a dask array, chunked like the data: each chunk gets its block
+    **{f"slopes_times_dask_column_{k}": (
+        lambda X, y, s, c, k=k: slopes_times_rows(c(_groups()[1]), _groups()[0], c(X[:, 0]), kind=k),
+        lambda X, y, s, k=k: slopes_times_rows(_groups()[1], _groups()[0], X[:, 0], kind=k),
+        ["a", "mu", "tau"]) for k in ("fused", "generic", "common")},
     "varying_slopes_generic": (lambda X, y, s, c: varying_slopes(c(_groups()[1]), _groups()[0], c(X), generic=True),
                                lambda X, y, s: varying_slopes(_groups()[1], _groups()[0], X, generic=True),
                                ["a", "b", "w", "mu", "tau"]),
