@@ -182,6 +182,7 @@ def gamma(name: str, shape: Any = 1.0, rate: Any = 1.0, *, plates: Sequence[Plat
     model = current_model(f"gamma {name!r}")
     model.check_name(name)
     a = constant_param(shape, name, "shape", checks.positive)
+    checks.not_a_scale(rate, name, "rate")
     rate = _scalar_arg(model, rate, name, "rate", (Gamma,), positive=True)
     vplates = _var_plates(model, plates, name, [rate, *param_gates({"a": a})])
     var = Variable(model, name, Gamma, vplates)

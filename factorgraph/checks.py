@@ -581,15 +581,17 @@ def sd_as_precision(sd: Any, precision: Any, variance: Any, name: str, variance_
     return 1.0 / positive(sd, f"{name!r}: sd") ** 2
 
 
-def not_a_scale(precision: Any, name: str) -> None:
-    """Refuse a scale variable σ (fg.half_normal, fg.half_cauchy, ...) given as ``precision=``: it is a standard
-    deviation, so it belongs in ``sd=`` (its q is over σ⁻², which would silently make it mean sd=)."""
+def not_a_scale(precision: Any, name: str, role: str = "precision") -> None:
+    """Refuse a scale variable σ (fg.half_normal, fg.half_cauchy, ...) given as ``precision=`` (or as a Gamma's or
+    a Poisson's rate): it is a standard deviation, so it belongs in ``sd=``; its q is over σ⁻², so taking it
+    for a precision or a rate would silently mean σ⁻²."""
     node = precision.source if isinstance(precision, Gate | Indexed) else precision
     kind = getattr(node, "scale_prior", None) if isinstance(node, Node) else None
     if kind is not None:
         kind = "uniform_scale" if kind == "uniform" else kind
-        raise ModelError(f"{name!r}: precision={node.name} is a scale σ (fg.{kind}), a standard deviation, not a "
-                         f"precision; pass sd={node.name}")
+        hint = f"pass sd={node.name}" if role == "precision" else "a scale can only be an sd= (or a term of a sum)"
+        raise ModelError(f"{name!r}: {role}={node.name} is a scale σ (fg.{kind}), a standard deviation, not a "
+                         f"{role}; {hint}")
 
 
 def sequence_lengths(lengths: Any, seq_shape: tuple[int, ...], time: Plate, name: str) -> np.ndarray:

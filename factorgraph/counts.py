@@ -127,6 +127,7 @@ def poisson(name: str, rate: Any, *, exposure: Any = None, plates: Sequence[Plat
     """
     model = current_model(f"poisson {name!r}")
     model.check_name(name)
+    checks.not_a_scale(rate, name, "rate")
     r = _random_or_const(model, rate, name, "rate", Gamma, checks.positive)
     if r is None:
         rate = checks.positive(rate, f"{name!r}: rate")

@@ -349,6 +349,11 @@ def test_eight_schools_against_independent_fit():
      r"'x': precision=s is a scale σ \(fg.half_normal\)"),
     (lambda: fg.student_t("x", 0.0, precision=fg.uniform_scale("s", upper=2.0), observed=[0.0]),
      r"'x': precision=s is a scale σ \(fg.uniform_scale\)"),
+    # nor a rate: E[s] would be the posterior of σ⁻² = the rate (0.50 for a true rate 4)
+    (lambda: fg.gamma("t", 2.0, rate=fg.exponential("s", rate=0.1), observed=[1.0]),
+     r"'t': rate=s is a scale σ \(fg.exponential\), a standard deviation, not a rate"),
+    (lambda: fg.poisson("y", fg.half_normal("s", scale=1.0), observed=[3]),
+     r"'y': rate=s is a scale σ \(fg.half_normal\)"),
 ])
 def test_bad_input(call, match):
     with fg.Model("bad"), pytest.raises(fg.ModelError, match=match):
