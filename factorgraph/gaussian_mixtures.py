@@ -135,11 +135,11 @@ def gaussian_mixture(X: Any, K: int, covariance: str = "full", *, restarts: int 
                      max_iter: int = 500, tol: float = 1e-9, mask: Any = None, **priors: Any) -> Result:
     """Fit a Bayesian Gaussian mixture with K components by variational message passing.
 
-    The responsibilities start from a k-means++ seeding of the data (``seed``); with ``restarts`` > 1
-    the fit is repeated from different seeds and the one with the highest ELBO is returned (VB finds
-    local optima).  ``mask`` (True = observed; (N,) rows or (N, D) entries, entries for "diag" only)
-    marks missing data, and ``priors`` go to ``gaussian_mixture_model``.  Use ``mixture_predictive``
-    for the posterior predictive density.
+    The responsibilities start from a k-means++ seeding of the data (``seed``; a missing entry stands at
+    its column's observed mean); with ``restarts`` > 1 the fit is repeated from different seeds and the one
+    with the highest ELBO is returned (VB finds local optima).  ``mask`` (True = observed; (N,) rows or
+    (N, D) entries, entries for "diag" only) marks missing data, and ``priors`` go to
+    ``gaussian_mixture_model``.  Use ``mixture_predictive`` for the posterior predictive density.
     """
     from schedules import infer  # the engine sits to the right of this package
 

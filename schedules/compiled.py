@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from distributions import Bernoulli, Categorical, GaussianGamma, MvGaussian
+from factorgraph import checks
 from factorgraph.nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Plate, Variable
 from factors.base import RuleNotFound, one_hot, point_stats
 from factors.grouped_linear_gaussian import GROUPED_LINEAR_GAUSSIAN
@@ -394,10 +395,11 @@ def _schedule(c: Compiled, schedule, init: dict) -> list[Variable]:
 def categorical_init(v: Variable, factors: list[CFactor], rng: np.random.Generator) -> np.ndarray:
     """Starting responsibilities that break a mixture's symmetry.
 
-    When a factor gated by ``v`` has an observed output, seed K prototypes among the data by
-    k-means++ (D² sampling) and assign each data point mostly to its nearest prototype; otherwise
-    draw Dirichlet(1) rows.  Random soft responsibilities make every component start at the data
-    mean, from where VMP often merges clusters; data-driven seeding avoids most such optima.
+    When a factor gated by ``v`` has an observed output (fully or partly: a missing entry stands at its
+    column's observed mean), seed K prototypes among the data by k-means++ (D² sampling) and assign each
+    data point mostly to its nearest prototype; otherwise draw Dirichlet(1) rows.  Random soft
+    responsibilities make every component start at the data mean, from where VMP often merges clusters;
+    data-driven seeding avoids most such optima.
     """
     K = v.event_shape[0] if v.event_shape else 2  # a Bernoulli selector has two categories
     data = _gated_data(v, factors)
@@ -429,22 +431,49 @@ def categorical_init(v: Variable, factors: list[CFactor], rng: np.random.Generat
     return r
 
 
-def _gated_data(v: Variable, factors: list[CFactor]) -> np.ndarray | None:
-    """Observed outputs of a factor gated by v, one row per element of v's plates."""
+def gated_rows(v: Variable, factors: list[CFactor]) -> np.ndarray | None:
+    """The outputs of a factor gated by v, one row per element of v's plates, NaN where an entry is missing
+    (the output's mask, or an mv_gaussian's coordinate mask); None when no gated factor has observed outputs."""
     for f in factors:
         out = f.node.edges.get("out")
-        if f.gate is None or f.gate.selector is not v or not isinstance(out, Variable) or not out.is_observed:
+        if f.gate is None or f.gate.selector is not v or not isinstance(out, Variable) or out.value is None:
+            continue
+        if not isinstance(out.mask, np.ndarray) or checks.is_dask(out.value):
             continue
         zp = [p.index for p in v.plates]
         op = [p.index for p in out.plates]
         if not set(zp) <= set(op):
             continue
+        value = np.asarray(out.value, dtype=float)
+        seen = out.mask.reshape(out.mask.shape + (1,) * (value.ndim - out.mask.ndim))
+        coords = getattr(out, "coord_mask", None)
+        if coords is not None and np.shape(coords) == value.shape:
+            seen = seen & coords
+        value = np.where(np.broadcast_to(seen, value.shape), value, np.nan)
         first = [op.index(i) for i in zp]
-        rest = [i for i in range(out.value.ndim) if i not in first]
-        data = np.transpose(out.value, first + rest).reshape(int(np.prod(v.shape, dtype=int)), -1)
-        scale = data.std(0)
-        return data / np.where(scale > 0, scale, 1.0)
+        rest = [i for i in range(value.ndim) if i not in first]
+        return np.transpose(value, first + rest).reshape(int(np.prod(v.shape, dtype=int)), -1)
     return None
 
 
-__all__ = ["CFactor", "Compiled", "Consumer", "Plate", "categorical_init", "compile_model", "one_hot", "rebind"]
+def observed_centre(counts: np.ndarray, sums: np.ndarray) -> np.ndarray:
+    """Each column's mean over its observed entries (0 for a column with none): where missing entries stand
+    for the seeding."""
+    return np.where(counts > 0, sums / np.where(counts > 0, counts, 1.0), 0.0)
+
+
+def _gated_data(v: Variable, factors: list[CFactor]) -> np.ndarray | None:
+    """``gated_rows`` with each missing entry at its column's observed mean (a row with nothing observed sits at
+    the centre), each column scaled to unit spread."""
+    data = gated_rows(v, factors)
+    if data is None:
+        return None
+    missing = np.isnan(data)
+    if missing.any():
+        data = np.where(missing, observed_centre((~missing).sum(0), np.where(missing, 0.0, data).sum(0)), data)
+    scale = data.std(0)
+    return data / np.where(scale > 0, scale, 1.0)
+
+
+__all__ = ["CFactor", "Compiled", "Consumer", "Plate", "categorical_init", "compile_model", "gated_rows",
+           "observed_centre", "one_hot", "rebind"]

@@ -25,6 +25,7 @@ from factorgraph import checks
 from factorgraph.nodes import ModelError
 
 from . import progress as _progress
+from .compiled import observed_centre
 from .engine import (
     InferenceError,
     _iterate,
@@ -368,10 +369,7 @@ def run_sharded(model, algorithm, sh: Sharding, max_iter: int, tol, param_tol, i
     client = _client()
     backend = _Actors(client, blob, sh, options) if client is not None else _Threads(blob, sh, options)
     n = sh.n_chunks
-    # a variable some chunk misses entries of is partly observed, as in memory (its chunks without missing
-    # entries must not seed a mixture from it)
-    partly = frozenset(k for seen in backend.call([[("observed",)]] * n) for k, full in seen[0].items() if not full)
-    names = backend.call([[("seeded", partly)]] * n)[0][0]
+    names = backend.call([[("seeded",)]] * n)[0][0]
     seeds = _seed(backend, sh, names, np.random.default_rng(seed), model) if names else [{} for _ in range(n)]
     infos = [i[0] for i in backend.call([[("start", seeds[i]), ("info",)] for i in range(n)])]
     _same_schedule(infos, sh)
@@ -492,6 +490,9 @@ def _seed(backend, sh: Sharding, names: list[tuple[str, str]], rng: np.random.Ge
             for a in range(0, size, _DRAW_BLOCK):  # the driver's stream moves past the same draws
                 rng.dirichlet(np.ones(K), size=min(_DRAW_BLOCK, size - a))
             continue
+        sums = ask(("observed_sums", name))  # missing entries stand at their column's observed mean
+        centre = observed_centre(sum(c for c, _ in sums), sum(t for _, t in sums))
+        ask(("fill", name, centre))
         moments = ask(("moments", name))
         N = sum(m[0] for m in moments)
         mean = sum(m[1] for m in moments) / N

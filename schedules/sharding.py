@@ -28,7 +28,7 @@ from distributions import Bernoulli, Categorical
 from factorgraph import checks
 from factorgraph.nodes import Indexed, ModelError, Plate, Variable
 
-from .compiled import compile_model
+from .compiled import compile_model, gated_rows
 from .engine import Engine
 
 
@@ -210,26 +210,6 @@ def chunk_model(blob: bytes, plate_name: str, start: int, stop: int, blocks: lis
     return model
 
 
-def _gated_rows(v: Variable, factors: list, partly: frozenset = frozenset()) -> np.ndarray | None:
-    """The observed outputs of a factor gated by ``v`` (plated over the sharded plate only), one row per row of
-    the plate, unscaled (``compiled._gated_data`` scales them by their standard deviation over all rows); None
-    when no gated output is fully observed (over all chunks: ``partly`` names the variables some chunk misses
-    entries of)."""
-    for f in factors:
-        out = f.node.edges.get("out")
-        if (f.gate is None or f.gate.selector is not v or not isinstance(out, Variable) or not out.is_observed
-                or out.name in partly):
-            continue
-        zp = [p.index for p in v.plates]
-        op = [p.index for p in out.plates]
-        if not set(zp) <= set(op):
-            continue
-        first = [op.index(i) for i in zp]
-        rest = [i for i in range(out.value.ndim) if i not in first]
-        return np.transpose(out.value, first + rest).reshape(int(np.prod(v.shape, dtype=int)), -1)
-    return None
-
-
 def _release_unused(c) -> None:
     """Drop the inputs X of inner products no compiled factor reads (a fused likelihood keeps XᵀX, Xᵀy): out of
     core, a chunk then holds its statistics, not its rows."""
@@ -289,23 +269,17 @@ class ChunkState:
                                  "cannot be split into chunks")
         self.options = options
         self.plate_name, self.n_total = plate_name, options["n_rows"]
-        self.partly: frozenset = frozenset()
         self._snap = None
         self._data: dict[str, np.ndarray] = {}
 
     def local_of(self, v: Variable) -> bool:
         return is_local(v, self.p)
 
-    def observed(self) -> dict[str, bool]:
-        """Whether each observed variable's entries in this chunk are all observed."""
-        return {v.name: bool(np.all(v.mask)) for v in self.c.model.variables.values() if v.value is not None}
-
-    def seeded(self, partly: frozenset) -> list[tuple[str, str]]:
+    def seeded(self) -> list[tuple[str, str]]:
         """The mixture selectors on the plate whose start the chunks must agree on (``seed`` below), in the order
-        ``Engine.initialise`` draws their starts in memory, each with how: "kmeans" (k-means++ on a fully
-        observed gated output) or "dirichlet" (Dirichlet(1) rows)."""
+        ``Engine.initialise`` draws their starts in memory, each with how: "kmeans" (k-means++ on a gated
+        observed output, missing entries at their column's observed mean) or "dirichlet" (Dirichlet(1) rows)."""
         c = self.c
-        self.partly = frozenset(partly)
         out = []
         for v in c.model.variables.values():
             if (v not in c.latent or not is_local(v, self.p) or v.name in self.init or v.name in c.dropped
@@ -323,7 +297,7 @@ class ChunkState:
     def _raw(self, name: str) -> np.ndarray | None:
         if name not in self._data:
             v = self.c.model.variables[name]
-            self._data[name] = _gated_rows(v, self.c.selector_factors[id(v)], self.partly)
+            self._data[name] = gated_rows(v, self.c.selector_factors[id(v)])
         return self._data[name]
 
     def _dirichlet(self, name: str, state: dict) -> np.ndarray:
@@ -354,6 +328,12 @@ class ChunkState:
         if op == "dirichlet":
             return self._dirichlet(name, cmd[2])
         x = self._raw(name)
+        if op == "observed_sums":  # per column: how many entries are observed, and their sum
+            seen = ~np.isnan(x)
+            return seen.sum(0), np.where(seen, x, 0.0).sum(0)
+        if op == "fill":  # missing entries at the columns' observed means over all chunks, as in memory
+            self._data[name] = x = np.where(np.isnan(x), cmd[2], x)
+            return None
         if op == "moments":
             return len(x), x.sum(0)
         if op == "centred":
@@ -418,9 +398,7 @@ class ChunkState:
             elif op == "start":
                 self.start(cmd[1])
             elif op == "seeded":
-                out.append(self.seeded(cmd[1]))
-            elif op == "observed":
-                out.append(self.observed())
+                out.append(self.seeded())
             elif op == "info":
                 out.append(self.info())
             elif op == "site":
