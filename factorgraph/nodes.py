@@ -319,9 +319,10 @@ class Data:
             from .expressions import add
 
             return add(other, self)
-        raise ModelError(f"data {self.name!r}: arithmetic between a data node and a constant ({other!r}) is not "
-                         f"tracked; compute the array in numpy and declare the result with fg.data, or combine "
-                         f"{self.name!r} with a random node (beta * {self.name})")
+        what = f"another data node ({other.name!r})" if isinstance(other, Data) else f"a constant ({other!r})"
+        raise ModelError(f"data {self.name!r}: arithmetic between a data node and {what} is not tracked; compute "
+                         f"the array in numpy and declare the result with fg.data, or combine {self.name!r} with a "
+                         f"random node (beta * {self.name})")
 
     def _product(self, other: Any) -> Any:
         if isinstance(other, Node):
