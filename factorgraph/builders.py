@@ -227,17 +227,10 @@ def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), obse
     model.check_name(name)
     if categories is not None and (not isinstance(categories, Plate) or categories.size != 2):
         raise ModelError(f"{name!r}: categories must be a plate of size 2 (False, True), got {categories!r}")
-    def unit(x: Any, what: str) -> np.ndarray:
-        pr = checks.constant(x, what)
-        out = (pr <= 0) | (pr >= 1)
-        if np.any(out):
-            raise ModelError(f"{what} must lie in (0, 1), got {pr[out].ravel()[0].item()!r}{checks._where(pr)}")
-        return pr
-
     if isinstance(probs, Gate) and isinstance(probs.source, np.ndarray):
-        probs = select_constant(probs, name, "probs", unit, 0)
+        probs = select_constant(probs, name, "probs", checks.open_unit, 0)
     elif not is_random(probs):
-        probs = unit(probs, f"{name!r}: probs")
+        probs = checks.open_unit(probs, f"{name!r}: probs")
     else:
         _check_parent(model, probs, name, "probs", (Beta,))
     var = Variable(model, name, Bernoulli, _var_plates(model, plates, name, [probs]))

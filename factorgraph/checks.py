@@ -285,6 +285,15 @@ def positive(value: Any, what: str) -> np.ndarray:
     return arr
 
 
+def open_unit(value: Any, what: str) -> np.ndarray:
+    """A finite array of probabilities strictly inside (0, 1) (a Bernoulli's or a Binomial's ``probs``)."""
+    arr = constant(value, what)
+    out = (arr <= 0) | (arr >= 1)
+    if np.any(out):
+        raise ModelError(f"{what} must lie in (0, 1), got {_item(arr[out].ravel()[0])!r}{_where(value)}")
+    return arr
+
+
 def positive_number(value: Any, what: str) -> float:
     """One positive number (as ``positive``, but a single value) as a Python float."""
     arr = positive(value, what)

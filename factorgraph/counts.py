@@ -182,15 +182,8 @@ def binomial(name: str, trials: Any, probs: Any, *, plates: Sequence[Plate] = ()
     """
     model = current_model(f"binomial {name!r}")
     model.check_name(name)
-    def unit(x: Any, what: str) -> np.ndarray:
-        pr = checks.constant(x, what)
-        out = (pr <= 0) | (pr >= 1)
-        if np.any(out):
-            raise ModelError(f"{what} must lie in (0, 1), got {checks._item(pr[out].ravel()[0])!r}")
-        return pr
-
-    r = _random_or_const(model, probs, name, "probs", Beta, unit)
-    probs = unit(probs, f"{name!r}: probs") if r is None else r
+    r = _random_or_const(model, probs, name, "probs", Beta, checks.open_unit)
+    probs = checks.open_unit(probs, f"{name!r}: probs") if r is None else r
     var = Variable(model, name, Binomial, _var_plates(model, plates, name, [probs]))
     y = _counts(observed, mask, var.shape, name)
     n = _trials(trials, var.shape, name)
