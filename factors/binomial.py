@@ -18,6 +18,7 @@ import numpy as np
 from distributions import Beta, Binomial, Gaussian
 
 from .base import FactorType, Moments, same_stats
+from .contract import lazy_sum, plate_product
 from .kernels import jj_lambda, log1pexp, logistic_expectations, tilted_logistic_bound
 from .logistic import gradient_message
 
@@ -37,7 +38,8 @@ def binomial_to_probs(m: Moments, p: dict) -> tuple:
 def binomial_evidence(m: Moments, p: dict) -> np.ndarray:
     y = m["out"][0]
     lp, l1p = m["probs"]
-    return p["log_coef"] + y * lp + (p["trials"] - y) * l1p
+    # y (lp − l1p) + n l1p, kept factored where rows and a gate's components are on different plates
+    return lazy_sum(plate_product(y, lp - l1p), plate_product(p["trials"], l1p), p["log_coef"])
 
 
 def _mv(m: Moments) -> tuple[np.ndarray, np.ndarray]:

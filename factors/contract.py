@@ -10,9 +10,13 @@ a sum over that broadcast space, and is computed here as one matrix product inst
   tr(Λ_k x_n x_nᵀ) for all n, k as one (N × D²) @ (D² × K) product);
 * ``pair_reduce(a, b, ...)`` = Σ over the summed plates of a ⊗ b (one event axis each), e.g.
   Σ_n r_nk x_n μ_kᵀ;
-* ``Terms``: a message given as a sum of plain arrays, outer products ``a ⊗ b`` and matrix–vector
-  products ``M v``; ``factors.plating.reduce`` and ``weighted_reduce`` reduce it term by term with
-  the products above (``np.asarray(terms)`` forms it, for small arrays and tests).
+* ``Terms``: a message given as a sum of plain arrays, outer products ``a ⊗ b``, matrix–vector
+  products ``M v`` and elementwise products ``a·b`` of arrays on different plates;
+  ``factors.plating.reduce`` and ``weighted_reduce`` reduce it term by term with the products above
+  (``np.asarray(terms)`` forms it, for small arrays and tests);
+* ``plate_product(a, b)`` = a·b, kept as such a term when each operand has plates the other lacks
+  (a gated Bernoulli's E[x_nd] E[log p_kd] over rows × components × pixels is then never formed:
+  its sums over pixels, or over everything weighted by q(z), are one matrix product).
 """
 
 from __future__ import annotations
@@ -111,12 +115,65 @@ def pair_reduce(a: np.ndarray, ea: int, b: np.ndarray, eb: int, src: Sequence[in
     return out * factor if factor != 1.0 else out
 
 
+def _disjoint(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether each of two arrays (aligned on the right) has a non-singleton axis where the other has 1."""
+    n = max(a.ndim, b.ndim)
+    sa, sb = (1,) * (n - a.ndim) + a.shape, (1,) * (n - b.ndim) + b.shape
+    return any(x != 1 and y == 1 for x, y in zip(sa, sb, strict=True)) and any(
+        y != 1 and x == 1 for x, y in zip(sa, sb, strict=True))
+
+
+def plate_product(a: np.ndarray, b: np.ndarray) -> Terms | np.ndarray:
+    """a·b (broadcast); a ``Terms`` product term when the broadcast is larger than both operands."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return Terms((1.0, "prod", a, b)) if _disjoint(a, b) else a * b
+
+
+def lazy_sum(*parts) -> Terms | np.ndarray:
+    """The sum of arrays and ``Terms``: one ``Terms`` if any part is one, else the plain sum."""
+    if not any(isinstance(x, Terms) for x in parts):
+        total = parts[0]
+        for x in parts[1:]:
+            total = total + x
+        return total
+    terms = []
+    for x in parts:
+        terms += x.terms if isinstance(x, Terms) else [(1.0, x)]
+    return Terms(*terms)
+
+
+def _prod_reduce(arrays: Sequence[np.ndarray], src: Sequence[int], dst: Sequence[int], sizes: Sequence[int],
+                 event_ndim: int) -> np.ndarray:
+    """Σ over the plates of ``src`` not in ``dst`` of the elementwise product of ``arrays`` (each on the plates
+    ``src``, singletons allowed, then ``event_ndim`` event axes; the last may be plate-only weights), by one
+    ``np.einsum``: singleton axes are left out of its subscripts, so nothing broadcast is formed."""
+    nb = len(src)
+    keep = {i for i, p in enumerate(src) if p in set(dst)}
+    ops, subs, full = [], [], [1] * (nb + event_ndim)
+    for x in arrays:  # aligned on the right, as numpy broadcasts
+        x = np.asarray(x, dtype=float)
+        x = x.reshape((1,) * (nb + event_ndim - x.ndim) + x.shape)
+        axes = [i for i in range(x.ndim) if x.shape[i] != 1]
+        for i in axes:
+            full[i] = x.shape[i]
+        ops.append(x.reshape([x.shape[i] for i in axes]))
+        subs.append(axes)
+    factor = float(_prod([sizes[i] for i in range(nb) if i not in keep and full[i] == 1]))
+    out_axes = [i for i in range(nb + event_ndim) if full[i] != 1 and (i in keep or i >= nb)]
+    args = [a for pair in zip(ops, subs, strict=True) for a in pair]
+    out = np.einsum(*args, out_axes, optimize=True)
+    shape = [full[i] for i in sorted(keep)] + full[nb:]
+    out = np.asarray(out).reshape(shape)
+    return out * factor if factor != 1.0 else out
+
+
 class Terms:
     """A factor-space message part given as a sum of terms, each kept in factored form:
 
     * ``(c, A)``: c·A, an array;
     * ``(c, "outer", a, b)``: c·a ⊗ b over the last axis (a[..., :, None] · b[..., None, :]);
-    * ``(c, "matvec", M, v)``: c·M v (M[..., :, :] @ v[..., :]).
+    * ``(c, "matvec", M, v)``: c·M v (M[..., :, :] @ v[..., :]);
+    * ``(c, "prod", a, b)``: c·a·b, elementwise with broadcasting (operands on different plates).
 
     ``factors.plating.reduce`` and ``weighted_reduce`` sum it over plates term by term, without forming
     the broadcast arrays.  ``np.asarray`` forms it.
@@ -133,6 +190,8 @@ class Terms:
                 val = c * np.asarray(t[1], dtype=float)
             elif t[1] == "outer":
                 val = c * (np.asarray(t[2])[..., :, None] * np.asarray(t[3])[..., None, :])
+            elif t[1] == "prod":
+                val = c * (np.asarray(t[2], dtype=float) * np.asarray(t[3], dtype=float))
             else:
                 val = c * np.einsum("...ij,...j->...i", t[2], t[3])
             total = val if total is None else total + val
@@ -168,6 +227,11 @@ class Terms:
                     else:
                         b = b * w[..., None]
                 val = pair_reduce(a, 1, b, 1, src, dst, sizes)
+            elif t[1] == "prod":
+                ops = [t[2], t[3]]
+                if weights is not None:
+                    ops.append(_lift(weights, nb, 0).reshape(_lift(weights, nb, 0).shape + (1,) * event_ndim))
+                val = _prod_reduce(ops, src, dst, sizes, event_ndim)
             else:
                 M, v = _lift(t[2], nb, 2), _lift(t[3], nb, 1)
                 dset = set(dst)

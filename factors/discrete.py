@@ -15,6 +15,7 @@ from scipy.special import betaln
 from distributions import Bernoulli, Beta, Categorical, Dirichlet
 
 from .base import FactorType, Moments, log_mvbeta
+from .contract import lazy_sum, pair_inner, plate_product
 
 BETA = FactorType("Beta", out=Beta)
 BERNOULLI = FactorType("Bernoulli", out=Bernoulli, probs=Beta)
@@ -49,7 +50,8 @@ def bernoulli_to_probs(m: Moments, p: dict) -> tuple:
 def bernoulli_evidence(m: Moments, p: dict) -> np.ndarray:
     x = m["out"][0]
     lp, l1p = m["probs"]
-    return x * lp + (1.0 - x) * l1p
+    # x (lp − l1p) + l1p: kept factored when the rows and a gate's components sit on different plates
+    return lazy_sum(plate_product(x, lp - l1p), l1p)
 
 
 @DIRICHLET.rule("out", "vmp")
@@ -75,4 +77,5 @@ def categorical_to_probs(m: Moments, p: dict) -> tuple:
 
 @CATEGORICAL.evidence(kind="exact")
 def categorical_evidence(m: Moments, p: dict) -> np.ndarray:
-    return (m["out"][0] * m["probs"][0]).sum(-1)
+    # one matrix product when the tokens and the gated components sit on different plates (LDA)
+    return pair_inner(m["out"][0], m["probs"][0], 1)

@@ -17,6 +17,7 @@ import numpy as np
 from distributions import Dirichlet, Gaussian, Multinomial
 
 from .base import FactorType, Moments
+from .contract import pair_inner
 from .softmax import BOUNDS, CATEGORICAL_SOFTMAX, QUADRATIC, softmax_point
 
 MULTINOMIAL = FactorType("Multinomial", out=Multinomial, probs=Dirichlet)
@@ -32,7 +33,7 @@ def multinomial_to_probs(m: Moments, p: dict) -> tuple:
 @MULTINOMIAL.evidence(kind="exact")
 def multinomial_evidence(m: Moments, p: dict) -> np.ndarray:
     y, log_coef = m["out"]
-    return log_coef + (y * m["probs"][0]).sum(-1)
+    return log_coef + pair_inner(y, m["probs"][0], 1)
 
 
 def _register(method: str) -> None:

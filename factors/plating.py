@@ -121,3 +121,12 @@ def weighted_reduce(arr: np.ndarray, weights: np.ndarray, src: Sequence[int], ds
     shape = [max(arr.shape[i], w.shape[i]) for i in sorted(keep)] + list(ev_shape)
     out = out.reshape(shape)
     return out * factor if factor != 1.0 else out
+
+
+def weighted_total(arr: np.ndarray, weights: np.ndarray | None, src: Sequence[int], sizes: Sequence[int],
+                   event_ndim: int = 0) -> float:
+    """Σ over every plate of weights · arr (weights None: all 1), e.g. a factor's E[log f] summed over its
+    instances, each weighted by its gate's q(z = k) and its observed-entry mask."""
+    out = reduce(arr, src, (), sizes, event_ndim) if weights is None else weighted_reduce(
+        arr, weights, src, (), sizes, event_ndim)
+    return float(np.sum(out))

@@ -21,6 +21,7 @@ import numpy as np
 from distributions import Gamma, Gaussian, Poisson
 
 from .base import FactorType, Moments
+from .contract import lazy_sum, plate_product
 from .logistic import gradient_message
 
 POISSON = FactorType("Poisson", out=Poisson, rate=Gamma)
@@ -44,7 +45,8 @@ def poisson_evidence(m: Moments, p: dict) -> np.ndarray:
     y, log_fact = m["out"]
     lam, log_lam = m["rate"]
     le = _log_exposure(p)
-    return y * (le + log_lam) - np.exp(le) * lam - log_fact
+    # kept factored where the rows and a gate's components sit on different plates (factors.contract)
+    return lazy_sum(plate_product(y, log_lam), plate_product(-np.exp(le), lam), y * le - log_fact)
 
 
 def _mv(m: Moments) -> tuple[np.ndarray, np.ndarray]:

@@ -33,7 +33,7 @@ from factors.base import point_stats
 from factors.data_products import row_threads
 from factors.deterministic import Inner
 from factors.index import gather, scatter
-from factors.plating import expand, move_event_to_plate, move_plate_to_event, reduce, weighted_reduce
+from factors.plating import expand, move_event_to_plate, move_plate_to_event, reduce, weighted_reduce, weighted_total
 
 from . import progress as _progress
 from .compiled import CFactor, Compiled, categorical_init
@@ -256,11 +256,10 @@ class Engine:
     def selector_message(self, f: CFactor) -> tuple:
         """Message from a gated factor to its selector: E[log f] per category."""
         e = self.factor_evidence(f)
-        if f.weight is not None:
-            e = e * f.weight
         g = f.gate
         plates = sorted([p.index for p in g.selector.plates] + [g.plate.index])
-        e = reduce(e, f.plates, plates, f.sizes, 0)
+        e = reduce(e, f.plates, plates, f.sizes, 0) if f.weight is None else weighted_reduce(
+            e, f.weight, f.plates, plates, f.sizes, 0)
         e = np.broadcast_to(e, e.shape[:plates.index(g.plate.index)] + (g.plate.size,)
                             + e.shape[plates.index(g.plate.index) + 1:])
         e = np.moveaxis(e, plates.index(g.plate.index), -1)
@@ -451,11 +450,7 @@ class Engine:
         for f in self.c.factors:
             if f.claimed_by is not None:
                 continue
-            e = self.factor_evidence(f)
-            r = self.instance_weights(f)
-            if r is not None:
-                e = e * r
-            ef += float(np.sum(reduce(e, f.plates, (), f.sizes, 0)))
+            ef += weighted_total(self.factor_evidence(f), self.instance_weights(f), f.plates, f.sizes)
         h = 0.0
         for v in self.c.latent:
             if v.name in self.block:

@@ -429,7 +429,7 @@ class ChunkState:
         return tuple(local), (None if glob is None else tuple(glob))
 
     def _elbo(self, with_global: bool) -> tuple[float, float, float, float]:
-        from factors.plating import reduce
+        from factors.plating import weighted_total
 
         eng, c = self.eng, self.c
         ef = [0.0, 0.0]  # on the plate, off it
@@ -437,11 +437,7 @@ class ChunkState:
             here = f.name in self.on_plate
             if f.claimed_by is not None or (not here and not with_global):
                 continue  # a handler's sites: the driver adds its BlockFit's terms
-            e = eng.factor_evidence(f)
-            r = eng.instance_weights(f)
-            if r is not None:
-                e = e * r
-            ef[0 if here else 1] += float(np.sum(reduce(e, f.plates, (), f.sizes, 0)))
+            ef[0 if here else 1] += weighted_total(eng.factor_evidence(f), eng.instance_weights(f), f.plates, f.sizes)
         h = [0.0, 0.0]
         for v in c.latent:
             here = is_local(v, self.p)

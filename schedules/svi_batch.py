@@ -20,7 +20,7 @@ from factorgraph import checks
 from factorgraph.expressions import _LETTERS
 from factorgraph.model import Model
 from factorgraph.nodes import Deterministic, Gate, Indexed, ModelError, Plate, Variable
-from factors.plating import reduce
+from factors.plating import weighted_total
 
 from .algorithms import VMP
 from .compiled import compile_model
@@ -404,12 +404,8 @@ def rescaled_bound(eng: Engine, layout: Layout, scale: float) -> float:
     """The ELBO with the local terms (factors and entropies on the data plate) multiplied by ``scale``."""
     total = 0.0
     for f in eng.c.factors:
-        e = eng.factor_evidence(f)
-        r = eng.instance_weights(f)
-        if r is not None:
-            e = e * r
         s = scale if f.name in layout.local_factors else 1.0
-        total += s * float(np.sum(reduce(e, f.plates, (), f.sizes, 0)))
+        total += s * weighted_total(eng.factor_evidence(f), eng.instance_weights(f), f.plates, f.sizes)
     names = {v.name for v in layout.locals}
     for v in eng.c.latent:
         ent = float(np.sum(np.broadcast_to(eng.q[v.name].entropy(), v.shape)))

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from factors.contract import Terms, pair_inner, pair_reduce
-from factors.plating import reduce, weighted_reduce
+from factors.contract import Terms, lazy_sum, pair_inner, pair_reduce, plate_product
+from factors.plating import reduce, weighted_reduce, weighted_total
 
 # plate shapes of the two operands (src plates 0, 1, 2), as in a gated factor: rows × components × other
 SHAPES = [((4, 1, 1), (1, 3, 1)), ((4, 3, 1), (1, 3, 1)), ((4, 1, 2), (4, 3, 1)), ((1, 1, 1), (4, 3, 2)),
@@ -65,3 +65,46 @@ def test_formed_terms():
     np.testing.assert_allclose(np.asarray(Terms((2.0, "outer", x, mu))), 2.0 * x[..., :, None] * mu[..., None, :])
     np.testing.assert_allclose(np.asarray(Terms((1.0, "matvec", lam, x))), np.einsum("...ij,...j->...i", lam, x))
     assert Terms((1.0, "outer", x, mu)).shape == (4, 2, 3, 3)
+
+
+@pytest.mark.parametrize(("sa", "sb"), SHAPES)
+@pytest.mark.parametrize("dst", [(), (0,), (1,), (0, 1), (1, 2), (0, 1, 2)])
+@pytest.mark.parametrize("ev", [0, 1])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_plate_product_reduces_like_the_formed_product(sa, sb, dst, ev, weighted):
+    """a·b on different plates (a gated Bernoulli's E[x_nd](E[log p_kd] − E[log(1−p_kd)])), plus a plain term,
+    summed over plates with or without per-instance weights, equals the same sum of the formed array."""
+    rng = np.random.default_rng(4)
+    e = (2,) * ev
+    a, b, c = rng.normal(size=sa + e), rng.normal(size=sb + e), rng.normal(size=sb + e)
+    lazy = lazy_sum(plate_product(a, b), c)
+    dense = a * b + c
+    pairs = list(zip(sa, sb, strict=True))
+    if any(x != 1 and y == 1 for x, y in pairs) and any(y != 1 and x == 1 for x, y in pairs):
+        assert isinstance(lazy, Terms)  # each has plates the other lacks: never formed
+    else:
+        assert isinstance(lazy, np.ndarray)  # no larger than an operand: formed at once
+    np.testing.assert_allclose(np.asarray(lazy), dense, rtol=1e-12, atol=1e-12)
+    sizes, src = (4, 3, 2), (0, 1, 2)
+    w = rng.uniform(size=(4, 3, 1)) if weighted else None
+    got = reduce(lazy, src, dst, sizes, ev) if w is None else weighted_reduce(lazy, w, src, dst, sizes, ev)
+    expected = reduce(dense, src, dst, sizes, ev) if w is None else weighted_reduce(dense, w, src, dst, sizes, ev)
+    np.testing.assert_allclose(np.broadcast_to(got, expected.shape), expected, rtol=1e-12, atol=1e-12)
+    if ev == 0:
+        full = np.broadcast_to(dense, sizes) * (1.0 if w is None else w)
+        assert weighted_total(lazy, w, src, sizes) == pytest.approx(full.sum(), rel=1e-12, abs=1e-12)
+
+
+def test_plate_product_on_fewer_plates_than_the_factor():
+    """Operands with fewer leading axes than the factor's plates broadcast as numpy does (aligned right); a
+    summed plate where every operand is a singleton multiplies by its size."""
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(4, 1)), rng.normal(size=(3,))  # plates (1, 2) of (0, 1, 2); plate 0 repeated
+    t = plate_product(a, b)
+    assert isinstance(t, Terms)
+    sizes = (5, 4, 3)
+    dense = np.broadcast_to(a * b, sizes)
+    for dst in [(), (1,), (2,), (0, 2)]:
+        expected = dense.sum(axis=tuple(i for i in range(3) if i not in dst))
+        got = reduce(t, (0, 1, 2), dst, sizes, 0)
+        np.testing.assert_allclose(np.broadcast_to(got, expected.shape), expected, rtol=1e-12)
