@@ -6,6 +6,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ._checks import _describe, as_array, exactly_one
+from ._softmax_kernel import softmax_rows
 from .base import ExponentialFamily, Nat, RngLike, Shape, as_rng, as_shape, where_proper
 
 #: log of the smallest normal double: the logit given to a zero probability (relative to the largest)
@@ -109,18 +110,36 @@ class Categorical(ExponentialFamily):
         """Number of categories K."""
         return self._nat[0].shape[-1]
 
+    def _softmax(self) -> None:
+        """log p, p and H in one pass (``_softmax_kernel``); rows without a finite maximum keep scipy's
+        conventions through ``log_softmax``."""
+        eta = np.ascontiguousarray(self._nat[0], dtype=float)
+        k = eta.shape[-1]
+        if k > 0:
+            rows = eta.reshape(-1, k)
+            logp, p, h = np.empty_like(rows), np.empty_like(rows), np.empty(rows.shape[0])
+            if softmax_rows(rows, logp, p, h):  # every row proper: a finite maximum, no nan
+                self._cache.update(logp=logp.reshape(eta.shape), p=p.reshape(eta.shape),
+                                   h=h.reshape(eta.shape[:-1]), all_proper=True)
+                return
+        logp = log_softmax(eta)
+        p = np.exp(logp)
+        with np.errstate(invalid="ignore"):
+            h = -np.where(p > 0, p * logp, 0.0).sum(axis=-1)
+        self._cache.update(logp=logp, p=p, h=h)
+
     @property
     def logits(self) -> np.ndarray:
         """Normalised log-probabilities log p = η − logsumexp(η)."""
         if "logp" not in self._cache:
-            self._cache["logp"] = log_softmax(self._nat[0])
+            self._softmax()
         return self._cache["logp"]
 
     @property
     def probs(self) -> np.ndarray:
         """p = softmax(η)."""
         if "p" not in self._cache:
-            self._cache["p"] = np.exp(self.logits)
+            self._softmax()
         return self._cache["p"]
 
     def mean(self) -> np.ndarray:
@@ -139,6 +158,10 @@ class Categorical(ExponentialFamily):
 
     def is_proper(self) -> np.ndarray:
         """No nan or +inf logit and at least one finite logit."""
+        if "logp" not in self._cache:
+            self._softmax()
+        if self._cache.get("all_proper"):
+            return np.ones(self._nat[0].shape[:-1], dtype=bool)
         e = self._nat[0]
         return ~(np.isnan(e) | np.isposinf(e)).any(axis=-1) & np.isfinite(e).any(axis=-1)
 
@@ -158,9 +181,9 @@ class Categorical(ExponentialFamily):
 
     def entropy(self) -> np.ndarray:
         """H = −Σ p_k log p_k."""
-        p, lp = self.probs, self.logits
-        with np.errstate(invalid="ignore"):
-            return -np.where(p > 0, p * lp, 0.0).sum(axis=-1)
+        if "h" not in self._cache:
+            self._softmax()
+        return self._cache["h"]
 
     def logpdf(self, x) -> np.ndarray:
         """log p_x for integer labels x (−inf for anything outside {0, …, K−1})."""

@@ -386,6 +386,31 @@ def test_improper_messages():
     assert not GaussianGamma.from_natural(np.zeros(2), -0.5 * np.eye(2), 1.0, 0.0).is_proper()
 
 
+def test_categorical_softmax_kernel_matches_scipy():
+    """The one-pass kernel (log p, p, H) equals scipy's softmax on ordinary, huge and floored logits, and rows
+    without a finite maximum (only from natural parameters) keep scipy's conventions."""
+    from scipy.special import log_softmax as sp_log_softmax
+
+    rng = np.random.default_rng(7)
+    eta = np.concatenate([rng.normal(scale=3.0, size=(5, 6)), rng.normal(scale=3.0, size=(2, 6)) + 1e6,
+                          np.r_[0.0, -708.0, -1e300, 1.0, 2.0, -3.0][None]])
+    c = Categorical.from_natural(eta.reshape(2, 4, 6))
+    lp = sp_log_softmax(eta, axis=-1).reshape(2, 4, 6)
+    np.testing.assert_allclose(c.logits, lp, rtol=1e-13, atol=1e-12)
+    np.testing.assert_allclose(c.probs, np.exp(lp), rtol=1e-13, atol=1e-300)
+    h = -np.where(np.exp(lp) > 0, np.exp(lp) * lp, 0.0).sum(-1)
+    np.testing.assert_allclose(c.entropy(), h, rtol=1e-13, atol=1e-14)
+    from scipy.special import logsumexp
+
+    odd_eta = np.array([[0.0, 1.0], [np.inf, 0.0], [-np.inf, -np.inf]])
+    with np.errstate(invalid="ignore"):
+        odd = Categorical.from_natural(odd_eta)
+        np.testing.assert_array_equal(odd.probs, np.exp(odd_eta - logsumexp(odd_eta, axis=-1, keepdims=True)))
+    np.testing.assert_array_equal(odd.is_proper(), [True, False, False])
+    np.testing.assert_array_equal(Categorical.from_natural(np.array([[0.0, np.nan]])).is_proper(), [False])
+    assert c.is_proper().shape == (2, 4) and c.is_proper().all()
+
+
 def test_categorical_and_bernoulli_extremes():
     c = Categorical(probs=[[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
     assert np.all(np.isfinite(c.natural[0]))  # zero probabilities get a finite floor: no nan in algebra
