@@ -115,7 +115,7 @@ def pair_reduce(a: np.ndarray, ea: int, b: np.ndarray, eb: int, src: Sequence[in
     return out * factor if factor != 1.0 else out
 
 
-def _disjoint(a: np.ndarray, b: np.ndarray) -> bool:
+def disjoint(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether each of two arrays (aligned on the right) has a non-singleton axis where the other has 1."""
     n = max(a.ndim, b.ndim)
     sa, sb = (1,) * (n - a.ndim) + a.shape, (1,) * (n - b.ndim) + b.shape
@@ -126,7 +126,7 @@ def _disjoint(a: np.ndarray, b: np.ndarray) -> bool:
 def plate_product(a: np.ndarray, b: np.ndarray) -> Terms | np.ndarray:
     """a·b (broadcast); a ``Terms`` product term when the broadcast is larger than both operands."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return Terms((1.0, "prod", a, b)) if _disjoint(a, b) else a * b
+    return Terms((1.0, "prod", a, b)) if disjoint(a, b) else a * b
 
 
 def lazy_sum(*parts) -> Terms | np.ndarray:

@@ -12,6 +12,7 @@ from scipy.special import gammaln
 from distributions import Gamma
 
 from .base import FactorType, Moments
+from .contract import lazy_sum, plate_product
 
 GAMMA = FactorType("Gamma", out=Gamma, rate=Gamma)
 
@@ -34,4 +35,5 @@ def gamma_to_rate(m: Moments, p: dict) -> tuple:
 def gamma_evidence(m: Moments, p: dict) -> np.ndarray:
     a = p["shape"]
     x, b = m["out"], m["rate"]
-    return a * b[1] - gammaln(a) + (a - 1.0) * x[1] - b[0] * x[0]
+    # the products of a rate and the data kept factored when a gate puts them on different plates
+    return lazy_sum(plate_product(-b[0], x[0]), plate_product(a, b[1]), (a - 1.0) * x[1] - gammaln(a))

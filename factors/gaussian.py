@@ -3,6 +3,11 @@
 E[log f] = ½(E[log τ] − log 2π) − ½E[τ]·E[(x − μ)²],  E[(x − μ)²] = E[x²] − 2E[x]E[μ] + E[μ²].
 Messages (natural parameters): to x and to μ: (E[τ]E[·], −½E[τ]); to τ (Gamma, stats (τ, log τ)):
 (−½E[(x − μ)²], ½).
+
+When the data and the mean sit on different plates (a mixture: x_n on the rows, μ_k on the components)
+the products E[x]E[μ], E[τ]E[x] and E[τ]E[x²] are kept factored (``factors.contract.plate_product``), so
+rows × components arrays are never formed: the engine's sums over rows, weighted by q(z), are matrix
+products.  Otherwise each expression is one numba ufunc pass (``kernels.elementwise``).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import numpy as np
 from distributions import Gamma, Gaussian
 
 from .base import LOG_2PI, FactorType, Moments
+from .contract import disjoint, lazy_sum, plate_product
 from .kernels.elementwise import gaussian_log_density, gaussian_precision_message, gaussian_sq_dev
 
 GAUSSIAN = FactorType("Gaussian", out=Gaussian, mean=Gaussian, precision=Gamma)
@@ -25,25 +31,35 @@ def _sq_dev(m: Moments) -> np.ndarray:
 @GAUSSIAN.rule("out", "vmp")
 def gaussian_to_out(m: Moments, p: dict) -> tuple:
     tau = m["precision"][0]
-    return (tau * m["mean"][0], -0.5 * tau)
+    return (plate_product(tau, m["mean"][0]), -0.5 * tau)
 
 
 @GAUSSIAN.rule("mean", "vmp")
 def gaussian_to_mean(m: Moments, p: dict) -> tuple:
     tau = m["precision"][0]
-    return (tau * m["out"][0], -0.5 * tau)
+    return (plate_product(tau, m["out"][0]), -0.5 * tau)
 
 
 @GAUSSIAN.rule("precision", "vmp")
 def gaussian_to_precision(m: Moments, p: dict) -> tuple:
     x, mu = m["out"], m["mean"]
-    d = gaussian_precision_message(x[1], x[0], mu[0], mu[1])
-    return (d, np.full((1,) * np.ndim(d), 0.5))  # the same ½ for every instance (a singleton axis)
+    if disjoint(x[0], mu[0]):  # −½E[x²] + E[x]E[μ] − ½E[μ²], the cross term factored
+        d = lazy_sum(plate_product(x[0], mu[0]), -0.5 * x[1], -0.5 * mu[1])
+        shape = np.broadcast_shapes(np.shape(x[0]), np.shape(mu[0]))
+    else:
+        d = gaussian_precision_message(x[1], x[0], mu[0], mu[1])
+        shape = d.shape
+    return (d, np.full((1,) * len(shape), 0.5))  # the same ½ for every instance (a singleton axis)
 
 
 @GAUSSIAN.evidence(kind="exact")
 def gaussian_evidence(m: Moments, p: dict) -> np.ndarray:
     tau, x, mu = m["precision"], m["out"], m["mean"]
+    if disjoint(x[0], mu[0]) or disjoint(x[0], tau[0]):
+        # ½(E[log τ] − log 2π) − ½E[τ]E[μ²] + E[τ]E[μ]·E[x] − ½E[τ]·E[x²], the products with x factored
+        t0 = tau[0]
+        return lazy_sum(plate_product(t0 * mu[0], x[0]), plate_product(-0.5 * t0, x[1]),
+                        0.5 * (tau[1] - LOG_2PI) - 0.5 * t0 * mu[1])
     return gaussian_log_density(tau[0], tau[1], x[1], x[0], mu[0], mu[1])
 
 
