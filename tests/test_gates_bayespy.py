@@ -248,3 +248,15 @@ def test_wishart_precision_mixture(seed, N, D, K, gate_mean):
     _close(r.posterior("mu").mean(), nodes["mu"].get_moments()[0])
     _close(r.posterior("L").mean(), nodes["L"].get_moments()[0])
     _close(r.posterior("z").probs, nodes["z"].get_moments()[0])
+
+
+def test_discrete_mixtures_benchmark_runs_small():
+    """The benchmark's small case runs; the same-start iterates agree with BayesPy's and the bounds are in
+    scikit-learn's units, checked both ways (its timings are not asserted)."""
+    from benchmarks.discrete_mixtures_vs_peers import main
+
+    out = main(small=True, seeds=1, sweeps=3)
+    mix, lda = out["mixture"], out["lda"]
+    assert mix["gap"] < 1e-9 * abs(mix["elbo"])
+    assert lda["bayespy_gap"] < 1e-9 * abs(lda["best_ours"])
+    assert lda["check_formula_at_ours"] < 1e-6 and lda["check_ours_at_sklearn"] < 1e-6

@@ -15,6 +15,9 @@ computed (BayesPy always computes it, it cannot be switched off). ``tol`` is Bay
 the relative change of the bound, (L1 - L0) / (0.5 (|L0| + |L1|)), falls below ``tol`` (a decrease also
 stops it). Printing is off (``verbose=False``).
 
+``gmm_nodes``, ``pca_nodes``, ``bernoulli_mixture_nodes`` and ``lda_nodes`` only build a model (its ``VB``
+object, started as the caller says) for drivers that time their own sweeps against ours.
+
 Run ``python -m benchmarks.peers.bayespy_peer`` from the repository root for the standard measurements.
 """
 
@@ -215,6 +218,48 @@ def pca_nodes(X: np.ndarray, K: int, W0: np.ndarray, shape: float = 1e-3, rate: 
                                               transformations.RotateGaussianARD(Z), K)
         Q.callback = R.rotate
     return Q, (Z, W, alpha, tau), W, Z
+
+
+def bernoulli_mixture_nodes(X: np.ndarray, K: int, resp: np.ndarray):
+    """A mixture of Bernoullis as in BayesPy's own example: π ~ Dirichlet(1), ``Z = Categorical(π, plates=(N, 1))``,
+    ``P = Beta([1, 1], plates=(D, K))``, ``Mixture(Z, Bernoulli, P)`` observing the 0/1 array X (N, D); q(z)
+    started at the responsibilities ``resp`` (N, K).  Returns (VB, order): ``Q.update(*order)`` is one sweep in
+    the order P, π, Z."""
+    from bayespy.inference import VB
+    from bayespy.nodes import Bernoulli, Beta, Categorical, Dirichlet, Mixture
+
+    N, D = X.shape
+    pi = Dirichlet(np.ones(K))
+    Z = Categorical(pi, plates=(N, 1))
+    P = Beta([1.0, 1.0], plates=(D, K))
+    Y = Mixture(Z, Bernoulli, P)
+    Y.observe(np.asarray(X).astype(int))
+    Z.initialize_from_parameters(resp[:, None, :])
+    return VB(Y, P, pi, Z), (P, pi, Z)
+
+
+def lda_nodes(words: np.ndarray, K: int, V: int, a_phi: np.ndarray, a_theta: np.ndarray, beta: float = 0.5,
+              alpha: float = 1.0):
+    """LDA in the form of BayesPy's ``bayespy/demos/lda.py`` (flat tokens: ``Categorical(Gate(documents, θ))``
+    for the topics, ``Categorical(Gate(topics, φ))`` for the words), with priors φ_k ~ Dirichlet(beta) and
+    θ_d ~ Dirichlet(alpha), on ``words`` (documents, tokens) of labels < V; q(φ) and q(θ) started at
+    Dirichlet(a_phi) (K, V) and Dirichlet(a_theta) (documents, K).  Returns (VB, order): ``Q.update(*order)`` is
+    one sweep in its demo's order, topics, φ, θ."""
+    from bayespy import nodes
+    from bayespy.inference import VB
+    from bayespy.inference.vmp.nodes.categorical import CategoricalMoments
+    from bayespy.inference.vmp.nodes.constant import Constant
+
+    n_docs, length = words.shape
+    p_topic = nodes.Dirichlet(np.full(K, float(alpha)), plates=(n_docs,), name="p_topic")
+    p_word = nodes.Dirichlet(np.full(V, float(beta)), plates=(K,), name="p_word")
+    documents = Constant(CategoricalMoments(n_docs), np.repeat(np.arange(n_docs), length), name="word_documents")
+    topics = nodes.Categorical(nodes.Gate(documents, p_topic), plates=(n_docs * length,), name="topics")
+    observed = nodes.Categorical(nodes.Gate(topics, p_word), name="words")
+    observed.observe(np.asarray(words).ravel())
+    p_topic.initialize_from_parameters(a_theta)
+    p_word.initialize_from_parameters(a_phi)
+    return VB(observed, topics, p_word, p_topic, documents), (topics, p_word, p_topic)
 
 
 def gmm(
