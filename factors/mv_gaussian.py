@@ -13,6 +13,11 @@ Two precision forms:
 
 Messages to out and to mean: (E[Λ]E[other], −½E[Λ]).
 
+With a diagonal Λ only the diagonal of S enters, S_dd = E[x_d²] − 2E[x_d]E[μ_d] + E[μ_d²], and the full D × D
+scatter is never formed.  When the data and the mean sit on different plates (a mixture: x_n on the rows,
+μ_k on the components) the sums over d of products of a row's and a component's moments are matrix products
+(``factors.contract``), and Λ E[x] is kept factored, so no rows × components × D array is formed either.
+
 Missing coordinates of an observed ``out`` (``p["observed_coords"]``, m ∈ {0, 1}^D per row) are
 marginalised: with Λ = αI or diag(α) the density of the observed coordinates has Λ_o = diag(m ∘ α), so
 S_dd, log α_d and the count D are taken over the observed coordinates only (n_o = Σ m_d).  A constant Λ
@@ -26,6 +31,7 @@ import numpy as np
 from distributions import Gamma, MvGaussian
 
 from .base import LOG_2PI, FactorType, Moments
+from .contract import disjoint, lazy_sum, pair_inner, plate_product
 
 MV_GAUSSIAN = FactorType("MvGaussian", out=MvGaussian, mean=MvGaussian, precision=Gamma)
 MV_GAUSSIAN_FIXED = FactorType("MvGaussianFixedPrecision", out=MvGaussian, mean=MvGaussian)
@@ -35,6 +41,18 @@ def _scatter(m: Moments) -> np.ndarray:
     x, mu = m["out"], m["mean"]
     cross = x[0][..., :, None] * mu[0][..., None, :]
     return x[1] - cross - np.swapaxes(cross, -1, -2) + mu[1]
+
+
+def _diagonals(m: Moments) -> tuple:
+    """E[x], diag E[xxᵀ], E[μ], diag E[μμᵀ]."""
+    x, mu = m["out"], m["mean"]
+    return x[0], np.diagonal(x[1], axis1=-2, axis2=-1), mu[0], np.diagonal(mu[1], axis1=-2, axis2=-1)
+
+
+def _scatter_diag(m: Moments) -> np.ndarray:
+    """S_dd = E[x_d²] − 2E[x_d]E[μ_d] + E[μ_d²], formed."""
+    x0, x1d, m0, m1d = _diagonals(m)
+    return x1d - 2.0 * x0 * m0 + m1d
 
 
 def _lam(m: Moments, p: dict) -> np.ndarray:
@@ -51,47 +69,61 @@ def _message(lam: np.ndarray, other_mean: np.ndarray) -> tuple:
     return (np.einsum("...ij,...j->...i", lam, other_mean), -0.5 * lam)
 
 
+def _diag_message(m: Moments, p: dict, other: np.ndarray) -> tuple:
+    """(E[Λ]E[other], −½E[Λ]) for a diagonal E[Λ] = diag(a): the first part a ∘ E[other], kept factored."""
+    if p.get("observed_coords") is not None:  # Λ per row: formed
+        return _message(_lam(m, p), other)
+    a = m["precision"][0]
+    diag = a if p["ard"] else a[..., None]
+    return (plate_product(diag, other), -0.5 * _lam(m, p))
+
+
 @MV_GAUSSIAN.rule("out", "vmp")
 def mv_to_out(m: Moments, p: dict) -> tuple:
-    return _message(_lam(m, p), m["mean"][0])
+    return _diag_message(m, p, m["mean"][0])
 
 
 @MV_GAUSSIAN.rule("mean", "vmp")
 def mv_to_mean(m: Moments, p: dict) -> tuple:
-    return _message(_lam(m, p), m["out"][0])
+    return _diag_message(m, p, m["out"][0])
 
 
 @MV_GAUSSIAN.rule("precision", "vmp")
 def mv_to_precision(m: Moments, p: dict) -> tuple:
-    s = _scatter(m)
     obs = p.get("observed_coords")
-    d = np.diagonal(s, axis1=-2, axis2=-1)
     if obs is not None:
-        d = d * obs
+        d = _scatter_diag(m) * obs
         if p["ard"]:
             return (-0.5 * d, 0.5 * np.broadcast_to(obs, d.shape))
         return (-0.5 * d.sum(-1), 0.5 * np.broadcast_to(obs, d.shape).sum(-1))
-    if p["ard"]:
-        return (-0.5 * d, np.full_like(d, 0.5))
-    t = np.trace(s, axis1=-2, axis2=-1)
-    return (-0.5 * t, np.full_like(t, 0.5 * p["D"]))
+    x0, x1d, m0, m1d = _diagonals(m)
+    plates = np.broadcast_shapes(x0.shape, m0.shape)[:-1]
+    one = (1,) * len(plates)  # the same for every instance: a singleton axis
+    if p["ard"]:  # −½S_dd = E[x_d]E[μ_d] − ½E[x_d²] − ½E[μ_d²]
+        d = lazy_sum(plate_product(x0, m0), -0.5 * x1d, -0.5 * m1d) if disjoint(x0, m0) else -0.5 * (
+            x1d - 2.0 * x0 * m0 + m1d)
+        return (d, np.full(one + (p["D"],), 0.5))
+    t = pair_inner(x0, m0, 1) - 0.5 * x1d.sum(-1) - 0.5 * m1d.sum(-1)  # −½ tr S
+    return (t, np.full(one, 0.5 * p["D"]))
 
 
 @MV_GAUSSIAN.evidence(kind="exact")
 def mv_evidence(m: Moments, p: dict) -> np.ndarray:
     a, loga = m["precision"]
-    s = _scatter(m)
     D = p["D"]
     obs = p.get("observed_coords")
     if obs is not None:
-        d = np.diagonal(s, axis1=-2, axis2=-1) * obs
+        d = _scatter_diag(m) * obs
         n = obs.sum(-1)
         if p["ard"]:
             return 0.5 * (obs * loga).sum(-1) - 0.5 * n * LOG_2PI - 0.5 * (a * d).sum(-1)
         return 0.5 * n * loga - 0.5 * n * LOG_2PI - 0.5 * a * d.sum(-1)
-    if p["ard"]:
-        return 0.5 * loga.sum(-1) - 0.5 * D * LOG_2PI - 0.5 * (a * np.diagonal(s, axis1=-2, axis2=-1)).sum(-1)
-    return 0.5 * D * loga - 0.5 * D * LOG_2PI - 0.5 * a * np.trace(s, axis1=-2, axis2=-1)
+    x0, x1d, m0, m1d = _diagonals(m)
+    if p["ard"]:  # Σ_d a_d S_dd, each sum over d of a row's and a component's moments one matrix product
+        quad = pair_inner(x1d, a, 1) - 2.0 * pair_inner(x0, a * m0, 1) + (a * m1d).sum(-1)
+        return 0.5 * loga.sum(-1) - 0.5 * D * LOG_2PI - 0.5 * quad
+    tr = x1d.sum(-1) - 2.0 * pair_inner(x0, m0, 1) + m1d.sum(-1)
+    return 0.5 * D * loga - 0.5 * D * LOG_2PI - 0.5 * a * tr
 
 
 @MV_GAUSSIAN_FIXED.rule("out", "vmp")

@@ -372,8 +372,9 @@ def _schedule(c: Compiled, schedule, init: dict) -> list[Variable]:
         if missing:
             raise ModelError(f"schedule: latent variables {missing} are never updated")
         return order
-    # breadth-first distance from the data: variables next to observations are updated first;
-    # variables the user initialised (or that break a mixture's symmetry) go last
+    # breadth-first distance from the data: variables next to observations are updated first; the selectors
+    # that break a mixture's symmetry next to last, and the variables the user initialised last, so that
+    # every other update in the first sweep uses the given starts
     g = model.graph
     observed = [v.name for v in model.variables.values() if not v.is_latent or v.mask is not None]
     dist = {}
@@ -383,11 +384,11 @@ def _schedule(c: Compiled, schedule, init: dict) -> list[Variable]:
         lengths = nx.multi_source_dijkstra_path_length(g, observed)
         dist = {k: v for k, v in lengths.items()}
     decl = {v.name: i for i, v in enumerate(model.variables.values())}
-    late = set(init) | {v.name for v in c.latent
-                        if v.family in (Categorical, Bernoulli) and id(v) in c.selector_factors}
+    selectors = {v.name for v in c.latent if v.family in (Categorical, Bernoulli) and id(v) in c.selector_factors}
 
     def key(v: Variable):
-        return (v.name in late, dist.get(v.name, np.inf), decl[v.name])
+        tier = 2 if v.name in init else 1 if v.name in selectors else 0
+        return (tier, dist.get(v.name, np.inf), decl[v.name])
 
     return sorted(c.latent, key=key)
 

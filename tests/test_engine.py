@@ -206,6 +206,40 @@ def test_init_and_schedule_are_respected():
     assert own.n_iter == 2 and own.converged and not own.warnings
 
 
+def _lda(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    words = rng.integers(0, 6, size=(5, 8))
+    with fg.Model("lda") as m:
+        k, doc, w = fg.plate("k", 2), fg.plate("doc", 5), fg.plate("w", 8)
+        phi = fg.dirichlet("phi", np.full(6, 0.5), plates=[k])
+        theta = fg.dirichlet("theta", np.ones(2), plates=[doc])
+        z = fg.categorical("z", theta, plates=[doc, w], categories=k)
+        fg.categorical("words", phi[z], plates=[doc, w], observed=words)
+    return m
+
+
+def test_initialised_variables_are_updated_after_the_selectors():
+    """Variables given in ``init`` come last in the default order, after a mixture's selectors, so every other
+    update of the first sweep uses them: with q(φ) and q(θ) given, the tokens' z goes first (before, φ went first
+    and its start was overwritten from z's random start unused)."""
+    from distributions import Dirichlet
+
+    rng = np.random.default_rng(3)
+    orders, bounds = [], []
+    for scale in (1.0, 50.0):
+        init = {"phi": Dirichlet(scale * rng.gamma(1.0, 1.0, (2, 6))), "theta": Dirichlet(np.ones((5, 2)))}
+        with pytest.warns(fg.ConvergenceWarning):
+            r = fg.infer(_lda(), init=init, max_iter=1, tol=None,
+                         callbacks=[lambda it, L, eng: orders.append([v.name for v in eng.c.order])])
+        bounds.append(r.elbo)
+    assert orders[0] == ["z", "phi", "theta"]
+    assert abs(bounds[0] - bounds[1]) > 1e-3  # the given q(φ) shapes the first sweep
+    with pytest.warns(fg.ConvergenceWarning):
+        fg.infer(_lda(), init={"z": np.full((5, 8, 2), 0.5)}, max_iter=1, tol=None,
+                 callbacks=[lambda it, L, eng: orders.append([v.name for v in eng.c.order])])
+    assert orders[-1][-1] == "z"  # a given selector goes last too
+
+
 def test_compare_table():
     rng = np.random.default_rng(11)
     r1 = fg.infer(ALL["regression_fused_ard"](rng))
