@@ -20,9 +20,10 @@ scikit-learn and BayesPy.
      "theta"]``), so that, again, the iterates are the same.
 
    To convergence, several seeds each (each fit on a freshly built model, building included): ours from the
-   default start (seeded random responsibilities, as the demo), stopping when the ELBO changes by at most 1e-9
-   relative; ours from scikit-learn's start (q(φ) = Dirichlet(λ₀) with λ₀ ~ Gamma(100, 0.01), the draw
-   ``RandomState(seed)`` makes in scikit-learn, q(θ) at its prior, z updated first); scikit-learn with
+   library's default start (``fg.infer(model, seed=s)``: q(z) by k-means++ seeding on the one-hot tokens), stopping
+   when the ELBO changes by at most 1e-9 relative; ours from scikit-learn's start (q(φ) = Dirichlet(λ₀) with λ₀ ~
+   Gamma(100, 0.01), the draw ``RandomState(seed)`` makes in scikit-learn, q(θ) at its prior, z updated first: the
+   kind of start ``demos/lda_topics.py`` now passes as ``init``); scikit-learn with
    ``evaluate_every=1`` and ``perp_tol`` set to the perplexity change that a relative bound change of 1e-9 makes
    at our best bound (perplexity = exp(−L/W), W tokens, so Δperplexity ≈ perplexity · 1e-9 · |L| / W);
    scikit-learn again for the same number of iterations without the check (its check, each iteration, is a
@@ -225,7 +226,7 @@ def lda(small: bool, K: int = 4, seeds: int = 4, sweeps: int = 20, seed: int = 0
     best = max(f[3] for f in mine + mine_sk + sk_fits + sk_bare + sk_default)
     print(f"  to convergence, seeds 0–{seeds - 1}, each on a freshly built model (iterations: our sweeps or "
           f"scikit-learn's EM iterations):")
-    _fit_rows(f"ours, random responsibilities (the demo's start), tol {TOL:.0e}", mine, best)
+    _fit_rows(f"ours, the default start (k-means++ seeding on one-hot tokens), tol {TOL:.0e}", mine, best)
     _fit_rows("ours, scikit-learn's starting q(φ), z first", mine_sk, best)
     _fit_rows(f"scikit-learn, evaluate_every=1, perp_tol={perp_tol:.1e}", sk_fits, best)
     _fit_rows("scikit-learn, as many iterations without the check (max_iter = the row above's)", sk_bare, best)
@@ -234,7 +235,7 @@ def lda(small: bool, K: int = 4, seeds: int = 4, sweeps: int = 20, seed: int = 0
                                                  "sklearn_bare": sk_bare, "sklearn_default": sk_default}.items()}
     out.update({f"total_{k}": v for k, v in tot.items()})
     print(f"  all {seeds} seeds' time, scikit-learn (with its check) / ours = {tot['sklearn'] / tot['ours']:.2f} "
-          f"(demo's start), {tot['sklearn'] / tot['ours_sk_start']:.2f} (scikit-learn's start); without its check "
+          f"(default start), {tot['sklearn'] / tot['ours_sk_start']:.2f} (scikit-learn's start); without its check "
           f"{tot['sklearn_bare'] / tot['ours']:.2f} and {tot['sklearn_bare'] / tot['ours_sk_start']:.2f}")
 
     # the bounds are in the same units: checked both ways
