@@ -22,7 +22,6 @@ import numpy as np  # noqa: E402
 from scipy.optimize import linear_sum_assignment  # noqa: E402
 
 import factorgraph as fg  # noqa: E402
-from distributions import Dirichlet  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 TOPICS = {
@@ -60,13 +59,13 @@ def build(words: np.ndarray, K: int) -> fg.Model:
 
 
 def start(K: int, n_docs: int, seed: int) -> dict:
-    """Near-uniform random topics, q(φ_k) = Dirichlet(λ_k) with λ_kv ~ Gamma(100, 0.01) (scikit-learn's start for
-    its batch LDA), and q(θ_d) at its prior.  Variables given in ``init`` update last, so the first sweep starts
-    with the tokens' z from these; every seed then reaches the same optimum in about 60 sweeps, where the default
-    start (k-means++ on one-hot tokens, which says little) stalls on worse optima for some seeds
-    (``benchmarks/discrete_mixtures_vs_peers.py``)."""
+    """``init`` for near-uniform random topics, q(φ_k) = Dirichlet(λ_k) with λ_kv ~ Gamma(100, 0.01) (scikit-learn's
+    start for its batch LDA), and q(θ_d) at its prior (Dirichlet concentrations, as ``fg.infer`` takes them).
+    Variables given in ``init`` update last, so the first sweep starts with the tokens' z from these; every seed
+    then reaches the same optimum in about 60 sweeps, where the default start (k-means++ on one-hot tokens, which
+    says little) stalls on worse optima for some seeds (``benchmarks/discrete_mixtures_vs_peers.py``)."""
     rng = np.random.default_rng(seed)
-    return {"phi": Dirichlet(rng.gamma(100.0, 0.01, (K, len(VOCAB)))), "theta": Dirichlet(np.ones((n_docs, K)))}
+    return {"phi": rng.gamma(100.0, 0.01, (K, len(VOCAB))), "theta": np.ones((n_docs, K))}  # concentrations
 
 
 def main(small: bool = False, seed: int = 0) -> dict:

@@ -21,6 +21,7 @@ from threadpoolctl import ThreadpoolController
 from distributions import (
     Bernoulli,
     Categorical,
+    Dirichlet,
     Gamma,
     Gaussian,
     GaussianGamma,
@@ -28,6 +29,8 @@ from distributions import (
     TiltedScale,
     TruncatedGamma,
 )
+from distributions.base import Distribution
+from factorgraph import checks
 from factorgraph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
 from factors.base import point_stats
 from factors.data_products import row_threads
@@ -605,6 +608,12 @@ def _coerce_init(v: Variable, value: Any):
             raise ModelError(f"init of {v.name!r} must be probabilities of shape {v.shape + v.event_shape} "
                              "with rows summing to 1")
         return Categorical(probs=r)
+    if v.family is Dirichlet and not isinstance(value, Distribution):
+        a = np.asarray(value, dtype=float)
+        if a.shape != v.shape + v.event_shape or not np.all(np.isfinite(a)) or np.any(a <= 0):
+            raise ModelError(f"init of {v.name!r} must be positive finite concentrations of shape "
+                             f"{v.shape + v.event_shape}, got {checks._show(a)}")
+        return Dirichlet(a)
     raise ModelError(f"init of {v.name!r} must be a {v.family.__name__} distribution, got {type(value).__name__}")
 
 

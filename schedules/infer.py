@@ -61,7 +61,8 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = _AUTO
         Default ``"auto"``: None under VMP, 1e-8 under NCVMP.
     init
         Starting posteriors by variable name (a distribution object, or for a Categorical an
-        array of probabilities); variables given here are updated last in each sweep.
+        array of probabilities, for a Dirichlet an array of concentrations); variables given here are
+        updated last in each sweep, after a mixture's selectors.
     schedule
         Explicit update order (names of all latent variables); by default variables next to the
         data come first.

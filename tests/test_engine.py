@@ -240,6 +240,20 @@ def test_initialised_variables_are_updated_after_the_selectors():
     assert orders[-1][-1] == "z"  # a given selector goes last too
 
 
+def test_dirichlet_init_takes_concentrations():
+    from distributions import Dirichlet
+
+    lam = np.random.default_rng(4).gamma(100.0, 0.01, (2, 6))
+    with pytest.warns(fg.ConvergenceWarning):
+        a = fg.infer(_lda(), init={"phi": lam}, max_iter=2, tol=None)
+    with pytest.warns(fg.ConvergenceWarning):
+        b = fg.infer(_lda(), init={"phi": Dirichlet(lam)}, max_iter=2, tol=None)
+    assert a.elbo == b.elbo
+    for bad in [np.ones((3, 6)), -lam, np.full((2, 6), np.nan)]:
+        with pytest.raises(fg.ModelError, match=r"init of .phi. must be positive finite concentrations of shape \(2,"):
+            fg.infer(_lda(), init={"phi": bad})
+
+
 def test_compare_table():
     rng = np.random.default_rng(11)
     r1 = fg.infer(ALL["regression_fused_ard"](rng))
