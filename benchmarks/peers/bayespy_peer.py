@@ -15,7 +15,8 @@ computed (BayesPy always computes it, it cannot be switched off). ``tol`` is Bay
 the relative change of the bound, (L1 - L0) / (0.5 (|L0| + |L1|)), falls below ``tol`` (a decrease also
 stops it). Printing is off (``verbose=False``).
 
-``gmm_nodes``, ``pca_nodes``, ``bernoulli_mixture_nodes`` and ``lda_nodes`` only build a model (its ``VB``
+``gmm_nodes``, ``pca_nodes``, ``bernoulli_mixture_nodes``, ``diagonal_gaussian_mixture_nodes`` and
+``lda_nodes`` only build a model (its ``VB``
 object, started as the caller says) for drivers that time their own sweeps against ours.
 
 Run ``python -m benchmarks.peers.bayespy_peer`` from the repository root for the standard measurements.
@@ -236,6 +237,26 @@ def bernoulli_mixture_nodes(X: np.ndarray, K: int, resp: np.ndarray):
     Y.observe(np.asarray(X).astype(int))
     Z.initialize_from_parameters(resp[:, None, :])
     return VB(Y, P, pi, Z), (P, pi, Z)
+
+
+def diagonal_gaussian_mixture_nodes(X: np.ndarray, K: int, resp: np.ndarray, m0: float = 0.0, l0: float = 1e-2,
+                                    a0: float = 1.0, b0: float = 1.0):
+    """A mixture of diagonal Gaussians with independent q(μ_kd) and q(τ_kd): π ~ Dirichlet(1), ``Z =
+    Categorical(π, plates=(N, 1))``, ``mu = GaussianARD(m0, l0, plates=(D, K))``, ``tau = Gamma(a0, b0, plates=(D,
+    K))``, ``Mixture(Z, GaussianARD, mu, tau)`` observing X (N, D); q(z) started at ``resp`` (N, K).  Returns (VB,
+    order): ``Q.update(*order)`` is one sweep in the order μ, τ, π, Z."""
+    from bayespy.inference import VB
+    from bayespy.nodes import Categorical, Dirichlet, Gamma, GaussianARD, Mixture
+
+    N, D = X.shape
+    pi = Dirichlet(np.ones(K))
+    Z = Categorical(pi, plates=(N, 1))
+    mu = GaussianARD(m0, l0, plates=(D, K))
+    tau = Gamma(a0, b0, plates=(D, K))
+    Y = Mixture(Z, GaussianARD, mu, tau)
+    Y.observe(np.asarray(X, dtype=float))
+    Z.initialize_from_parameters(resp[:, None, :])
+    return VB(Y, mu, tau, pi, Z), (mu, tau, pi, Z)
 
 
 def lda_nodes(words: np.ndarray, K: int, V: int, a_phi: np.ndarray, a_theta: np.ndarray, beta: float = 0.5,
