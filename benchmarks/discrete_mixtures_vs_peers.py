@@ -25,10 +25,10 @@ LDA against scikit-learn and BayesPy.
      "theta"]``), so that, again, the iterates are the same.
 
    To convergence, several seeds each (each fit on a freshly built model, building included): ours from the
-   library's default start (``fg.infer(model, seed=s)``: q(z) by k-means++ seeding on the one-hot tokens), stopping
-   when the ELBO changes by at most 1e-9 relative; ours from scikit-learn's start (q(φ) = Dirichlet(λ₀) with λ₀ ~
-   Gamma(100, 0.01), the draw ``RandomState(seed)`` makes in scikit-learn, q(θ) at its prior, z updated first: the
-   kind of start ``demos/lda_topics.py`` now passes as ``init``); scikit-learn with
+   library's default start (``fg.infer(model, seed=s)``: with one word per label, q(z) is its update from random
+   near-uniform topics, λ_kv ~ Gamma(100, 0.01), drawn from the seed), stopping when the ELBO changes by at most
+   1e-9 relative; ours from scikit-learn's own start (q(φ) = Dirichlet(λ₀) with λ₀ the draw ``RandomState(seed)``
+   makes in scikit-learn, q(θ) at its prior, z updated first); scikit-learn with
    ``evaluate_every=1`` and ``perp_tol`` set to the perplexity change that a relative bound change of 1e-9 makes
    at our best bound (perplexity = exp(−L/W), W tokens, so Δperplexity ≈ perplexity · 1e-9 · |L| / W);
    scikit-learn again for the same number of iterations without the check (its check, each iteration, is a
@@ -269,7 +269,7 @@ def lda(small: bool, K: int = 4, seeds: int = 4, sweeps: int = 20, seed: int = 0
     best = max(f[3] for f in mine + mine_sk + sk_fits + sk_bare + sk_default)
     print(f"  to convergence, seeds 0–{seeds - 1}, each on a freshly built model (iterations: our sweeps or "
           f"scikit-learn's EM iterations):")
-    _fit_rows(f"ours, the default start (k-means++ seeding on one-hot tokens), tol {TOL:.0e}", mine, best)
+    _fit_rows(f"ours, the default start (z from random near-uniform topics), tol {TOL:.0e}", mine, best)
     _fit_rows("ours, scikit-learn's starting q(φ), z first", mine_sk, best)
     _fit_rows(f"scikit-learn, evaluate_every=1, perp_tol={perp_tol:.1e}", sk_fits, best)
     _fit_rows("scikit-learn, as many iterations without the check (max_iter = the row above's)", sk_bare, best)

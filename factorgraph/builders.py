@@ -291,7 +291,13 @@ def categorical(name: str, probs: Any, *, plates: Sequence[Plate] = (), observed
     var = Variable(model, name, Categorical, _var_plates(model, plates, name, [probs]), (K,))
     var.category_plate = categories
     onehot = None
-    if observed is not None:
+    if observed is not None and checks.is_dask(observed):  # one-hot per chunk, checked when computed
+        if mask is not None or isinstance(getattr(observed, "_meta", None), np.ma.MaskedArray):
+            raise ModelError(f"labels of {name!r} are a dask array: missing labels (mask= or a masked array) "
+                             "are not supported with dask data here; give them in memory")
+        checks.observed_array(observed, mask, var.shape, name)
+        onehot, mask = checks.one_hot_labels(observed, K, name)
+    elif observed is not None:
         lab, m = checks.integer_labels(observed, mask, var.shape, K, name)
         onehot = np.where(m[..., None], lab[..., None] == np.arange(K), np.nan)
         mask = m

@@ -15,6 +15,7 @@ from distributions import Bernoulli, Categorical, GaussianGamma, MvGaussian
 from factorgraph import checks
 from factorgraph.nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Plate, Variable
 from factors.base import RuleNotFound, one_hot, point_stats
+from factors.discrete import CATEGORICAL
 from factors.grouped_linear_gaussian import GROUPED_LINEAR_GAUSSIAN
 from factors.linear_gaussian import LINEAR_GAUSSIAN
 from factors.mv_gaussian import MV_GAUSSIAN_FIXED
@@ -398,13 +399,19 @@ def categorical_init(v: Variable, factors: list[CFactor], rng: np.random.Generat
 
     When a factor gated by ``v`` has an observed output (fully or partly: a missing entry stands at its
     column's observed mean), seed K prototypes among the data by k-means++ (D² sampling) and assign each
-    data point mostly to its nearest prototype; otherwise draw Dirichlet(1) rows.  Random soft
+    data point mostly to its nearest prototype; otherwise draw Dirichlet(1) rows.  When each label gates one
+    observed word of a Categorical (LDA's topic per token), k-means++ says nothing (every one-hot token is
+    equally far from every prototype but its own word): the labels start from their update given random
+    near-uniform topics, q(φ_k) = Dirichlet(λ_k), λ_kv ~ Gamma(100, 0.01) (``token_responsibilities``).  Random soft
     responsibilities make every component start at the data mean, from where VMP often merges clusters;
     data-driven seeding avoids most such optima.
     """
     K = v.event_shape[0] if v.event_shape else 2  # a Bernoulli selector has two categories
-    data = _gated_data(v, factors)
-    if data is None:
+    tokens = gated_tokens(v, factors)
+    data = None if tokens is not None else _gated_data(v, factors)
+    if tokens is not None:  # one word per label (LDA): k-means++ on one-hot rows says nothing; random topics
+        r = token_responsibilities(tokens, token_topics(rng, K, tokens.shape[1])).reshape(v.shape + (K,))
+    elif data is None:
         r = rng.dirichlet(np.ones(K), size=v.shape)
     else:
         centres = [data[rng.integers(len(data))]]
@@ -432,29 +439,62 @@ def categorical_init(v: Variable, factors: list[CFactor], rng: np.random.Generat
     return r
 
 
-def gated_rows(v: Variable, factors: list[CFactor]) -> np.ndarray | None:
-    """The outputs of a factor gated by v, one row per element of v's plates, NaN where an entry is missing
-    (the output's mask, or an mv_gaussian's coordinate mask); None when no gated factor has observed outputs."""
+def gated_tokens(v: Variable, factors: list[CFactor]) -> np.ndarray | None:
+    """``gated_rows`` when the gated factor is a Categorical whose every observation has its own label (one token
+    per row, one-hot, NaN rows missing), else None."""
+    rows = gated_rows(v, factors)
+    f = _gated_source(v, factors)
+    if rows is None or f.node.ftype is not CATEGORICAL or rows.shape[1] != f.node.edges["out"].event_shape[0]:
+        return None
+    return rows
+
+
+def token_topics(rng: np.random.Generator, K: int, V: int) -> np.ndarray:
+    """Random near-uniform topics for a start, Dirichlet(λ_k) with λ_kv ~ Gamma(100, 0.01) (scikit-learn's start
+    for its batch LDA)."""
+    return rng.gamma(100.0, 0.01, (K, V))
+
+
+def token_responsibilities(tokens: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """q(z_n = k) ∝ exp E[log φ_k,w_n] under q(φ_k) = Dirichlet(λ_k), for one-hot token rows (a missing row: uniform):
+    the selector's update from random topics alone."""
+    from scipy.special import digamma, softmax
+
+    elog = digamma(lam) - digamma(lam.sum(-1, keepdims=True))
+    return softmax(np.nan_to_num(tokens) @ elog.T, axis=-1)
+
+
+def _gated_source(v: Variable, factors: list[CFactor]) -> CFactor | None:
+    """The first factor gated by v with an observed output that ``gated_rows`` reads."""
     for f in factors:
         out = f.node.edges.get("out")
         if f.gate is None or f.gate.selector is not v or not isinstance(out, Variable) or out.value is None:
             continue
         if not isinstance(out.mask, np.ndarray) or checks.is_dask(out.value):
             continue
-        zp = [p.index for p in v.plates]
-        op = [p.index for p in out.plates]
-        if not set(zp) <= set(op):
-            continue
-        value = np.asarray(out.value, dtype=float)
-        seen = out.mask.reshape(out.mask.shape + (1,) * (value.ndim - out.mask.ndim))
-        coords = getattr(out, "coord_mask", None)
-        if coords is not None and np.shape(coords) == value.shape:
-            seen = seen & coords
-        value = np.where(np.broadcast_to(seen, value.shape), value, np.nan)
-        first = [op.index(i) for i in zp]
-        rest = [i for i in range(value.ndim) if i not in first]
-        return np.transpose(value, first + rest).reshape(int(np.prod(v.shape, dtype=int)), -1)
+        if set(p.index for p in v.plates) <= set(p.index for p in out.plates):
+            return f
     return None
+
+
+def gated_rows(v: Variable, factors: list[CFactor]) -> np.ndarray | None:
+    """The outputs of a factor gated by v, one row per element of v's plates, NaN where an entry is missing
+    (the output's mask, or an mv_gaussian's coordinate mask); None when no gated factor has observed outputs."""
+    f = _gated_source(v, factors)
+    if f is None:
+        return None
+    out = f.node.edges["out"]
+    zp = [p.index for p in v.plates]
+    op = [p.index for p in out.plates]
+    value = np.asarray(out.value, dtype=float)
+    seen = out.mask.reshape(out.mask.shape + (1,) * (value.ndim - out.mask.ndim))
+    coords = getattr(out, "coord_mask", None)
+    if coords is not None and np.shape(coords) == value.shape:
+        seen = seen & coords
+    value = np.where(np.broadcast_to(seen, value.shape), value, np.nan)
+    first = [op.index(i) for i in zp]
+    rest = [i for i in range(value.ndim) if i not in first]
+    return np.transpose(value, first + rest).reshape(int(np.prod(v.shape, dtype=int)), -1)
 
 
 def observed_centre(counts: np.ndarray, sums: np.ndarray) -> np.ndarray:
@@ -477,4 +517,4 @@ def _gated_data(v: Variable, factors: list[CFactor]) -> np.ndarray | None:
 
 
 __all__ = ["CFactor", "Compiled", "Consumer", "Plate", "categorical_init", "compile_model", "gated_rows",
-           "observed_centre", "one_hot", "rebind"]
+           "gated_tokens", "observed_centre", "one_hot", "rebind", "token_responsibilities", "token_topics"]

@@ -25,7 +25,7 @@ from factorgraph import checks
 from factorgraph.nodes import ModelError
 
 from . import progress as _progress
-from .compiled import observed_centre
+from .compiled import observed_centre, token_topics
 from .engine import (
     InferenceError,
     _iterate,
@@ -483,6 +483,11 @@ def _seed(backend, sh: Sharding, names: list[tuple[str, str]], rng: np.random.Ge
     for name, kind in names:
         v = model.variables[name]
         K = v.event_shape[0] if v.event_shape else 2
+        if kind == "tokens":  # random topics drawn here as in memory, each chunk's rows' responsibilities from them
+            lam = token_topics(rng, K, ask(("width", name), only=0)[0])
+            for i, r in enumerate(ask(("tokens", name, lam))):
+                seeds[i][name] = r
+            continue
         if kind == "dirichlet":  # rng.dirichlet(ones(K), size=v.shape) in memory: the chunks take their rows
             for i, r in enumerate(ask(("dirichlet", name, rng.bit_generator.state))):
                 seeds[i][name] = r

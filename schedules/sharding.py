@@ -28,7 +28,7 @@ from distributions import Bernoulli, Categorical
 from factorgraph import checks
 from factorgraph.nodes import Indexed, ModelError, Plate, Variable
 
-from .compiled import compile_model, gated_rows
+from .compiled import compile_model, gated_rows, gated_tokens, token_responsibilities
 from .engine import Engine
 
 
@@ -278,14 +278,18 @@ class ChunkState:
     def seeded(self) -> list[tuple[str, str]]:
         """The mixture selectors on the plate whose start the chunks must agree on (``seed`` below), in the order
         ``Engine.initialise`` draws their starts in memory, each with how: "kmeans" (k-means++ on a gated
-        observed output, missing entries at their column's observed mean) or "dirichlet" (Dirichlet(1) rows)."""
+        observed output, missing entries at their column's observed mean), "tokens" (one-hot rows of a gated
+        Categorical, one word per label: responsibilities from random topics the driver draws) or "dirichlet"
+        (Dirichlet(1) rows)."""
         c = self.c
         out = []
         for v in c.model.variables.values():
             if (v not in c.latent or not is_local(v, self.p) or v.name in self.init or v.name in c.dropped
                     or id(v) not in c.selector_factors or v.family not in (Categorical, Bernoulli)):
                 continue
-            out.append((v.name, "kmeans" if self._raw(v.name) is not None else "dirichlet"))
+            tokens = gated_tokens(v, c.selector_factors[id(v)])
+            out.append((v.name, "tokens" if tokens is not None else "kmeans" if self._raw(v.name) is not None
+                        else "dirichlet"))
         return out
 
     def start(self, seeds: dict[str, np.ndarray]) -> None:
@@ -328,6 +332,12 @@ class ChunkState:
         if op == "dirichlet":
             return self._dirichlet(name, cmd[2])
         x = self._raw(name)
+        if op == "width":
+            return x.shape[1]
+        if op == "tokens":  # the rows' responsibilities from the driver's random topics, as in memory
+            v = self.c.model.variables[name]
+            r = token_responsibilities(x, cmd[2]).reshape(v.shape + (cmd[2].shape[0],))
+            return r[..., 1] if v.family is Bernoulli else r
         if op == "observed_sums":  # per column: how many entries are observed, and their sum
             seen = ~np.isnan(x)
             return seen.sum(0), np.where(seen, x, 0.0).sum(0)

@@ -147,6 +147,24 @@ def bernoulli_mixture(B, K=2):
     return m
 
 
+def lda(words, K=2, V=6):
+    n_docs, length = words.shape
+    with fg.Model("lda") as m:
+        k, doc, w = fg.plate("k", K), fg.plate("doc", n_docs), fg.plate("w", length)
+        phi = fg.dirichlet("phi", np.full(V, 0.5), plates=[k])
+        theta = fg.dirichlet("theta", np.ones(K), plates=[doc])
+        z = fg.categorical("z", theta, plates=[doc, w], categories=k)
+        fg.categorical("words", phi[z], plates=[doc, w], observed=words)
+    return m
+
+
+def _words(N=240, length=5, seed=6):
+    """Two topics over six words (words 0–2 and 3–5), each document mostly one of them."""
+    rng = np.random.default_rng(seed)
+    topic = (rng.random((N, length)) < rng.choice([0.1, 0.9], N)[:, None]).astype(int)
+    return 3 * topic + rng.integers(0, 3, (N, length))
+
+
 def _count_data(N=240, seed=3):
     X, _, _ = _data(N)
     rng = np.random.default_rng(seed)
@@ -202,6 +220,8 @@ CASES = {
                       lambda X, y, s: poisson_regression(X, _count_data()), ["w"]),
     "softmax_ncvmp": (lambda X, y, s, c: softmax_regression(c(X), c(_class_data())),
                       lambda X, y, s: softmax_regression(X, _class_data()), ["W"], {"max_iter": 25}),
+    # one token per label: the start is the tokens' responsibilities from random topics the driver draws
+    "lda": (lambda X, y, s, c: lda(c(_words())), lambda X, y, s: lda(_words()), ["phi", "theta", "z"]),
     "bernoulli_mixture": (lambda X, y, s, c: bernoulli_mixture(c(_binary_data())),
                           lambda X, y, s: bernoulli_mixture(_binary_data()), ["p", "pi", "z"]),
     # segment sums over the groups, per chunk, added on the driver
