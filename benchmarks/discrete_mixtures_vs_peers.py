@@ -92,6 +92,23 @@ def _timed_updates(Q, nodes, sweeps: int) -> float:
     return median(times[1:])
 
 
+def _against_bayespy(out: dict, r, nodes, sweeps: int) -> dict:
+    """BayesPy's per-sweep time on the model ``nodes()`` builds (started as ours was), and its bound after the same
+    sweeps against ours (``r``); printed beside our time ``out["ours"]``."""
+    t_ours = out["ours"]
+    try:
+        Q, bp_order = nodes()
+    except ImportError:
+        print(f"  per sweep: ours {t_ours * 1e3:.1f} ms; BayesPy is not installed (pip install -e .[test]): skipped")
+        return out
+    t_bp = _timed_updates(Q, bp_order, sweeps - 1)
+    gap = abs(r.elbo - Q.compute_lowerbound())
+    out.update({"bayespy": t_bp, "gap": gap})
+    print(f"  per sweep: ours {t_ours * 1e3:.1f} ms, BayesPy {t_bp * 1e3:.1f} ms: ratio BayesPy/ours = "
+          f"{t_bp / t_ours:.1f}; bounds after {sweeps} sweeps: ours {r.elbo:.6f}, |difference| {gap:.1e}")
+    return out
+
+
 # --------------------------------------------------------------------------------------------------
 # mixture of Bernoullis
 
@@ -107,17 +124,7 @@ def bernoulli_mixture(small: bool, K: int = 20, sweeps: int = 20, seed: int = 0)
     _sweeps_ours(model, 1, init={"z": resp}, schedule=order)  # warm-up (numba cache)
     t_ours, r = _sweeps_ours(model, sweeps - 1, init={"z": resp}, schedule=order)
     out = {"ours": t_ours, "elbo": r.elbo}
-    try:
-        Q, bp_order = bernoulli_mixture_nodes(X, K, resp)
-    except ImportError:
-        print(f"  per sweep: ours {t_ours * 1e3:.1f} ms; BayesPy is not installed (pip install -e .[test]): skipped")
-        return out
-    t_bp = _timed_updates(Q, bp_order, sweeps - 1)
-    gap = abs(r.elbo - Q.compute_lowerbound())
-    out.update({"bayespy": t_bp, "gap": gap})
-    print(f"  per sweep: ours {t_ours * 1e3:.1f} ms, BayesPy {t_bp * 1e3:.1f} ms: ratio BayesPy/ours = "
-          f"{t_bp / t_ours:.1f}; bounds after {sweeps} sweeps: ours {r.elbo:.6f}, |difference| {gap:.1e}")
-    return out
+    return _against_bayespy(out, r, lambda: bernoulli_mixture_nodes(X, K, resp), sweeps)
 
 
 def diagonal_gaussian_mixture(small: bool, K: int = 20, sweeps: int = 20, seed: int = 0) -> dict:
@@ -145,17 +152,7 @@ def diagonal_gaussian_mixture(small: bool, K: int = 20, sweeps: int = 20, seed: 
     out.update({"mv": t_mv, "mv_gap": abs(r_mv.elbo - r.elbo)})
     print(f"  the same model as models.mixture('mv_gaussian'): {t_mv * 1e3:.1f} ms per sweep ({t_mv / t_ours:.2f}× the "
           f"scalar family's {t_ours * 1e3:.1f} ms), bound |difference| {abs(r_mv.elbo - r.elbo):.1e}")
-    try:
-        Q, bp_order = diagonal_gaussian_mixture_nodes(X, K, resp)
-    except ImportError:
-        print(f"  per sweep: ours {t_ours * 1e3:.1f} ms; BayesPy is not installed (pip install -e .[test]): skipped")
-        return out
-    t_bp = _timed_updates(Q, bp_order, sweeps - 1)
-    gap = abs(r.elbo - Q.compute_lowerbound())
-    out.update({"bayespy": t_bp, "gap": gap})
-    print(f"  per sweep: ours {t_ours * 1e3:.1f} ms, BayesPy {t_bp * 1e3:.1f} ms: ratio BayesPy/ours = "
-          f"{t_bp / t_ours:.1f}; bounds after {sweeps} sweeps: ours {r.elbo:.6f}, |difference| {gap:.1e}")
-    return out
+    return _against_bayespy(out, r, lambda: diagonal_gaussian_mixture_nodes(X, K, resp), sweeps)
 
 
 # --------------------------------------------------------------------------------------------------

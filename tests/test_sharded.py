@@ -548,3 +548,17 @@ def test_missing_class_labels_in_dask_data_are_refused():
     miss = _missing(seed=6)
     with pytest.raises(fg.ModelError, match=r"labels of 'y' are a dask array: missing labels"):
         softmax_masked(_chunked(X), _chunked(np.where(miss, np.nan, _class_data().astype(float))), ~miss)
+
+
+def test_missing_topic_words_in_dask_data_are_refused():
+    """``fg.categorical`` takes dask labels as ``fg.categorical_softmax`` does, with the same refusal of missing
+    labels (a mask, or a dask masked array)."""
+    words = _words()
+    mask = np.ones(words.shape, bool)
+    mask[0, 0] = False
+    with pytest.raises(fg.ModelError, match=r"labels of 'words' are a dask array: missing labels"):
+        with fg.Model("lda"):
+            k, doc, w = fg.plate("k", 2), fg.plate("doc", words.shape[0]), fg.plate("w", words.shape[1])
+            z = fg.categorical("z", fg.dirichlet("theta", np.ones(2), plates=[doc]), plates=[doc, w], categories=k)
+            fg.categorical("words", fg.dirichlet("phi", np.full(6, 0.5), plates=[k])[z], plates=[doc, w],
+                           observed=_chunked(words), mask=mask)
