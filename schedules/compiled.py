@@ -442,11 +442,11 @@ def categorical_init(v: Variable, factors: list[CFactor], rng: np.random.Generat
 def gated_tokens(v: Variable, factors: list[CFactor]) -> np.ndarray | None:
     """``gated_rows`` when the gated factor is a Categorical whose every observation has its own label (one token
     per row, one-hot, NaN rows missing), else None."""
-    rows = gated_rows(v, factors)
     f = _gated_source(v, factors)
-    if rows is None or f.node.ftype is not CATEGORICAL or rows.shape[1] != f.node.edges["out"].event_shape[0]:
+    if f is None or f.node.ftype is not CATEGORICAL:
         return None
-    return rows
+    rows = gated_rows(v, factors)
+    return rows if rows.shape[1] == f.node.edges["out"].event_shape[0] else None
 
 
 def token_topics(rng: np.random.Generator, K: int, V: int) -> np.ndarray:
