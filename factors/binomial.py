@@ -30,8 +30,8 @@ BINOMIAL_LOGIT = FactorType("BinomialLogit", conjugate=False, out=Binomial, logi
 def binomial_to_probs(m: Moments, p: dict) -> tuple:
     y = m["out"][0]
     n = p["trials"]
-    shape = np.broadcast_shapes(y.shape, np.shape(n), m["probs"][0].shape)
-    return (np.broadcast_to(y, shape), np.broadcast_to(n - y, shape))
+    # not broadcast to the probabilities' plates (a singleton axis stands for a repeated value)
+    return (np.asarray(y, dtype=float), np.asarray(n - y, dtype=float))
 
 
 @BINOMIAL.evidence(kind="exact")

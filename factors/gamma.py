@@ -21,14 +21,13 @@ GAMMA = FactorType("Gamma", out=Gamma, rate=Gamma)
 def gamma_to_out(m: Moments, p: dict) -> tuple:
     a = p["shape"]
     b = m["rate"][0]
-    return (-b, np.broadcast_to(a - 1.0, np.broadcast_shapes(np.shape(a), b.shape)))
+    return (-b, np.asarray(a - 1.0, dtype=float))  # not broadcast: a singleton axis stands for a repeated value
 
 
 @GAMMA.rule("rate", "vmp")
 def gamma_to_rate(m: Moments, p: dict) -> tuple:
     a = p["shape"]
-    x = m["out"][0]
-    return (-x, np.broadcast_to(a, np.broadcast_shapes(np.shape(a), x.shape)) * 1.0)
+    return (-m["out"][0], np.asarray(a, dtype=float))  # not broadcast: a singleton axis stands for a repeated value
 
 
 @GAMMA.evidence(kind="exact")

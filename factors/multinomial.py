@@ -26,8 +26,7 @@ MULTINOMIAL_SOFTMAX = FactorType("MultinomialSoftmax", conjugate=False, out=Mult
 
 @MULTINOMIAL.rule("probs", "vmp")
 def multinomial_to_probs(m: Moments, p: dict) -> tuple:
-    y = m["out"][0]
-    return (np.broadcast_to(y, np.broadcast_shapes(y.shape, m["probs"][0].shape)),)
+    return (np.asarray(m["out"][0], dtype=float),)  # not broadcast to the probabilities' plates
 
 
 @MULTINOMIAL.evidence(kind="exact")

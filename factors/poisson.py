@@ -36,8 +36,9 @@ def _log_exposure(p: dict) -> np.ndarray | float:
 def poisson_to_rate(m: Moments, p: dict) -> tuple:
     y = m["out"][0]
     le = _log_exposure(p)
-    shape = np.broadcast_shapes(y.shape, np.shape(le), m["rate"][0].shape)
-    return (np.broadcast_to(-np.exp(le), shape), np.broadcast_to(y, shape))
+    # not broadcast to the rate's plates: a singleton axis stands for a value repeated along its plate, and a
+    # gated rate's weighted sum over rows is then a matrix product, never a rows × components array
+    return (np.asarray(-np.exp(le), dtype=float), np.asarray(y, dtype=float))
 
 
 @POISSON.evidence(kind="exact")
