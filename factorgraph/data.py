@@ -451,13 +451,21 @@ def _restore(model: Model, s: dict[str, Any]) -> None:
 
 
 @contextmanager
-def swapped(model: Model, values: dict[str, Any], keep: frozenset[str] = frozenset()) -> Iterator[None]:
-    """Within the block the model holds ``values`` (see ``set_data``); afterwards everything is as before."""
+def swapped(model: Model, values: dict[str, Any], keep: frozenset[str] = frozenset(),
+            caller: str = "set_data") -> Iterator[None]:
+    """Within the block the model holds ``values`` (see ``set_data``); afterwards everything is as before.
+    ``caller`` names the user's call in set_data's errors (``fg.predict``'s are "predict: ...")."""
     saved = _snapshot(model)
     version = model.data_version
     try:
         if values:
-            set_data(model, values, keep)
+            try:
+                set_data(model, values, keep)
+            except ModelError as e:
+                text = str(e)
+                if not text.startswith("set_data:"):
+                    raise
+                raise ModelError(caller + text[len("set_data"):]) from None
         yield
     finally:
         _restore(model, saved)

@@ -116,7 +116,7 @@ def predict(result: Result, data: dict[str, Any] | None = None, draws: int = 100
     post_seed, fwd_seed = rng.integers(2**63, size=2)
     post = sample_posterior(result, S, int(post_seed))
     keep = frozenset(v.name for v in leaves if not set(getattr(v, "data_roles", {}).values()) & set(values))
-    with swapped(model, values, keep):
+    with swapped(model, values, keep, caller="predict"):
         fwd = _Forward(model, S, np.random.default_rng(int(fwd_seed)))
         fwd.hyper = dict(getattr(result, "hyper", {}))
         for v in model.variables.values():

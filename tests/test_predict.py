@@ -161,7 +161,7 @@ def test_predict_errors():
     r = fg.infer(_logistic(X, y))
     with pytest.raises(ModelError, match=r"no data node 'Z'"):
         fg.predict(r, data={"Z": X})
-    with pytest.raises(ModelError, match=r"'X' has shape \(5,\)"):
+    with pytest.raises(ModelError, match=r"^predict: 'X' has shape \(5,\)"):
         fg.predict(r, data={"X": np.ones(5)})
     with pytest.raises(ModelError, match="draws must be a positive integer"):
         fg.predict(r, draws=0)
