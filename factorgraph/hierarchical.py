@@ -121,6 +121,11 @@ def _groups(groups: Any, n_groups: Any) -> tuple[np.ndarray, int, np.ndarray | N
             raise ModelError(f"n_groups={n_groups!r} applies to integer group codes; the groups here are named "
                              f"(e.g. {arr[0].item()!r}), one group per distinct name, so leave n_groups out (or give "
                              "integer codes in 0..n_groups−1 to keep groups that have no rows)")
+        absent = np.frompyfunc(lambda v: v is None or (isinstance(v, float) and v != v), 1, 1)(arr).astype(bool)
+        if absent.any():
+            rows = np.flatnonzero(absent)
+            raise ModelError(f"groups: row(s) {checks._short(rows.tolist())} have no group name "
+                             f"({arr[rows[0]]!r}); every row needs a group: drop those rows or name their group")
         try:
             names, codes = np.unique(arr, return_inverse=True)
         except TypeError:

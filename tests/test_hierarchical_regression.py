@@ -78,6 +78,9 @@ def test_empty_group_keeps_the_population_prior():
     ({"groups": np.ma.array(list("abcabcab"), mask=[0, 0, 0, 1, 0, 0, 0, 0])},
      r"labels of 'groups' cannot be missing.*1 masked entry \(first at position 3\)"),
     ({"groups": [None, 1, 2, 0, 1, 2, 0, 1]}, r"labels of 'groups' must be integers.*got None"),
+    ({"groups": ["a", None, "b", "a", "b", "a", "b", "a"]}, r"groups: row\(s\) \[1\] have no group name \(None\)"),
+    ({"groups": np.array(["a", "b", "a", np.nan, "b", "a", np.nan, "a"], dtype=object)},
+     r"groups: row\(s\) \[3, 6\] have no group name \(nan\)"),
     ({"X": None, "varying": ("intercept", "slope")}, r"varying slopes need X with at least one column"),
     ({"X": np.ones((7, 2))}, r"X must be a matrix with one row per observation \(8\), got shape \(7, 2\)"),
 ])
