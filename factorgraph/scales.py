@@ -78,6 +78,14 @@ def half_cauchy(name: str, scale: Any = 1.0, *, plates: Sequence[Plate] = ()) ->
 def half_student_t(name: str, dof: Any, scale: Any = 1.0, *, plates: Sequence[Plate] = ()) -> Variable:
     """A standard deviation σ ~ half-Student-t(dof ν, scale s), σ > 0:
     p(σ) = 2 Γ((ν+1)/2) / (Γ(ν/2) √(νπ) s) · (1 + σ²/(ν s²))^(−(ν+1)/2)."""
+    try:
+        huge = bool(np.any(np.abs(np.asarray(dof, dtype=float)) > 1e150))
+    except (TypeError, ValueError):
+        huge = False  # not a number: checks.positive says so
+    if huge:
+        raise ModelError(f"{name!r}: dof={dof!r} is too large for float64 arithmetic (its square overflows); far "
+                         f"below that, from about 1e16, the half-Student-t equals a half-normal to double precision: "
+                         f"use fg.half_normal({name!r}, scale=...)")
     nu = checks.positive(dof, f"{name!r}: dof")
     s = checks.positive(scale, f"{name!r}: scale")
     return _scale_variable("half_student_t", name, plates, scale_prior_params("half_t", scale=s, dof=nu),

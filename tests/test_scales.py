@@ -334,6 +334,8 @@ def test_eight_schools_against_independent_fit():
     (lambda: fg.half_normal("sigma", scale=-1.0), r"'sigma': scale must be positive, got -1.0"),
     (lambda: fg.half_cauchy("sigma", scale=0.0), r"'sigma': scale must be positive, got 0.0"),
     (lambda: fg.half_student_t("sigma", dof=0.0, scale=1.0), r"'sigma': dof must be positive, got 0.0"),
+    (lambda: fg.half_student_t("sigma", dof=1e300, scale=1.0),
+     r"'sigma': dof=1e\+300 is too large .*use fg.half_normal\('sigma', scale=...\)"),
     (lambda: fg.half_student_t("sigma", dof=3.0, scale=-2.0), r"'sigma': scale must be positive, got -2.0"),
     (lambda: fg.exponential("sigma", rate=-0.5), r"'sigma': rate must be positive, got -0.5"),
     (lambda: fg.gaussian("x", 0.0, sd=-3.0), r"'x': sd must be positive, got -3.0"),
