@@ -31,10 +31,26 @@ if TYPE_CHECKING:
     from .results import Result
 
 
-def _names(name: str, shape: tuple[int, ...]) -> list[str]:
+def _names(name: str, shape: tuple[int, ...], labels: tuple = ()) -> list[str]:
+    """Row labels name[i, j, ...]; ``labels[a]``, where given, names the entries of axis a (a plate's coords)."""
     if not shape:
         return [name]
-    return [f"{name}[{', '.join(map(str, ix))}]" for ix in np.ndindex(*shape)]
+
+    def entry(a: int, i: int) -> str:
+        return str(labels[a][i]) if a < len(labels) and labels[a] is not None else str(i)
+
+    return [f"{name}[{', '.join(entry(a, i) for a, i in enumerate(ix))}]" for ix in np.ndindex(*shape)]
+
+
+def _plate_labels(result: Result, name: str) -> tuple:
+    """The names of the entries of each plate of variable ``name`` (the model's ``coords``, e.g. the group names of
+    ``models.hierarchical_regression``; None for a plate without), as ``to_arviz`` labels them."""
+    model = getattr(result, "model", None)
+    coords = getattr(model, "coords", None) or {}
+    v = getattr(model, "variables", {}).get(name) if model is not None else None
+    if v is None or not coords:
+        return ()
+    return tuple(coords.get(p.name) for p in v.plates)
 
 
 def _exact(q: Any) -> list[tuple[str, Any, Any, Any]] | None:
@@ -95,7 +111,7 @@ def summary(result: Result, prob: float = 0.94, draws: int = 4000, seed: int | N
                 lower = np.broadcast_to(dist.ppf(lo), m.shape)
                 upper = np.broadcast_to(dist.ppf(hi), m.shape)
                 s = np.broadcast_to(s, m.shape)
-                index += _names(name + suffix, m.shape)
+                index += _names(name + suffix, m.shape, _plate_labels(result, name))
                 rows += [[a, b, c, d, True] for a, b, c, d in zip(m.ravel(), s.ravel(), lower.ravel(), upper.ravel(),
                                                                   strict=True)]
             continue
@@ -111,7 +127,7 @@ def summary(result: Result, prob: float = 0.94, draws: int = 4000, seed: int | N
         m = np.broadcast_to(m, x.shape[1:])
         s = np.broadcast_to(s, x.shape[1:])
         lower, upper = np.quantile(x, [lo, hi], axis=0)
-        index += _names(name, m.shape)
+        index += _names(name, m.shape, _plate_labels(result, name))
         rows += [[a, b, c, d, False] for a, b, c, d in zip(m.ravel(), s.ravel(), lower.ravel(), upper.ravel(),
                                                            strict=True)]
     return pd.DataFrame(rows, index=pd.Index(index, name="variable"), columns=cols)

@@ -114,6 +114,9 @@ def test_named_groups_are_coded_in_sorted_order():
     pytest.importorskip("arviz")
     idata = named.to_arviz(draws=20, seed=0)
     np.testing.assert_array_equal(idata.posterior.coords["groups"].values, names[order])
+    rows = named.summary().index.tolist()  # the table labels the groups by name too
+    assert [f"intercept[{n}]" for n in names[order]] == [r for r in rows if r.startswith("intercept[")]
+    assert "slope[alaska, 0]" in rows and "slope[texas, 0]" in rows
 
 
 
