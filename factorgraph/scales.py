@@ -80,8 +80,8 @@ def half_student_t(name: str, dof: Any, scale: Any = 1.0, *, plates: Sequence[Pl
     p(σ) = 2 Γ((ν+1)/2) / (Γ(ν/2) √(νπ) s) · (1 + σ²/(ν s²))^(−(ν+1)/2)."""
     try:
         huge = bool(np.any(np.abs(np.asarray(dof, dtype=float)) > 1e150))
-    except (TypeError, ValueError):
-        huge = False  # not a number: checks.positive says so
+    except (TypeError, ValueError, OverflowError):
+        huge = False  # not a number, or an int beyond float: checks.positive says so
     if huge:
         raise ModelError(f"{name!r}: dof={dof!r} is too large for float64 arithmetic (its square overflows); far "
                          f"below that, from about 1e16, the half-Student-t equals a half-normal to double precision: "
