@@ -407,7 +407,7 @@ def categorical_init(v: Variable, factors: list[CFactor], rng: np.random.Generat
     data-driven seeding avoids most such optima.
     """
     K = v.event_shape[0] if v.event_shape else 2  # a Bernoulli selector has two categories
-    tokens = gated_tokens(v, factors)
+    tokens = gated_rows(v, factors) if token_selector(v, factors) else None
     data = None if tokens is not None else _gated_data(v, factors)
     if tokens is not None:  # one word per label (LDA): k-means++ on one-hot rows says nothing; random topics
         r = token_responsibilities(tokens, token_topics(rng, K, tokens.shape[1])).reshape(v.shape + (K,))
@@ -439,14 +439,12 @@ def categorical_init(v: Variable, factors: list[CFactor], rng: np.random.Generat
     return r
 
 
-def gated_tokens(v: Variable, factors: list[CFactor]) -> np.ndarray | None:
-    """``gated_rows`` when the gated factor is a Categorical whose every observation has its own label (one token
-    per row, one-hot, NaN rows missing), else None."""
+def token_selector(v: Variable, factors: list[CFactor]) -> bool:
+    """Whether the factor ``gated_rows`` reads is a Categorical whose every observation has its own label (one
+    token per row of ``gated_rows``: no plate of the output beyond the selector's, save size-1 ones)."""
     f = _gated_source(v, factors)
-    if f is None or f.node.ftype is not CATEGORICAL:
-        return None
-    rows = gated_rows(v, factors)
-    return rows if rows.shape[1] == f.node.edges["out"].event_shape[0] else None
+    return f is not None and f.node.ftype is CATEGORICAL and all(
+        p in v.plates or p.size == 1 for p in f.node.edges["out"].plates)
 
 
 def token_topics(rng: np.random.Generator, K: int, V: int) -> np.ndarray:
@@ -517,4 +515,5 @@ def _gated_data(v: Variable, factors: list[CFactor]) -> np.ndarray | None:
 
 
 __all__ = ["CFactor", "Compiled", "Consumer", "Plate", "categorical_init", "compile_model", "gated_rows",
-           "gated_tokens", "observed_centre", "one_hot", "rebind", "token_responsibilities", "token_topics"]
+           "observed_centre", "one_hot", "rebind", "token_responsibilities", "token_selector",
+           "token_topics"]

@@ -28,7 +28,7 @@ from distributions import Bernoulli, Categorical
 from factorgraph import checks
 from factorgraph.nodes import Indexed, ModelError, Plate, Variable
 
-from .compiled import compile_model, gated_rows, gated_tokens, token_responsibilities
+from .compiled import compile_model, gated_rows, token_responsibilities, token_selector
 from .engine import Engine
 
 
@@ -287,9 +287,8 @@ class ChunkState:
             if (v not in c.latent or not is_local(v, self.p) or v.name in self.init or v.name in c.dropped
                     or id(v) not in c.selector_factors or v.family not in (Categorical, Bernoulli)):
                 continue
-            tokens = gated_tokens(v, c.selector_factors[id(v)])
-            out.append((v.name, "tokens" if tokens is not None else "kmeans" if self._raw(v.name) is not None
-                        else "dirichlet"))
+            tokens = token_selector(v, c.selector_factors[id(v)])
+            out.append((v.name, "tokens" if tokens else "kmeans" if self._raw(v.name) is not None else "dirichlet"))
         return out
 
     def start(self, seeds: dict[str, np.ndarray]) -> None:
