@@ -320,9 +320,9 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
     variable.  ``sd`` may replace ``precision``: a positive scalar or
     vector (Λ = diag(sd⁻²)), or a scale variable σ (``fg.half_cauchy`` and the like; Λ = σ⁻²I, or ARD when σ
     is plated over a plate of size D).  ``mask`` (True = observed) marks missing observations, by row
-    (plate-shaped) or by coordinate (plates + (D,)); they drop out of the likelihood.  Under a Wishart
-    precision or a normal–Wishart mean only whole rows may be missing (a partly observed row is a
-    ModelError: its observed block's precision, a Schur complement of Λ, is not Wishart-conjugate).
+    (plate-shaped) or by coordinate (plates + (D,)); they drop out of the likelihood (a partly observed row
+    keeps its observed coordinates' marginal density).  Under a Wishart precision or a normal–Wishart mean
+    that density is not Wishart-conjugate, and the model runs NCVMP (``factors.mv_gaussian_wishart_missing``).
     """
     from . import covariance as _cov  # a Wishart precision or a normal–Wishart mean (factorgraph/covariance.py)
 

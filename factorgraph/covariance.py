@@ -18,6 +18,7 @@ import numpy as np
 
 from distributions import GaussianWishart, MvGaussian, Wishart
 from factors.mv_gaussian_wishart import MV_GAUSSIAN_WISHART
+from factors.mv_gaussian_wishart_missing import MV_GAUSSIAN_NORMAL_WISHART_MISSING, MV_GAUSSIAN_WISHART_MISSING
 from factors.normal_wishart import MV_GAUSSIAN_NORMAL_WISHART, NORMAL_WISHART, prior_natural
 from factors.wishart import WISHART
 
@@ -155,11 +156,13 @@ def mv_gaussian_wishart(name: str, mean: Any, precision: Any, plates: Sequence[P
     """``fg.mv_gaussian`` with a Wishart precision (``precision=L`` or ``L[z]``) or a normal–Wishart mean
     (``mean=theta`` or ``theta[z]``, precision omitted).
 
-    ``mask`` (True = observed) marks missing rows: plate-shaped, or plates + (D,) with every row all
-    observed or all missing.  A missing row drops out of the likelihood (its factor instance is weighted
-    by 0), which is exact.  A partly observed row is refused: its observed block has precision
-    (Σ_oo)⁻¹ = Λ_oo − Λ_om Λ_mm⁻¹ Λ_mo (Σ = Λ⁻¹), and E[log N(x_o | μ_o, Σ_oo)] is not linear in the
-    Wishart statistics (Λ, log|Λ|), so no conjugate message to Λ marginalises the missing coordinates.
+    ``mask`` (True = observed) marks missing data: whole rows (plate-shaped) or single coordinates
+    (plates + (D,); a ``numpy.ma`` mask of ``observed`` counts too).  A missing row drops out of the
+    likelihood (its factor instance is weighted by 0).  A partly observed row keeps the marginal density
+    N(x_o | μ_o, Σ_oo) of its observed coordinates o (Σ = Λ⁻¹), so its missing coordinates are
+    integrated out exactly.  That term is not linear in the Wishart statistics (Λ, log|Λ|), so its message
+    to Λ is NCVMP's gradient message (``factors.mv_gaussian_wishart_missing``) and the default algorithm
+    becomes ``fg.NCVMP()``.  The variable must then be a leaf (nothing else uses it).
     """
     model = current_model(f"mv_gaussian {name!r}")
     model.check_name(name)
@@ -188,15 +191,24 @@ def mv_gaussian_wishart(name: str, mean: Any, precision: Any, plates: Sequence[P
     D = dims.pop()
     parents = [a for a in edges.values() if isinstance(a, Variable | Gate | Indexed)]
     var = Variable(model, name, MvGaussian, model.sorted_plates([*vplates, *_parent_plates(parents)]), (D,))
+    coords = None
     if observed is not None:
-        mask = _row_mask(observed, mask, var.shape + (D,), name)
-    return _finish(model, var, ftype, edges, {"D": D}, observed, mask)
+        mask, coords = _row_mask(observed, mask, var.shape + (D,), name)
+    if coords is None:
+        return _finish(model, var, ftype, edges, {"D": D}, observed, mask)
+    # rows with some coordinates missing keep their observed coordinates' marginal density (non-conjugate in Λ)
+    ftype = MV_GAUSSIAN_WISHART_MISSING if ftype is MV_GAUSSIAN_WISHART else MV_GAUSSIAN_NORMAL_WISHART_MISSING
+    data = np.ma.getdata(observed)
+    _finish(model, var, ftype, edges, {"D": D}, np.where(coords, data, 0.0), mask)
+    var.coord_mask = coords
+    var.value = np.where(coords, var.value, np.nan)
+    return var
 
 
-def _row_mask(observed: Any, mask: Any, shape: tuple[int, ...], name: str) -> Any:
-    """A missing-value mask of whole rows (plate-shaped) from ``mask`` and any ``numpy.ma`` mask of
-    ``observed``: a per-coordinate mask (plates + (D,)) whose rows are each all observed or all missing
-    becomes a row mask; a row with only some coordinates missing is refused (see ``mv_gaussian_wishart``)."""
+def _row_mask(observed: Any, mask: Any, shape: tuple[int, ...], name: str) -> tuple[Any, np.ndarray | None]:
+    """A missing-value mask from ``mask`` and any ``numpy.ma`` mask of ``observed``: (the row mask, None) when
+    every row is all observed or all missing (a per-coordinate mask then becomes a row mask), else (the rows
+    with any coordinate observed, the per-coordinate mask, plates + (D,))."""
     if mask is not None and np.ndim(mask) == len(shape):
         coords = checks.mask_array(mask, shape, name)
     else:
@@ -207,16 +219,16 @@ def _row_mask(observed: Any, mask: Any, shape: tuple[int, ...], name: str) -> An
             coords = np.broadcast_to(checks.mask_array(mask, shape[:-1], name)[..., None], shape)
         coords = coords & ~hidden
     if coords is None:
-        return mask
+        return mask, None
     partial = coords.any(-1) & ~coords.all(-1)
-    if partial.any():
+    if not partial.any():
+        return coords.all(-1), None
+    if checks.is_dask(observed):
         row = tuple(int(i) for i in np.argwhere(partial)[0])
         raise ModelError(f"{name!r}: row {row[0] if len(row) == 1 else row} has some coordinates observed and some "
-                         f"missing (observed: {coords[row].tolist()}); under a Wishart precision or a normal–Wishart "
-                         "mean only whole rows can be missing (a plate-shaped mask, or a per-coordinate mask whose "
-                         "rows are all True or all False); use a Gamma or constant precision to marginalise single "
-                         "coordinates")
-    return coords.all(-1)
+                         "missing; under a Wishart precision or a normal–Wishart mean such rows need numpy data, "
+                         "not a dask array (a sharded run takes whole missing rows only)")
+    return coords.any(-1), coords
 
 
 __all__ = ["gaussian_wishart", "mv_gaussian_wishart", "uses_wishart", "wishart"]

@@ -75,17 +75,14 @@ def gaussian_mixture_model(X: Any, K: int, covariance: str = "full", *, concentr
 
     ``mask`` (True = observed) marks missing data, (N,) for whole rows or (N, D) for single entries;
     missing entries drop out of the likelihood (marginalised exactly, so a missing row gives the fit
-    without it).  ``covariance="full"`` allows whole rows only (a row with some entries missing is
-    refused); "diag" allows single entries.  The default m₀ and V₀ are then the mean and covariance of
-    the observed data (V₀ from the complete rows, its diagonal from each column's observed entries).
+    without it).  Under ``covariance="full"`` a row with some entries missing keeps the marginal density of
+    its observed entries, whose message to the normal–Wishart block is non-conjugate: the fit then runs
+    NCVMP (``factors.mv_gaussian_wishart_missing``).  The default m₀ and V₀ are then the mean and
+    covariance of the observed data (V₀ from the complete rows, its diagonal from each column's observed
+    entries).
     """
     Xa, seen = _data(X, mask)
     N, D = Xa.shape
-    if seen is not None and covariance == "full" and (seen.any(-1) & ~seen.all(-1)).any():
-        row = int(np.flatnonzero(seen.any(-1) & ~seen.all(-1))[0])
-        raise ModelError(f"X: row {row} has some entries observed and some missing (mask {seen[row].tolist()}); "
-                         "covariance='full' allows only whole rows to be missing (its normal–Wishart precision "
-                         "cannot marginalise single entries); use covariance='diag' or mask whole rows")
     K = checks.positive_int(K, "K")
     if covariance not in ("full", "diag"):
         raise ModelError(f"covariance must be 'full' or 'diag', got {covariance!r}")
@@ -138,7 +135,7 @@ def gaussian_mixture(X: Any, K: int, covariance: str = "full", *, restarts: int 
     The responsibilities start from a k-means++ seeding of the data (``seed``; a missing entry stands at
     its column's observed mean); with ``restarts`` > 1 the fit is repeated from different seeds and the one
     with the highest ELBO is returned (VB finds local optima).  ``mask`` (True = observed; (N,) rows or
-    (N, D) entries, entries for "diag" only) marks missing data, and ``priors`` go to
+    (N, D) entries) marks missing data, and ``priors`` go to
     ``gaussian_mixture_model``.  Use ``mixture_predictive`` for the posterior predictive density.
     """
     from schedules import infer  # the engine sits to the right of this package

@@ -719,11 +719,16 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
         while True:
             eng.max_change = 0.0
             eng.changes = {}
-            for v in c.order:
-                eng.update(v)
-            for hook in getattr(c.model, "sweep_hooks", ()):
-                hook(eng)
-            L = eng.elbo(allow_minus_inf=snapshot is not None)  # −inf: a fall like any other, retried damped
+            try:
+                for v in c.order:
+                    eng.update(v)
+                for hook in getattr(c.model, "sweep_hooks", ()):
+                    hook(eng)
+                L = eng.elbo(allow_minus_inf=snapshot is not None)  # −inf: a fall like any other, retried damped
+            except InferenceError:
+                if snapshot is None:
+                    raise
+                L = -np.inf  # an update left some q improper: undone and retried damped, like a fall
             if snapshot is None:
                 break
             noise = float(np.sqrt(sum(fit.site_se**2 for fit in eng.block.values())))

@@ -11,7 +11,9 @@ missing entries as latent variables: they are not marginalised out of anything.
 An ``mv_gaussian`` observed with a coordinate mask (D-vector per row) keeps, per row, the marginal
 density of its observed coordinates: for Λ = αI or diag(α) the observed coordinates' terms, for a
 constant Λ the marginal precision (Σ_oo)⁻¹ with Σ = Λ⁻¹ (the Schur complement), embedded in D × D
-with zeros at the missing coordinates.
+with zeros at the missing coordinates; under a Wishart Λ (or a normal–Wishart block) the marginal
+density's expectation and its NCVMP message, per missingness pattern
+(``factors.mv_gaussian_wishart_missing``).
 
 A selector entry whose every gated factor instance is missing has no observed descendant: summed
 over its categories it contributes exactly 1, so it too drops out (its prior factor's messages to
@@ -25,6 +27,11 @@ import numpy as np
 
 from factorgraph.nodes import ModelError
 from factors.mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
+from factors.mv_gaussian_wishart_missing import (
+    MV_GAUSSIAN_NORMAL_WISHART_MISSING,
+    MV_GAUSSIAN_WISHART_MISSING,
+    missing_patterns,
+)
 from factors.plating import expand
 
 
@@ -88,6 +95,9 @@ def _coordinate_mask(f, m: np.ndarray, name: str) -> None:
     D = p["D"]
     if f.node.ftype is MV_GAUSSIAN:
         p["observed_coords"] = m
+        return
+    if f.node.ftype in (MV_GAUSSIAN_WISHART_MISSING, MV_GAUSSIAN_NORMAL_WISHART_MISSING):
+        p.update(missing_patterns(m))  # the observed coordinates' marginal density, per missingness pattern
         return
     if f.node.ftype is not MV_GAUSSIAN_FIXED:
         raise ModelError(f"{name!r}: missing coordinates are not supported for factor {f.node.ftype.name}")

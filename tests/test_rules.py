@@ -29,6 +29,7 @@ from distributions import (
 )
 from factors import FACTOR_TYPES
 from factors.deterministic import Dot, Inner, Product, Sum
+from factors.mv_gaussian_wishart_missing import missing_patterns
 from factors.scale_priors import scale_prior_params
 from factors.uniform_scale import uniform_scale_params
 
@@ -122,6 +123,9 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "GaussianMarkovChainDiag/shared": {"lengths": np.array([4, 3]), "state": {}, "D": D, "noise": "shared"},
         "StudentT": {"dof": 3.0, "learn_dof": False, "present": np.array([1.0, 0.0]), "state": {}},
         "GroupedLinearGaussian": _grouped_linear_fixture(np.random.default_rng(7)),  # its own draws
+        # a row with its middle coordinate missing, and a complete row (the conjugate message)
+        "MvGaussianWishartMissing": {"D": D, **missing_patterns(np.array([[1, 0, 1], [1, 1, 1]]))},
+        "MvGaussianNormalWishartMissing": {"D": D, **missing_patterns(np.array([[0, 1, 1], [1, 1, 1]]))},
     }[name]
     if name == "NormalWishart":
         from factors.normal_wishart import prior_natural

@@ -256,31 +256,37 @@ def test_missing_rows_under_a_wishart_precision_equal_dropping_them(kind, row_ma
         np.testing.assert_allclose(a.posterior("L").dof, b.posterior("L").dof, rtol=1e-12)
 
 
-def test_partly_observed_rows_under_a_wishart_precision_are_refused():
-    """A row with some coordinates missing cannot be marginalised conjugately under a Wishart precision
-    (its observed block's precision is a Schur complement of Λ): a ModelError at build time, for a
-    per-coordinate mask and for a numpy masked array, never the masked values used as data."""
+def test_partly_observed_rows_under_a_wishart_precision_keep_their_marginal():
+    """A row with some coordinates missing keeps the marginal density of its observed coordinates under a
+    Wishart precision or a normal–Wishart mean (the non-conjugate factors.mv_gaussian_wishart_missing, so the
+    fit runs NCVMP), for a per-coordinate mask and for a numpy masked array; the masked values are never read."""
     rng = np.random.default_rng(22)
     Y = rng.normal(size=(5, 2))
     cm = np.ones((5, 2), bool)
     cm[3, 1] = False
-    for observed, mask in [(np.where(cm, Y, np.nan), cm), (np.ma.masked_array(Y, ~cm), None)]:
-        with fg.Model("partial"):
+    elbos = {}
+    for label, observed, mask in [("nan", np.where(cm, Y, np.nan), cm), ("ma", np.ma.masked_array(Y, ~cm), None),
+                                  ("junk", np.where(cm, Y, 1e6), cm)]:
+        with fg.Model("partial") as m:
             n = fg.plate("n", 5)
             L = fg.wishart("L", dof=3.0, scale=np.eye(2))
             th = fg.gaussian_wishart("theta", mean=np.zeros(2))
-            with pytest.raises(fg.ModelError, match=r"'y': row 3 has some coordinates observed and some missing.*"
-                                                    "only whole rows can be missing"):
-                fg.mv_gaussian("y", np.zeros(2), L, plates=[n], observed=observed, mask=mask)
-            with pytest.raises(fg.ModelError, match="'x': row 3 .*only whole rows"):
-                fg.mv_gaussian("x", th, plates=[n], observed=observed, mask=mask)
+            y = fg.mv_gaussian("y", np.zeros(2), L, plates=[n], observed=observed, mask=mask)
+            x = fg.mv_gaussian("x", th, plates=[n], observed=observed, mask=mask)
+        assert y.prior.ftype.name == "MvGaussianWishartMissing"
+        assert x.prior.ftype.name == "MvGaussianNormalWishartMissing"
+        np.testing.assert_array_equal(y.coord_mask, cm)
+        r = fg.infer(m)
+        assert r.algorithm == "ncvmp" and r.converged
+        elbos[label] = r.elbo
+    assert elbos["nan"] == elbos["ma"] == elbos["junk"]
 
 
 @pytest.mark.parametrize("covariance", ["full", "diag"])
 @pytest.mark.parametrize("K", [1, 2])
 def test_gaussian_mixture_with_missing_rows_equals_dropping_them(covariance, K):
     """models.gaussian_mixture_model(mask=): missing rows drop out (the default priors come from the observed
-    rows), single missing entries are accepted by "diag" and refused by "full" with an error naming the row."""
+    rows), and single missing entries are accepted by both."""
     from distributions import Categorical
 
     rng = np.random.default_rng(23)
@@ -296,12 +302,8 @@ def test_gaussian_mixture_with_missing_rows_equals_dropping_them(covariance, K):
     assert abs(a.elbo - b.elbo) < 1e-10
     cm = np.ones(X.shape, bool)
     cm[7, 0] = False
-    if covariance == "diag":
-        r = models.gaussian_mixture(np.where(cm, X, np.nan), K, covariance, mask=cm)
-        assert np.isfinite(r.elbo) and np.all(np.diff(r.elbo_trace) >= -1e-9 * np.abs(r.elbo_trace[1:]))
-    else:
-        with pytest.raises(fg.ModelError, match="X: row 7 has some entries observed and some missing"):
-            models.gaussian_mixture(np.where(cm, X, np.nan), K, covariance, mask=cm)
+    r = models.gaussian_mixture(np.where(cm, X, np.nan), K, covariance, mask=cm)  # "full": by NCVMP
+    assert np.isfinite(r.elbo) and np.all(np.diff(r.elbo_trace) >= -1e-9 * np.abs(r.elbo_trace[1:]))
 
 
 def test_masked_mixture_is_seeded_from_its_observed_rows():
