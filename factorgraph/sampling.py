@@ -492,6 +492,8 @@ _DRAWS = {
     "MarkovChain": _markov_chain, "StudentT": _student_t,
     "Wishart": _wishart, "NormalWishart": _normal_wishart, "MvGaussianWishart": _mv_gaussian_wishart,
     "MvGaussianNormalWishart": _mv_gaussian_normal_wishart,
+    # rows with some coordinates missing (their own factor types only for the likelihood): the same law
+    "MvGaussianWishartMissing": _mv_gaussian_wishart, "MvGaussianNormalWishartMissing": _mv_gaussian_normal_wishart,
     "GaussianMarkovChain": _gaussian_markov_chain, "GaussianMarkovChainDiag": _gaussian_markov_chain,
 }
 

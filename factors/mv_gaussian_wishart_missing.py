@@ -133,82 +133,112 @@ def _lift(a: np.ndarray, nb: int, ev: int) -> np.ndarray:
     return a.reshape((1,) * missing + a.shape) if missing > 0 else a
 
 
-def _blocks(p: dict, nu: np.ndarray, V: np.ndarray) -> tuple:
-    """Per factor instance: Ã (V_oo⁻¹ embedded), log|V_oo|, r and k, from q(Λ)'s (ν, V) (lifted to the
-    factor's plates) and the instances' missingness patterns."""
-    O = p["patterns"].astype(float)  # (P, D)
+def _gather(p: dict, batch: tuple[int, ...]) -> tuple:
+    """Index arrays that pick, for every factor instance, its pattern's entry of an array over
+    (patterns, *batch) (``batch``: q(Λ)'s plates lifted to the factor's, singletons allowed)."""
     idx = p["pattern_index"]
     nb = idx.ndim
+    shape = np.broadcast_shapes(idx.shape, batch)
+    rest = tuple(np.zeros(shape, int) if batch[i] == 1 else
+                 np.broadcast_to(np.arange(batch[i]).reshape((-1,) + (1,) * (nb - i - 1)), shape) for i in range(nb))
+    return (np.broadcast_to(idx, shape), *rest)
+
+
+def _blocks(p: dict, nu: np.ndarray, V: np.ndarray) -> _Gathered:
+    """Per factor instance, from q(Λ)'s (ν, V) (lifted to the factor's plates) and the missingness patterns:
+    Ã (V_oo⁻¹ embedded), T = VÃ, Q = VÃV, ν, ν − k, r, k, the scatter-free part of S and of c's numerator
+    (¼ψ'_r((ν−k)/2) − r/(2ν)) and c's denominator.  The special functions are evaluated once per
+    (pattern, component), then gathered."""
+    O = p["patterns"].astype(float)  # (P, D)
     D = O.shape[-1]
-    Ob = O.reshape((O.shape[0],) + (1,) * nb + (D,))
+    Ob = O.reshape((O.shape[0],) + (1,) * (V.ndim - 2) + (D,))
     M = Ob[..., :, None] * V[None] * Ob[..., None, :] + np.eye(D) * (1.0 - Ob[..., None, :])
-    Minv = np.linalg.inv(M)
-    A_all = Ob[..., :, None] * Minv * Ob[..., None, :]
-    ld_all = np.linalg.slogdet(M)[1]
-    shape = np.broadcast_shapes(idx.shape, V.shape[:-2])
-    first = np.broadcast_to(idx, shape)
-    rest = tuple(np.zeros(shape, int) if V.shape[i] == 1 else
-                 np.broadcast_to(np.arange(V.shape[i]).reshape((-1,) + (1,) * (nb - i - 1)), shape)
-                 for i in range(nb))
-    r = O.sum(-1)[first]
-    return A_all[(first, *rest)], ld_all[(first, *rest)], r, D - r, np.broadcast_to(nu, shape)
+    A = Ob[..., :, None] * np.linalg.inv(M) * Ob[..., None, :]
+    ld = np.linalg.slogdet(M)[1]
+    r = np.broadcast_to(O.sum(-1).reshape((-1,) + (1,) * (V.ndim - 2)), ld.shape)
+    k = D - r
+    nus = np.broadcast_to(nu, ld.shape)
+    nup = nus - k
+    T = V @ A
+    out = {"A": A, "T": T, "Q": T @ V, "nu": nus, "nup": nup, "r": r, "k": k,
+           "log_norm": 0.5 * (_multi(digamma, 0.5 * nup, r, D) + r * LOG_2 - ld) - 0.5 * r * LOG_2PI,
+           "a": 0.25 * _multi(_trigamma, 0.5 * nup, r, D) - r / (2 * nus),
+           "den": np.broadcast_to(0.5 * _multi(_trigamma, 0.5 * nu, D, D) - D / nu, ld.shape)}
+    return _Gathered(out, _gather(p, V.shape[:-2]))
 
 
-def _precision_message(nu, V, A, r, k, C, tr_ac, D):
-    """(B, c) to (Λ, log|Λ|) for the scatter C (see the module docstring); (−½C, ½) exactly at k = 0."""
-    nup = nu - k
-    den = 0.5 * _multi(_trigamma, 0.5 * nu, D, D) - D / nu
-    c = (0.25 * _multi(_trigamma, 0.5 * nup, r, D) - r / (2 * nu) - k / (2 * nu) * tr_ac) / den
-    ACA = np.einsum("...ij,...jk,...kl->...il", A, C, A)
-    G = -0.5 * A + 0.5 * nup[..., None, None] * ACA
-    B = -(np.einsum("...ij,...jk,...kl->...il", V, G, V) + c[..., None, None] * V) / nu[..., None, None]
+class _Gathered(dict):
+    """Per-(pattern, component) arrays, gathered onto the factor instances when first asked for."""
+
+    def __init__(self, per_pattern: dict, at: tuple) -> None:
+        super().__init__()
+        self._src, self._at = per_pattern, at
+
+    def __missing__(self, key: str) -> np.ndarray:
+        self[key] = val = self._src[key][self._at]
+        return val
+
+
+def _precision_message(b: dict, V: np.ndarray, w: np.ndarray, extra, tr_ac: np.ndarray, C_complete) -> tuple:
+    """(B, c) to (Λ, log|Λ|) (see the module docstring) for a scatter C with VÃCÃV = wwᵀ + ``extra`` and
+    tr(ÃC) = ``tr_ac``: B = −(−½Q + ½(ν − k)VÃCÃV + cV)/ν; exactly (−½C, ½) on complete rows."""
+    nu, k = b["nu"], b["k"]
+    c = (b["a"] - k / (2 * nu) * tr_ac) / b["den"]
+    VCV = w[..., :, None] * w[..., None, :] + (0.0 if extra is None else extra)
+    B = -(-0.5 * b["Q"] + 0.5 * b["nup"][..., None, None] * VCV + c[..., None, None] * V) / nu[..., None, None]
     complete = k == 0
-    B = np.where(complete[..., None, None], -0.5 * C, _sym(B))
-    return B, np.where(complete, 0.5, c)
-
-
-def _log_norm(nu, r, k, ld, D):
-    """½(ψ_r((ν−k)/2) + r log 2 − log|V_oo|) − (r/2) log 2π: the terms of S without the scatter."""
-    return 0.5 * (_multi(digamma, 0.5 * (nu - k), r, D) + r * LOG_2 - ld) - 0.5 * r * LOG_2PI
+    return np.where(complete[..., None, None], -0.5 * C_complete, _sym(B)), np.where(complete, 0.5, c)
 
 
 # ------------------------------------------------------------------------------ Wishart precision, mean μ
 def _wishart_parts(m: Moments, p: dict) -> tuple:
+    """The blocks, V per instance, x (0 at missing coordinates), e = x − E[μ] and Cov[μ]."""
     coords = p["observed_coords"]
     nb = coords.ndim - 1
     P, L = m["precision"]
     nu, V = wishart_params(_lift(P, nb, 2), _lift(L, nb, 0))
-    A, ld, r, k, nu = _blocks(p, nu, V)
-    D = coords.shape[-1]
+    b = _blocks(p, nu, V)
     x = np.where(coords, _lift(m["out"][0], nb, 1), 0.0)
     mu, mumu = _lift(m["mean"][0], nb, 1), _lift(m["mean"][1], nb, 2)
-    C = (x[..., :, None] * x[..., None, :] - x[..., :, None] * mu[..., None, :] - mu[..., :, None] * x[..., None, :]
-         + mumu)
-    V = np.broadcast_to(V, A.shape)
-    return nu, V, A, ld, r, k, x, C, D
+    cov_mu = mumu - mu[..., :, None] * mu[..., None, :]
+    shape = b["nu"].shape
+    return b, np.broadcast_to(V, shape + V.shape[-2:]), x, np.broadcast_to(x - mu, shape + x.shape[-1:]), cov_mu
+
+
+def _scatter_terms(b: dict, e: np.ndarray, cov_mu: np.ndarray) -> tuple:
+    """tr(ÃC) and VÃCÃV − wwᵀ (w = VÃe) for C = eeᵀ + Cov[μ]."""
+    Ae = np.einsum("...ij,...j->...i", b["A"], e)
+    tr_ac = np.einsum("...i,...i->...", e, Ae) + np.einsum("...ij,...ij->...", b["A"], cov_mu)
+    T = b["T"]
+    extra = T @ cov_mu @ np.swapaxes(T, -1, -2)
+    return tr_ac, extra, np.einsum("...ij,...j->...i", T, e)
 
 
 @MV_GAUSSIAN_WISHART_MISSING.rule("precision", "ncvmp")
 def mvwm_to_precision(m: Moments, p: dict) -> tuple:
-    nu, V, A, _, r, k, _, C, D = _wishart_parts(m, p)
-    return _precision_message(nu, V, A, r, k, C, np.einsum("...ij,...ji->...", A, C), D)
+    b, V, _, e, cov_mu = _wishart_parts(m, p)
+    tr_ac, extra, w = _scatter_terms(b, e, cov_mu)
+    return _precision_message(b, V, w, extra, tr_ac, e[..., :, None] * e[..., None, :] + cov_mu)
 
 
 @MV_GAUSSIAN_WISHART_MISSING.rule("mean", "vmp")
 def mvwm_to_mean(m: Moments, p: dict) -> tuple:
-    nu, _, A, _, _, k, x, _, _ = _wishart_parts(m, p)
-    prec = (nu - k)[..., None, None] * A
+    b, _, x, _, _ = _wishart_parts(m, p)
+    prec = b["nup"][..., None, None] * b["A"]
     return (np.einsum("...ij,...j->...i", prec, x), -0.5 * prec)
 
 
 @MV_GAUSSIAN_WISHART_MISSING.evidence(kind="exact")
 def mvwm_evidence(m: Moments, p: dict) -> np.ndarray:
-    nu, _, A, ld, r, k, _, C, D = _wishart_parts(m, p)
-    return _log_norm(nu, r, k, ld, D) - 0.5 * (nu - k) * np.einsum("...ij,...ji->...", A, C)
+    b, _, _, e, cov_mu = _wishart_parts(m, p)
+    Ae = np.einsum("...ij,...j->...i", b["A"], e)
+    tr_ac = np.einsum("...i,...i->...", e, Ae) + np.einsum("...ij,...ij->...", b["A"], cov_mu)
+    return b["log_norm"] - 0.5 * b["nup"] * tr_ac
 
 
 # ------------------------------------------------------------------------------ normal–Wishart block (μ, Λ)
 def _nw_parts(m: Moments, p: dict) -> tuple:
+    """The blocks, V, x (0 at missing coordinates), d = x − m, the location m and β, per instance."""
     coords = p["observed_coords"]
     nb = coords.ndim - 1
     D = coords.shape[-1]
@@ -217,22 +247,23 @@ def _nw_parts(m: Moments, p: dict) -> tuple:
     nu, V = wishart_params(P, L)
     mean = np.linalg.solve(_sym(P), lm[..., None])[..., 0]
     beta = D / (q - np.einsum("...i,...i->...", lm, mean))
-    A, ld, r, k, nu = _blocks(p, nu, V)
+    b = _blocks(p, nu, V)
     x = np.where(coords, _lift(m["out"][0], nb, 1), 0.0)
-    d = x - mean
-    shape = A.shape[:-2]
-    return (nu, np.broadcast_to(V, A.shape), A, ld, r, k, x, np.broadcast_to(d, shape + (D,)),
-            np.broadcast_to(mean, shape + (D,)), np.broadcast_to(beta, shape), D)
+    shape = b["nu"].shape
+    return (b, np.broadcast_to(V, shape + (D, D)), x, np.broadcast_to(x - mean, shape + (D,)),
+            np.broadcast_to(mean, shape + (D,)), np.broadcast_to(beta, shape))
 
 
 @MV_GAUSSIAN_NORMAL_WISHART_MISSING.rule("params", "ncvmp")
 def mvnwm_to_params(m: Moments, p: dict) -> tuple:
-    nu, V, A, _, r, k, x, d, mean, _, D = _nw_parts(m, p)
-    Ad = np.einsum("...ij,...j->...i", A, d)
-    dAd = np.einsum("...i,...i->...", d, Ad)
-    B, c = _precision_message(nu, V, A, r, k, d[..., :, None] * d[..., None, :], dAd, D)
+    b, V, x, d, mean, _ = _nw_parts(m, p)
+    D = d.shape[-1]
+    Ad = np.einsum("...ij,...j->...i", b["A"], d)
+    w = np.einsum("...ij,...j->...i", V, Ad)  # VÃd: VÃCÃV = wwᵀ for C = ddᵀ
+    B, c = _precision_message(b, V, w, None, np.einsum("...i,...i->...", d, Ad), d[..., :, None] * d[..., None, :])
+    r, k = b["r"], b["k"]
     eta2 = -r / (2.0 * D)
-    eta1 = ((nu - k) / nu)[..., None] * np.einsum("...ij,...j->...i", V, Ad) + (r / D)[..., None] * mean
+    eta1 = (b["nup"] / b["nu"])[..., None] * w + (r / D)[..., None] * mean
     outer = mean[..., :, None] * eta1[..., None, :]
     mm = mean[..., :, None] * mean[..., None, :]
     eta3 = B - 0.5 * (outer + np.swapaxes(outer, -1, -2)) - eta2[..., None, None] * mm
@@ -244,9 +275,9 @@ def mvnwm_to_params(m: Moments, p: dict) -> tuple:
 
 @MV_GAUSSIAN_NORMAL_WISHART_MISSING.evidence(kind="exact")
 def mvnwm_evidence(m: Moments, p: dict) -> np.ndarray:
-    nu, _, A, ld, r, k, _, d, _, beta, D = _nw_parts(m, p)
-    dAd = np.einsum("...i,...ij,...j->...", d, A, d)
-    return _log_norm(nu, r, k, ld, D) - 0.5 * (nu - k) * dAd - 0.5 * r / beta
+    b, _, _, d, _, beta = _nw_parts(m, p)
+    dAd = np.einsum("...i,...ij,...j->...", d, b["A"], d)
+    return b["log_norm"] - 0.5 * b["nup"] * dAd - 0.5 * b["r"] / beta
 
 
 # ------------------------------------------------------------------------------ the first message
@@ -260,13 +291,8 @@ def _completed(p: dict, P: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.nd
     Mb = 1.0 - O.reshape((O.shape[0],) + (1,) * nb + (D,))  # missing indicators
     M = Mb[..., :, None] * P[None] * Mb[..., None, :] + np.eye(D) * (1.0 - Mb[..., None, :])
     R_all = Mb[..., :, None] * np.linalg.inv(M) * Mb[..., None, :]
-    shape = np.broadcast_shapes(idx.shape, P.shape[:-2], e.shape[:-1])
-    first = np.broadcast_to(idx, shape)
-    rest = tuple(np.zeros(shape, int) if P.shape[i] == 1 else
-                 np.broadcast_to(np.arange(P.shape[i]).reshape((-1,) + (1,) * (nb - i - 1)), shape)
-                 for i in range(nb))
-    R = R_all[(first, *rest)]
-    return e - np.einsum("...ij,...jk,...k->...i", R, P, e), R
+    R = R_all[_gather(p, P.shape[:-2])]
+    return e - np.einsum("...ij,...j->...i", R, np.einsum("...ij,...j->...i", P, e)), R
 
 
 @MV_GAUSSIAN_WISHART_MISSING.initial("precision")
