@@ -94,7 +94,7 @@ def _mv_gaussian(s: _Forward, v, f, frame, y):
             alpha = _expand(alpha, rest, frame, v.name)
         else:
             alpha = _expand(alpha, edge.plates, frame, v.name)[..., None]
-        alpha = np.broadcast_to(alpha, r.shape)
+        alpha = np.broadcast_to(alpha, np.broadcast_shapes(alpha.shape, r.shape))  # r lacks S for a constant mean
         return 0.5 * (np.log(alpha).sum(-1) - D * _LOG2PI - (alpha * r * r).sum(-1))
     lam = np.asarray(f.params["precision_raw"], float)
     if lam.ndim == 2:

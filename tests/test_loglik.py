@@ -93,6 +93,21 @@ def test_mv_gaussian(precision):
         np.testing.assert_allclose(ll[s], stats.multivariate_normal.logpdf(y, d["mu"][s], cov), rtol=1e-12)
 
 
+def test_mv_gaussian_with_a_constant_mean_and_a_gamma_precision():
+    """A constant mean gives residuals without a draw axis; the Gamma precision's draws still broadcast."""
+    D = 3
+    y = rng.normal(size=(N, D))
+    with fg.Model() as m:
+        n = fg.plate("n", N)
+        a = fg.gamma("a", 2.0, 1.0)
+        fg.mv_gaussian("y", np.ones(D), a, plates=[n], observed=y)
+    d = {"a": rng.gamma(2.0, size=S)}
+    ll = _ll(m, d, "y")
+    for s in range(S):
+        ref = stats.multivariate_normal.logpdf(y, np.ones(D), np.eye(D) / d["a"][s])
+        np.testing.assert_allclose(ll[s], ref, rtol=1e-12)
+
+
 def test_bernoulli_and_bernoulli_logit():
     y = np.array([1.0, 0.0, 1.0, 1.0, 0.0])
     X = rng.normal(size=(N, 2))
