@@ -130,6 +130,24 @@ def _marginal_matrix(full: np.ndarray, r: np.ndarray, lam: np.ndarray, o: np.nda
     return out
 
 
+def _gated_gamma_precision(s: _Forward, f, gate: Gate, frame: tuple, what: str) -> np.ndarray:
+    """α of a gated Gamma precision ``alpha[z]`` at each draw and row, (S, *frame sizes, D or 1): the
+    component z_n of each row; with ARD (``alpha`` plated over the consumed plate too) the vector diag(α)."""
+    src = gate.source
+    alpha, pl = s.value(src), tuple(src.plates)
+    if f.params.get("ard"):  # the consumed plate becomes the last (event) axis
+        ard = f.consumed["precision"]
+        alpha = np.moveaxis(alpha, 1 + pl.index(ard), -1)
+        pl = tuple(p for p in pl if p is not ard)
+    else:
+        alpha = alpha[..., None]
+    full = (s.S, *(p.size for p in frame))
+    x = np.broadcast_to(_expand(alpha, pl, (*frame, gate.plate), what), (*full, gate.plate.size, alpha.shape[-1]))
+    z = _expand(s.value(gate.selector), gate.selector.plates, frame, what)
+    z = np.broadcast_to(z, full).astype(np.intp)
+    return np.take_along_axis(x, z[..., None, None], axis=-2)[..., 0, :]
+
+
 def _mv_gaussian(s: _Forward, v, f, frame, y):
     """y ~ N(m, Λ⁻¹) per row, Λ = αI or diag(α) (a Gamma variable, scalar or ARD), a constant scalar,
     vector or matrix, or a Wishart draw; a row observed by coordinate (``v.coord_mask``) has the marginal
@@ -146,14 +164,17 @@ def _mv_gaussian(s: _Forward, v, f, frame, y):
             quad = np.einsum("...i,...ij,...j->...", r, lam, r)
             lp = 0.5 * (logdet - D * _LOG2PI - quad)
             return lp if partial is None else _marginal_matrix(lp, r, lam, *partial)
-        alpha = s.value(edge)
-        if f.params.get("ard"):  # diag(α) over the consumed plate
-            pl = edge.plates
-            alpha = np.moveaxis(alpha, 1 + list(pl).index(f.consumed["precision"]), -1)
-            rest = tuple(p for p in pl if p is not f.consumed["precision"])
-            alpha = _expand(alpha, rest, frame, v.name)
+        if isinstance(edge, Gate):  # α[z]: each row's component
+            alpha = _gated_gamma_precision(s, f, edge, frame, v.name)
         else:
-            alpha = _expand(alpha, edge.plates, frame, v.name)[..., None]
+            alpha = s.value(edge)
+            if f.params.get("ard"):  # diag(α) over the consumed plate
+                pl = edge.plates
+                alpha = np.moveaxis(alpha, 1 + list(pl).index(f.consumed["precision"]), -1)
+                rest = tuple(p for p in pl if p is not f.consumed["precision"])
+                alpha = _expand(alpha, rest, frame, v.name)
+            else:
+                alpha = _expand(alpha, edge.plates, frame, v.name)[..., None]
         alpha = np.broadcast_to(alpha, np.broadcast_shapes(alpha.shape, r.shape))  # r lacks S for a constant mean
         lp = 0.5 * (np.log(alpha).sum(-1) - D * _LOG2PI - (alpha * r * r).sum(-1))
         return lp if partial is None else _marginal_diagonal(lp, r, alpha, *partial)

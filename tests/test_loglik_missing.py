@@ -53,6 +53,10 @@ def _model(form, mask=None):
             prec = VEC
         elif form in ("matrix", "gated_matrix"):
             prec = LAM
+        elif form == "gated_gamma":
+            prec = fg.gamma("a", 2.0, 1.0, plates=[k])[z]
+        elif form == "gated_ard":
+            prec = fg.gamma("a", 2.0, 1.0, plates=[k, fg.plate("d", D)])[z]
         fg.mv_gaussian("y", mean, prec, plates=[n], observed=obs, mask=mask)
     return m
 
@@ -64,14 +68,22 @@ def _draws(form):
         d["a"] = rng.gamma(2.0, size=S)
     elif form == "ard":
         d["a"] = rng.gamma(2.0, size=(S, D))
+    elif form == "gated_gamma":
+        d["a"] = rng.gamma(2.0, size=(S, K))
+    elif form == "gated_ard":
+        d["a"] = rng.gamma(2.0, size=(S, K, D))
     if gated:
         d["pi"] = rng.dirichlet(np.ones(K), size=S)
         d["z"] = rng.integers(0, K, size=(S, N))
     return d
 
 
-def _cov(form, d, s):
-    """Σ = Λ⁻¹ at draw s."""
+def _cov(form, d, s, k=None):
+    """Σ = Λ⁻¹ at draw s (of component k when gated)."""
+    if form == "gated_gamma":
+        return np.eye(D) / d["a"][s, k]
+    if form == "gated_ard":
+        return np.diag(1.0 / d["a"][s, k])
     if form == "gamma":
         return np.eye(D) / d["a"][s]
     if form == "ard":
@@ -118,12 +130,12 @@ def test_partly_observed_rows_have_the_marginal_of_their_observed_coordinates(fo
     np.testing.assert_array_equal(ll[:, WHOLE], full[:, WHOLE])
 
 
-def test_a_gated_mixture_sums_each_rows_marginals_over_its_label():
-    form = "gated_matrix"
+@pytest.mark.parametrize("form", ["gated_matrix", "gated_gamma", "gated_ard"])
+def test_a_gated_mixture_sums_each_rows_marginals_over_its_label(form):
     d = _draws(form)
     ll = pointwise_log_likelihood(_model(form, CM), d)["y"]
-    cov = np.linalg.inv(LAM)
-    comp = np.stack([_ref_rows(lambda s, i, k=k: d["mu"][s, k], lambda s, i: cov) for k in range(K)], -1)
+    comp = np.stack([_ref_rows(lambda s, i, k=k: d["mu"][s, k], lambda s, i, k=k: _cov(form, d, s, k))
+                     for k in range(K)], -1)
     ref = logsumexp(comp + np.log(d["pi"])[:, None, :], axis=-1)  # (S, N)
     np.testing.assert_allclose(ll[:, CM.any(-1)], ref[:, CM.any(-1)], rtol=1e-10, atol=1e-10)
     assert np.all(np.isnan(ll[:, ~CM.any(-1)]))
@@ -214,7 +226,7 @@ def test_wishart_partly_observed_rows_end_to_end(kind):
 
 
 # ------------------------------------------------------------------ end to end: result.to_arviz() and LOO
-@pytest.mark.parametrize("form", ["gamma", "ard", "matrix", "gated_matrix"])
+@pytest.mark.parametrize("form", ["gamma", "ard", "matrix", "gated_matrix", "gated_gamma", "gated_ard"])
 def test_to_arviz_and_loo_with_partly_observed_rows(form):
     r = fg.infer(_model(form, CM))
     idata = r.to_arviz(draws=200, seed=4)
