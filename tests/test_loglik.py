@@ -93,6 +93,21 @@ def test_mv_gaussian(precision):
         np.testing.assert_allclose(ll[s], stats.multivariate_normal.logpdf(y, d["mu"][s], cov), rtol=1e-12)
 
 
+def test_mv_gaussian_with_a_constant_mean_and_a_gamma_precision():
+    """A constant mean gives residuals without a draw axis; the Gamma precision's draws still broadcast."""
+    D = 3
+    y = rng.normal(size=(N, D))
+    with fg.Model() as m:
+        n = fg.plate("n", N)
+        a = fg.gamma("a", 2.0, 1.0)
+        fg.mv_gaussian("y", np.ones(D), a, plates=[n], observed=y)
+    d = {"a": rng.gamma(2.0, size=S)}
+    ll = _ll(m, d, "y")
+    for s in range(S):
+        ref = stats.multivariate_normal.logpdf(y, np.ones(D), np.eye(D) / d["a"][s])
+        np.testing.assert_allclose(ll[s], ref, rtol=1e-12)
+
+
 def test_bernoulli_and_bernoulli_logit():
     y = np.array([1.0, 0.0, 1.0, 1.0, 0.0])
     X = rng.normal(size=(N, 2))
@@ -208,6 +223,27 @@ def test_gated_mixture_marginalises_each_rows_label():
                              d["taus"][:, None, None, :] ** -0.5).sum(2)  # (S, N, K)
     ref = logsumexp(comp + np.log(d["pi"])[:, None, :], axis=-1)
     np.testing.assert_allclose(ll, ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("ard", [False, True])
+def test_gated_gamma_precision_of_an_mv_gaussian_mixture(ard):
+    """mv_gaussian(mu[z], alpha[z]): Λ = α_k I, or diag(α_k) with alpha plated over (k, d) (ARD)."""
+    K, D = 2, 3
+    y = rng.normal(size=(N, D))
+    with fg.Model() as m:
+        n, k, dp = fg.plate("n", N), fg.plate("k", K), fg.plate("d", D)
+        pi = fg.dirichlet("pi", np.ones(K))
+        z = fg.categorical("z", pi, plates=[n], categories=k)
+        mu = fg.mv_gaussian("mu", np.zeros(D), 0.1, plates=[k])
+        alpha = fg.gamma("alpha", 2.0, 1.0, plates=[k, dp] if ard else [k])
+        fg.mv_gaussian("y", mu[z], alpha[z], plates=[n], observed=y)
+    d = {"pi": rng.dirichlet(np.ones(K), size=S), "mu": rng.normal(size=(S, K, D)),
+         "alpha": rng.gamma(2.0, size=(S, K, D) if ard else (S, K)), "z": rng.integers(0, K, size=(S, N))}
+    ll = _ll(m, d, "y")
+    a = d["alpha"] if ard else np.repeat(d["alpha"][..., None], D, -1)
+    comp = np.stack([[stats.multivariate_normal.logpdf(y, d["mu"][s, j], np.diag(1.0 / a[s, j])) for j in range(K)]
+                     for s in range(S)], 0)  # (S, K, N)
+    np.testing.assert_allclose(ll, logsumexp(comp + np.log(d["pi"])[:, :, None], axis=1), rtol=1e-12)
 
 
 def test_an_observed_selector_keeps_its_one_term():
