@@ -28,7 +28,7 @@ from scipy.special import gammaln, log_ndtr, logsumexp
 from distributions import Categorical
 
 from .nodes import Gate, ModelError, Node, Variable
-from .sampling import _expand, _Forward, _softmax_logits
+from .sampling import _expand, _Forward, _gated_gamma_precision, _softmax_logits
 
 if TYPE_CHECKING:
     from .model import Model
@@ -130,24 +130,6 @@ def _marginal_matrix(full: np.ndarray, r: np.ndarray, lam: np.ndarray, o: np.nda
     return out
 
 
-def _gated_gamma_precision(s: _Forward, f, gate: Gate, frame: tuple, what: str) -> np.ndarray:
-    """α of a gated Gamma precision ``alpha[z]`` at each draw and row, (S, *frame sizes, D or 1): the
-    component z_n of each row; with ARD (``alpha`` plated over the consumed plate too) the vector diag(α)."""
-    src = gate.source
-    alpha, pl = s.value(src), tuple(src.plates)
-    if f.params.get("ard"):  # the consumed plate becomes the last (event) axis
-        ard = f.consumed["precision"]
-        alpha = np.moveaxis(alpha, 1 + pl.index(ard), -1)
-        pl = tuple(p for p in pl if p is not ard)
-    else:
-        alpha = alpha[..., None]
-    full = (s.S, *(p.size for p in frame))
-    x = np.broadcast_to(_expand(alpha, pl, (*frame, gate.plate), what), (*full, gate.plate.size, alpha.shape[-1]))
-    z = _expand(s.value(gate.selector), gate.selector.plates, frame, what)
-    z = np.broadcast_to(z, full).astype(np.intp)
-    return np.take_along_axis(x, z[..., None, None], axis=-2)[..., 0, :]
-
-
 def _mv_gaussian(s: _Forward, v, f, frame, y):
     """y ~ N(m, Λ⁻¹) per row, Λ = αI or diag(α) (a Gamma variable, scalar or ARD), a constant scalar,
     vector or matrix, or a Wishart draw; a row observed by coordinate (``v.coord_mask``) has the marginal
@@ -158,7 +140,7 @@ def _mv_gaussian(s: _Forward, v, f, frame, y):
     partial = _partial_rows(v, y)
     if "precision" in f.edges and isinstance(f.edges["precision"], Node | Gate):
         edge = f.edges["precision"]
-        if f.ftype.name == "MvGaussianWishart":  # a Wishart precision matrix per draw (and per row if gated)
+        if f.ftype.name in ("MvGaussianWishart", "MvGaussianWishartMissing"):  # a Wishart Λ per draw (and row if gated)
             lam = s.arg(edge, frame, v.name)
             _, logdet = np.linalg.slogdet(lam)
             quad = np.einsum("...i,...ij,...j->...", r, lam, r)
@@ -324,6 +306,7 @@ _LOGPDF = {
     "Gaussian": _gaussian, "StudentT": _student_t, "NormalGammaRegression": _normal_gamma_regression,
     "MvGaussian": _mv_gaussian, "MvGaussianFixedPrecision": _mv_gaussian, "MvGaussianWishart": _mv_gaussian,
     "MvGaussianNormalWishart": _mv_gaussian_normal_wishart,
+    "MvGaussianWishartMissing": _mv_gaussian, "MvGaussianNormalWishartMissing": _mv_gaussian_normal_wishart,
     "Bernoulli": _bernoulli, "BernoulliLogit": _bernoulli_logit, "Probit": _probit,
     "Categorical": _categorical, "CategoricalSoftmax": _categorical_softmax,
     "Poisson": _poisson, "PoissonLog": _poisson_log, "Binomial": _binomial, "BinomialLogit": _binomial_logit,

@@ -226,12 +226,34 @@ def _mv_precision_chol(lam: np.ndarray, D: int) -> np.ndarray:
     return np.diag(np.broadcast_to(1.0 / np.sqrt(lam), (D,)))
 
 
+def _gated_gamma_precision(s: _Forward, f, gate: Gate, frame: tuple, what: str) -> np.ndarray:
+    """α of a gated Gamma precision ``alpha[z]`` at each draw and row, (S, *frame sizes, D or 1): the
+    component z_n of each row; with ARD (``alpha`` plated over the consumed plate too) the vector diag(α)."""
+    src = gate.source
+    alpha, pl = s.value(src), tuple(src.plates)
+    if f.params.get("ard"):  # the consumed plate becomes the last (event) axis
+        ard = f.consumed["precision"]
+        alpha = np.moveaxis(alpha, 1 + pl.index(ard), -1)
+        pl = tuple(p for p in pl if p is not ard)
+    else:
+        alpha = alpha[..., None]
+    full = (s.S, *(p.size for p in frame))
+    x = np.broadcast_to(_expand(alpha, pl, (*frame, gate.plate), what), (*full, gate.plate.size, alpha.shape[-1]))
+    z = _expand(s.value(gate.selector), gate.selector.plates, frame, what)
+    z = np.broadcast_to(z, full).astype(np.intp)
+    return np.take_along_axis(x, z[..., None, None], axis=-2)[..., 0, :]
+
+
 def _mv_gaussian(s: _Forward, v, f, frame, full):
     D = v.event_shape[0]
     if D is None:
         raise ModelError(f"sampling: the dimension of {v.name!r} is not known (give dim=...)")
     m = np.broadcast_to(s.arg(f.edges["mean"], frame, v.name), full + (D,))
     z = s.rng.standard_normal(full + (D,))
+    if isinstance(f.edges.get("precision"), Gate):  # a gated Gamma precision alpha[z]: each row's component
+        alpha = _gated_gamma_precision(s, f, f.edges["precision"], frame, v.name)
+        s.put(v, m + z / np.sqrt(alpha), full)
+        return
     if "precision" in f.edges:  # a Gamma variable: αI, or ARD diag(α) over the consumed plate
         alpha = s.value(f.edges["precision"])
         if f.params.get("ard"):

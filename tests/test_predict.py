@@ -244,3 +244,21 @@ def test_full_covariance_mixture_predicts_new_rows():
     near = draws[draws[..., 0] > 0]  # the draws of the upper component: its mean and covariance
     np.testing.assert_allclose(near.mean(0), [3.0, 3.0], atol=0.15)
     np.testing.assert_allclose(np.cov(near.T), 0.25 * np.eye(2), atol=0.08)
+
+
+def test_predict_mixture_with_a_gated_gamma_precision():
+    """mv_gaussian(mu[z], precision=tau[z]): each predicted row takes its own component's precision (the gated
+    Gamma used to raise AttributeError in the forward sampler): a tight and a wide cluster keep their spreads."""
+    rng = np.random.default_rng(3)
+    X = np.r_[rng.normal(-5.0, 0.1, (30, 2)), rng.normal(5.0, 3.0, (30, 2))]
+    with fg.Model() as m:
+        n, k = fg.plate("n", 60), fg.plate("k", 2)
+        z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n], categories=k)
+        mu = fg.mv_gaussian("mu", np.zeros(2), precision=0.01, plates=[k])
+        tau = fg.gamma("tau", 1.0, 0.01, plates=[k])  # a weak rate: the tight cluster's sd is the data's 0.1
+        fg.mv_gaussian("x", mu[z], precision=tau[z], plates=[n], observed=X)
+    r = fg.infer(m, seed=1)
+    draws = fg.predict(r, draws=400, seed=0)["x"]
+    assert draws.shape == (400, 60, 2)
+    sd_tight, sd_wide = draws[:, :30].std(0).mean(), draws[:, 30:].std(0).mean()
+    assert 0.05 < sd_tight < 0.2 and 2.0 < sd_wide < 4.5
