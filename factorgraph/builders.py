@@ -83,6 +83,14 @@ def _parent_plates(args: Sequence[Any]) -> list[Plate]:
     return out
 
 
+def _selector_key(sel: Any) -> tuple:
+    """A gate's selector up to equivalence: z itself, or z gathered by the same labels onto the same plate (two
+    writings of ``z[g]`` in one factor, ``mu[z[g]]`` and ``L[z[g]]``, are one selector)."""
+    if isinstance(sel, Indexed):
+        return (id(sel.source), sel.along, sel.plate, sel.labels.tobytes())
+    return (id(sel),)
+
+
 def _finish(model: Model, var: Variable, ftype: Any, edges: dict[str, Any], params: dict[str, Any],
             observed: Any, mask: Any, consumed: dict[str, Plate] | None = None) -> Variable:
     """Attach observations, create the prior factor and register both."""
@@ -94,7 +102,7 @@ def _finish(model: Model, var: Variable, ftype: Any, edges: dict[str, Any], para
     elif mask is not None:
         raise ModelError(f"{var.name!r}: a mask was given without observed data")
     gates = [a for a in edges.values() if isinstance(a, Gate)] + param_gates(params)
-    if len({id(g.selector) for g in gates}) > 1:
+    if len({_selector_key(g.selector) for g in gates}) > 1:
         raise ModelError(f"{var.name!r}: all gated arguments of one factor must share one selector")
     fplates = [*var.plates, *_parent_plates([*edges.values(), *param_gates(params)])]
     fplates += [g.plate for g in gates]

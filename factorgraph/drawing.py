@@ -52,8 +52,8 @@ def _edges(model: Model) -> list[tuple[str, str, str, bool]]:
             t = _target(arg)
             if t is not None:
                 out.append((fid, ids[t.name], "", False) if edge == "out" else (ids[t.name], fid, edge, False))
-            if isinstance(arg, Gate):
-                out.append((ids[arg.selector.name], fid, f"{edge} gate", True))
+            if isinstance(arg, Gate):  # a selector gathered by labels (z[g]) is drawn as z
+                out.append((ids[_target(arg.selector).name], fid, f"{edge} gate", True))
         if "out" not in f.edges:  # a likelihood defined through its parameters (the normal–gamma regression)
             out += [(fid, ids[v.name], "", False) for v in model.variables.values() if v.prior is f]
     return out

@@ -383,15 +383,12 @@ def n_categories(selector: Any) -> int | None:
 
 
 def _selector_categories(selector: Any, what: str) -> int:
-    K = n_categories(selector)
+    K = n_categories(selector.source if isinstance(selector, Indexed) else selector)
     if K is None:
-        if isinstance(selector, Indexed) and n_categories(selector.source) is not None:
-            raise ModelError(f"{what}: the selector {selector.source.name}[labels] is gathered by labels; a gate's "
-                             "selector must be a Categorical or Bernoulli variable of its own (one per element of "
-                             f"the factor's plates), and a selector shared through labels ({selector.source.name!r} "
-                             f"per {selector.along.name!r}) is not supported")
-        got = f"{selector.family.__name__} {selector.name!r}" if isinstance(selector, Variable) else repr(selector)
-        raise ModelError(f"{what} needs a Categorical or Bernoulli selector, got {got}")
+        got = f"{selector.family.__name__} {selector.name!r}" if isinstance(selector, Variable | Indexed) else repr(
+            selector)
+        raise ModelError(f"{what} needs a Categorical or Bernoulli selector (or one gathered by labels, z[g]), "
+                         f"got {got}")
     return K
 
 
@@ -404,12 +401,13 @@ def gate(source: Variable | Deterministic | np.ndarray, selector: Variable) -> G
     """
     name = getattr(source, "name", "values")
     K = _selector_categories(selector, f"{name!r}[...]")
+    z = selector.source if isinstance(selector, Indexed) else selector  # z[g]: a selector shared through labels
     if isinstance(source, Variable | Deterministic):
-        if selector.category_plate is not None:
-            if selector.category_plate not in source.plates:
+        if z.category_plate is not None:
+            if z.category_plate not in source.plates:
                 raise ModelError(f"{source.name!r}[{selector.name!r}]: {source.name!r} is not plated over "
-                                 f"{selector.name!r}'s category plate {selector.category_plate.name!r}")
-            return Gate(source, selector, selector.category_plate)
+                                 f"{z.name!r}'s category plate {z.category_plate.name!r}")
+            return Gate(source, selector, z.category_plate)
         cands = [p for p in source.plates if p.size == K]
         if len(cands) != 1:
             raise ModelError(f"{source.name!r}[{selector.name!r}]: {selector.name!r} has {K} categories, so "
@@ -428,7 +426,7 @@ def select(values: Any, selector: Variable) -> Gate:
     if arr.ndim == 0 or arr.shape[0] != K:
         raise ModelError(f"select: values has {arr.shape[0] if arr.ndim else 0} rows but {selector.name!r} has "
                          f"{K} categories")
-    model = selector.model
-    if selector.category_plate is None:
-        selector.category_plate = model.add_plate(f"{selector.name}.category", K)
-    return Gate(arr, selector, selector.category_plate)
+    z = selector.source if isinstance(selector, Indexed) else selector
+    if z.category_plate is None:
+        z.category_plate = z.model.add_plate(f"{z.name}.category", K)
+    return Gate(arr, selector, z.category_plate)

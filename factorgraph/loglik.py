@@ -26,8 +26,9 @@ import numpy as np
 from scipy.special import gammaln, log_ndtr, logsumexp
 
 from distributions import Categorical
+from factors.index import segment_sum
 
-from .nodes import Gate, ModelError, Node, Variable
+from .nodes import Gate, Indexed, ModelError, Node, Variable
 from .sampling import _expand, _Forward, _gated_gamma_precision, _softmax_logits
 
 if TYPE_CHECKING:
@@ -461,15 +462,17 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray],
             out[v.name], rows[v.name] = np.where(present, lp, np.nan), present
             continue
         K = gate.plate.size
+        zi = z  # a selector gathered by labels (mu[z[g]]): each of z's elements marginalises all its rows at once
+        z = zi.source if isinstance(zi, Indexed) else zi
         zfull = (S, *z.shape)
+        kept = tuple(p for p in frame if p in zi.plates)
         terms = []
         for k in range(K):  # a loop over the K components, each vectorised over draws and rows
             lk = np.broadcast_to(fn(forward({z.name: np.full(zfull, k)}), v, f, frame, y), full)
             lk = np.where(present, lk, 0.0)
-            extra = tuple(1 + i for i, p in enumerate(frame) if p not in z.plates)
+            extra = tuple(1 + i for i, p in enumerate(frame) if p not in zi.plates)
             lk = lk.sum(axis=extra)  # (S, *[p in frame ∩ z plates])
-            kept = tuple(p for p in frame if p in z.plates)
-            terms.append(np.broadcast_to(_expand(lk, kept, z.plates, v.name), zfull))
+            terms.append(np.broadcast_to(_expand(*_by_selector(lk, zi, kept), z.plates, v.name), zfull))
         if z.prior.ftype.name == "MarkovChain":  # one entry per sequence: its labels summed out by the forward filter
             out[v.name] = _chain_log_likelihood(forward(), z, np.stack(terms, axis=-1))
             rows[v.name] = np.ones(out[v.name].shape[1:], bool)
@@ -477,13 +480,26 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray],
         lw = _log_weights(forward(), z, K)
         with np.errstate(invalid="ignore"):
             lp = logsumexp(np.stack(terms, axis=-1) + lw, axis=-1)
-        kept = tuple(p for p in frame if p in z.plates)
-        seen = present.any(axis=tuple(i for i, p in enumerate(frame) if p not in z.plates))  # a row with data
-        any_row = np.broadcast_to(_expand(seen[None], kept, z.plates, v.name)[0], z.shape)
+        seen = present.any(axis=tuple(i for i, p in enumerate(frame) if p not in zi.plates))  # a row with data
+        seen, grouped = _by_selector(seen[None].astype(float), zi, kept)
+        any_row = np.broadcast_to(_expand(seen, grouped, z.plates, v.name)[0], z.shape) > 0
         out[v.name], rows[v.name] = np.where(any_row, lp, np.nan), any_row
     for v in obs:
         _check_defined(v, out[v.name], rows[v.name])
     return out
+
+
+def _by_selector(a: np.ndarray, z: Any, kept: tuple) -> tuple[np.ndarray, tuple]:
+    """(a, its plates) on the selector's own plates: for a selector gathered by labels, z[g], the rows' values
+    (axis 1 + position of the rows' plate in ``kept``) summed over the rows with each label."""
+    if not isinstance(z, Indexed):
+        return a, kept
+    if z.plate not in kept:
+        raise ModelError(f"log-likelihood: the selector {z.name!r} is gathered along {z.plate.name!r}, which the "
+                         "observed variable is not plated over")
+    ax = 1 + kept.index(z.plate)
+    out = segment_sum(z.labels, np.moveaxis(a, ax, 0), z.along.size)
+    return np.moveaxis(out, 0, ax), tuple(z.along if p is z.plate else p for p in kept)
 
 
 def _check_defined(v: Variable, lp: np.ndarray, rows: np.ndarray) -> None:
@@ -500,7 +516,7 @@ def observed_plates(model: Model, name: str) -> tuple:
     v = model[name]
     gate = _gate_of(v.prior)
     if gate is not None and gate.selector.is_latent:
-        z = gate.selector
+        z = gate.selector.source if isinstance(gate.selector, Indexed) else gate.selector
         return tuple(z.plates[:-1]) if z.prior.ftype.name == "MarkovChain" else tuple(z.plates)
     return tuple(v.plates)
 

@@ -145,7 +145,8 @@ class Model:
                 if isinstance(target, Variable | Deterministic):
                     g.add_edge(f.name, target.name, edge=edge)
                 if isinstance(arg, Gate):
-                    g.add_edge(f.name, arg.selector.name, edge=f"{edge}.selector")
+                    sel = arg.selector.source if isinstance(arg.selector, Indexed) else arg.selector
+                    g.add_edge(f.name, sel.name, edge=f"{edge}.selector")
         return g
 
     def draw(self, backend: str | None = None):

@@ -17,6 +17,7 @@ from factorgraph.nodes import Deterministic, FactorNode, Gate, Indexed, ModelErr
 from factors.base import RuleNotFound, one_hot, point_stats
 from factors.discrete import CATEGORICAL
 from factors.grouped_linear_gaussian import GROUPED_LINEAR_GAUSSIAN
+from factors.index import segment_sum
 from factors.linear_gaussian import LINEAR_GAUSSIAN
 from factors.mv_gaussian import MV_GAUSSIAN_FIXED
 from factors.normal_gamma import NORMAL_GAMMA
@@ -121,8 +122,9 @@ def compile_model(model, algorithm, schedule=None, init=None, damping: dict | No
             target = arg.source if isinstance(arg, Gate) else arg
             if isinstance(target, Variable | Deterministic | Indexed):
                 c.consumers.setdefault(id(target), []).append(Consumer(factor=f, edge=edge))
-        if f.gate is not None:
-            c.selector_factors.setdefault(id(f.gate.selector), []).append(f)
+        if f.gate is not None:  # keyed by the selector variable (z of a selector gathered by labels, z[g])
+            sel = f.gate.selector
+            c.selector_factors.setdefault(id(sel.source if isinstance(sel, Indexed) else sel), []).append(f)
     used = _used_deterministics(c, model)
     for d in used:
         if d.op.name == "inner" and d.params["mean_field"]:
@@ -466,13 +468,26 @@ def _gated_source(v: Variable, factors: list[CFactor]) -> CFactor | None:
     """The first factor gated by v with an observed output that ``gated_rows`` reads."""
     for f in factors:
         out = f.node.edges.get("out")
-        if f.gate is None or f.gate.selector is not v or not isinstance(out, Variable) or out.value is None:
+        sel = None if f.gate is None else f.gate.selector
+        if sel is None or _selector_source(sel) is not v or not isinstance(out, Variable) or out.value is None:
             continue
         if not isinstance(out.mask, np.ndarray) or checks.is_dask(out.value):
             continue
-        if set(p.index for p in v.plates) <= set(p.index for p in out.plates):
+        if set(p.index for p in sel.plates) <= set(p.index for p in out.plates):
             return f
     return None
+
+
+def gathered_selectors(model) -> list[str]:
+    """The selectors gathered by labels (``mu[z[g]]``) among the model's gates, as "'z' (gathered onto 'n')"."""
+    return sorted({f"{a.selector.source.name!r} (gathered by labels onto {a.selector.plate.name!r})"
+                   for f in model.factors for a in (*f.edges.values(), *f.params.values())
+                   if isinstance(a, Gate) and isinstance(a.selector, Indexed)})
+
+
+def _selector_source(sel: Any) -> Any:
+    """The selector variable of a gate: z itself, or z of a selector gathered by labels (z[g])."""
+    return sel.source if isinstance(sel, Indexed) else sel
 
 
 def gated_rows(v: Variable, factors: list[CFactor]) -> np.ndarray | None:
@@ -482,7 +497,8 @@ def gated_rows(v: Variable, factors: list[CFactor]) -> np.ndarray | None:
     if f is None:
         return None
     out = f.node.edges["out"]
-    zp = [p.index for p in v.plates]
+    sel = f.gate.selector
+    zp = [p.index for p in sel.plates]
     op = [p.index for p in out.plates]
     value = np.asarray(out.value, dtype=float)
     seen = out.mask.reshape(out.mask.shape + (1,) * (value.ndim - out.mask.ndim))
@@ -492,7 +508,18 @@ def gated_rows(v: Variable, factors: list[CFactor]) -> np.ndarray | None:
     value = np.where(np.broadcast_to(seen, value.shape), value, np.nan)
     first = [op.index(i) for i in zp]
     rest = [i for i in range(value.ndim) if i not in first]
-    return np.transpose(value, first + rest).reshape(int(np.prod(v.shape, dtype=int)), -1)
+    rows = np.transpose(value, first + rest)
+    if isinstance(sel, Indexed):  # z[g]: each element of z stands for the mean of its rows (NaN: none observed)
+        ax = sel.plates.index(sel.plate)
+        front = np.moveaxis(rows, ax, 0)
+        flat = front.reshape(front.shape[0], -1)
+        have = ~np.isnan(flat)
+        sums = segment_sum(sel.labels, np.where(have, flat, 0.0), sel.along.size)
+        counts = segment_sum(sel.labels, have.astype(float), sel.along.size)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = (sums / counts).reshape((sel.along.size,) + front.shape[1:])
+        rows = np.moveaxis(means, 0, sel.source.plates.index(sel.along))  # z's own plate order
+    return rows.reshape(int(np.prod(v.shape, dtype=int)), -1)
 
 
 def observed_centre(counts: np.ndarray, sums: np.ndarray) -> np.ndarray:
@@ -515,5 +542,6 @@ def _gated_data(v: Variable, factors: list[CFactor]) -> np.ndarray | None:
 
 
 __all__ = ["CFactor", "Compiled", "Consumer", "Plate", "categorical_init", "compile_model", "gated_rows",
+           "gathered_selectors",
            "observed_centre", "one_hot", "rebind", "token_responsibilities", "token_selector",
            "token_topics"]

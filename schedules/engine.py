@@ -298,9 +298,23 @@ class Engine:
             m = self.consumer_message(cons)
             for i, a in enumerate(m):
                 total[i] = total[i] + a
-        for f in self.c.selector_factors.get(id(v), []):
-            total[0] = total[0] + self.selector_message(f)[0]
+        if id(v) in self.c.selector_factors:
+            total[0] = total[0] + self.selector_total(v)
         return tuple(total)
+
+    def selector_total(self, v: Variable) -> np.ndarray:
+        """The gated factors' messages to the selector v (E[log f] per category, summed); a factor whose
+        selector is v gathered by labels (``mu[z[g]]``) sends its rows' messages summed back onto v's elements
+        (each element's update sums the factor instances of every row with its label)."""
+        total = 0.0
+        for f in self.c.selector_factors[id(v)]:
+            m = self.selector_message(f)[0]
+            sel = f.gate.selector
+            if isinstance(sel, Indexed):
+                axis, dest, k = _index_axes(sel)
+                m = scatter(m, sel.labels, sel.counts, axis, dest, k, m.ndim - k)
+            total = total + m
+        return total
 
     def set_posterior(self, v: Variable, q: Any) -> None:
         if v.mask is not None and v.family in (Categorical, Bernoulli) and v.mask.any():
@@ -390,8 +404,8 @@ class Engine:
             for cons in self.c.consumers.get(id(v), []):
                 if cons.factor is not f:
                     pot = [a + b for a, b in zip(pot, self.consumer_message(cons), strict=True)]
-            for g in self.c.selector_factors.get(id(v), []):
-                pot[0] = pot[0] + self.selector_message(g)[0]
+            if id(v) in self.c.selector_factors:
+                pot[0] = pot[0] + self.selector_total(v)
             # a one-parameter family (a categorical chain) gets its log-potentials, others the tuple (η₁, η₂)
             pot = pot[0] if len(pot) == 1 else tuple(pot)
         try:

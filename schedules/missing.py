@@ -74,8 +74,8 @@ def prune_selectors(c) -> None:
     for v in c.latent:
         factors = c.selector_factors.get(id(v), [])
         others = [x for x in c.consumers.get(id(v), []) if not (x.factor is not None and x.factor.node is v.prior)]
-        if not factors or others or any(f.weight is None for f in factors):
-            continue
+        if not factors or others or any(f.weight is None or f.gate.selector is not v for f in factors):
+            continue  # (a selector gathered by labels, z[g], keeps every element: its rows are counted by label)
         plates = [p.index for p in v.plates]
         used = np.zeros(v.shape, bool)
         for f in factors:

@@ -28,7 +28,7 @@ from distributions import Bernoulli, Categorical
 from factorgraph import checks
 from factorgraph.nodes import Indexed, ModelError, Plate, Variable
 
-from .compiled import compile_model, gated_rows, token_responsibilities, token_selector
+from .compiled import compile_model, gated_rows, gathered_selectors, token_responsibilities, token_selector
 from .engine import Engine
 
 
@@ -77,6 +77,10 @@ def find_sharding(model) -> Sharding | None:
             found.append((holder, key, plates, what, arr))
     if not found:
         return None
+    gathered = gathered_selectors(model)
+    if gathered:
+        raise ModelError(f"the selector {gathered[0]} of a gate is not supported by a sharded (dask) run yet; give the "
+                         "data as numpy arrays")
     on_sigma = [v.name for v in model.variables.values() if getattr(v, "base", None) is not None]
     if on_sigma:
         raise ModelError(f"{on_sigma[0]!r} is a scale used as a term of a sum or product (q over σ itself); sharded "

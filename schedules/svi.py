@@ -35,7 +35,7 @@ from factorgraph.results import LOWER_BOUND, STOCHASTIC, Result
 
 from . import progress as _progress
 from .algorithms import VMP
-from .compiled import compile_model
+from .compiled import compile_model, gathered_selectors
 from .engine import Engine
 from .svi_batch import batch_arrays, batch_model, check_batch, data_layout, local_step
 
@@ -153,6 +153,9 @@ def run_svi(model: Model, alg: SVI, data: Iterable | None, max_iter: int, init: 
     if on_sigma:
         raise ModelError(f"SVI: {on_sigma[0]!r} is a scale used as a term of a sum or product (q over σ itself), "
                          "which SVI does not support yet: use it as an sd=, or fit with fg.VMP()")
+    gathered = gathered_selectors(model)
+    if gathered:
+        raise ModelError(f"SVI: the selector {gathered[0]} of a gate is not supported by SVI yet; fit with fg.VMP()")
     layout = data_layout(model, alg.plate)
     N_mem = layout.plate.size
     stream = data is not None

@@ -933,11 +933,11 @@ def test_a_gate_in_an_expression_is_a_model_error_with_the_way_out(case):
             GATE_MISUSES[case](mu, z, zc, W, np.linspace(-1, 1, 6))
 
 
-def test_a_selector_gathered_by_labels_is_refused_by_name():
-    with fg.Model("gathered selector"):
+def test_a_gate_needs_a_categorical_or_bernoulli_selector():
+    with fg.Model("bad selector"):
         k, c = fg.plate("k", 2), fg.plate("c", 3)
         fg.plate("n", 6)
-        zc = fg.categorical("zc", [0.5, 0.5], plates=[c], categories=k)
+        w = fg.gaussian("w", 0.0, 1.0, plates=[c])
         mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
-        with pytest.raises(fg.ModelError, match=r"selector zc\[labels\] is gathered by labels.*'zc' per 'c'"):
-            mu[zc[np.array([0, 1, 2, 0, 1, 2])]]
+        with pytest.raises(fg.ModelError, match=r"needs a Categorical or Bernoulli selector.*got Gaussian 'w\[.*\]'"):
+            mu[w[np.array([0, 1, 2, 0, 1, 2])]]
