@@ -385,8 +385,10 @@ def n_categories(selector: Any) -> int | None:
 def _selector_categories(selector: Any, what: str) -> int:
     K = n_categories(selector.source if isinstance(selector, Indexed) else selector)
     if K is None:
-        got = f"{selector.family.__name__} {selector.name!r}" if isinstance(selector, Variable | Indexed) else repr(
-            selector)
+        if isinstance(selector, Indexed):
+            got = f"{selector.family.__name__} {selector.source.name!r} gathered by labels"
+        else:
+            got = f"{selector.family.__name__} {selector.name!r}" if isinstance(selector, Variable) else repr(selector)
         raise ModelError(f"{what} needs a Categorical or Bernoulli selector (or one gathered by labels, z[g]), "
                          f"got {got}")
     return K
