@@ -66,10 +66,10 @@ K = 3  # the number of cultivars
 FINDINGS = """\
 Found in the full run (seed 0; numbers in the table above):
 * held-out log density: the exact fit beats complete-case analysis on every mask (by 0.11-0.15 nats per
-  hidden entry; at 30 % hidden only 2 of 5 masks left K = 3 complete rows to fit at all).  Against mean
-  filling the difference is small and shrinks with the fraction hidden: exact higher by 0.029 at 10 %
-  (4 of 5 masks), 0.008 at 20 % (3 of 5), and mean fill higher by 0.006 at 30 % (3 of 5): no clear
-  winner there, although mean filling distorts the fitted covariances.
+  hidden entry on average; at 30 % hidden only 2 of 5 masks left K = 3 complete rows to fit at all).
+  Against mean filling the difference is small and shrinks with the fraction hidden: exact higher by
+  0.029 at 10 % (4 of 5 masks), 0.008 at 20 % (3 of 5), and mean fill higher by 0.006 at 30 % (3 of 5):
+  no clear winner at 20-30 %.
 * ARI: the exact fit's MAP labels match the cultivars better on average (0.66-0.78, against 0.26-0.51
   for the other two), but the spread between masks is large (sd 0.17-0.20) and bimodal: the restart with
   the highest ELBO is a different local optimum on different masks, not always the one that follows the
