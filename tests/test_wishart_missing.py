@@ -253,3 +253,16 @@ def test_partly_observed_rows_need_numpy_data_and_ncvmp():
                        observed=X, mask=mask)
     with pytest.raises(ModelError, match="use fg.NCVMP"):
         fg.infer(mod, fg.VMP())
+
+
+def test_benchmark_runs_small():
+    """benchmarks/gmm_missing_entries.py at a tiny size runs; both fits converge to the same partition and the
+    missing-entry fit's ELBO never falls (its timing is not asserted)."""
+    from benchmarks.gmm_missing_entries import main
+
+    (out,) = main(Ns=(300,), sweeps=2)
+    assert out["missing_ms"] > 0 and out["complete_ms"] > 0 and out["hidden"] > 0
+    m, c = out["missing"], out["complete"]
+    assert m["algorithm"] == "ncvmp" and c["algorithm"] == "vmp"
+    assert m["converged"] and c["converged"] and m["monotone"]
+    assert abs(m["accuracy"] - c["accuracy"]) < 0.02
