@@ -50,17 +50,25 @@ def _data(X: Any, mask: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def _observed_covariance(Xa: np.ndarray, seen: np.ndarray, covariance: str) -> np.ndarray:
-    """The default V₀ under missing data: the covariance of the complete rows ("full"), or each column's
-    variance over its observed entries on the diagonal ("diag"); both with the N − 1 divisor."""
+    """The default V₀ under missing data: each column's variance over its observed entries on the diagonal
+    ("diag"); for "full" the pairwise-complete covariance (entry (i, j) over the rows where both columns are
+    observed, about their observed means), or its diagonal when that matrix is not positive definite (few
+    rows observed together).  Divisors are (number of rows used) − 1.  With whole rows missing both are the
+    covariance of the observed rows."""
+    m = seen.astype(float)
+    n = m.sum(0)
+    centred = np.where(seen, Xa - Xa.sum(0) / n, 0.0)
     if covariance == "diag":
-        n = seen.sum(0)
-        mean = Xa.sum(0) / n
-        return np.diag((np.where(seen, Xa - mean, 0.0) ** 2).sum(0) / (n - 1))
-    complete = Xa[seen.all(-1)]
-    if len(complete) < 2:
-        raise ModelError(f"X: {len(complete)} complete rows under mask=; the default scale (the data covariance) "
-                         "needs at least 2: pass scale=")
-    return np.atleast_2d(np.cov(complete.T))
+        return np.diag((centred**2).sum(0) / (n - 1))
+    pairs = m.T @ m
+    if (pairs < 2).any():
+        i, j = (int(a) for a in np.argwhere(pairs < 2)[0])
+        raise ModelError(f"X: columns {i} and {j} are observed together in {int(pairs[i, j])} rows under mask=; the "
+                         "default scale (their covariance) needs at least 2: pass scale=")
+    cov = (centred.T @ centred) / (pairs - 1)
+    if np.linalg.eigvalsh(cov)[0] > 1e-12 * np.abs(np.diagonal(cov)).max():
+        return cov
+    return np.diag(np.diagonal(cov))
 
 
 def gaussian_mixture_model(X: Any, K: int, covariance: str = "full", *, concentration: float = 1.0,
@@ -78,8 +86,8 @@ def gaussian_mixture_model(X: Any, K: int, covariance: str = "full", *, concentr
     without it).  Under ``covariance="full"`` a row with some entries missing keeps the marginal density of
     its observed entries, whose message to the normal–Wishart block is non-conjugate: the fit then runs
     NCVMP (``factors.mv_gaussian_wishart_missing``).  The default m₀ and V₀ are then the mean and
-    covariance of the observed data (V₀ from the complete rows, its diagonal from each column's observed
-    entries).
+    covariance of the observed data: each column's observed mean, and for V₀ the pairwise-complete
+    covariance (its diagonal when that is not positive definite; "diag": each column's observed variance).
     """
     Xa, seen = _data(X, mask)
     N, D = Xa.shape

@@ -266,3 +266,29 @@ def test_benchmark_runs_small():
     assert m["algorithm"] == "ncvmp" and c["algorithm"] == "vmp"
     assert m["converged"] and c["converged"] and m["monotone"]
     assert abs(m["accuracy"] - c["accuracy"]) < 0.02
+
+
+@pytest.mark.parametrize("seed", [11, 17])
+def test_default_scale_under_a_mask_is_the_pairwise_complete_covariance(seed):
+    """models.gaussian_mixture_model(mask=) with single entries missing: V₀ is the pairwise-complete covariance
+    (each entry over the rows where both columns are seen), or its diagonal when that is not positive definite
+    (seed 17), so a table with hardly any complete row still fits with the default priors (the covariance of
+    the complete rows was singular there)."""
+    rng = np.random.default_rng(seed)
+    X = rng.multivariate_normal(np.zeros(8), 0.5 * np.eye(8) + 0.5, size=80)
+    seen = rng.uniform(size=X.shape) > 0.3
+    assert seen.all(-1).sum() < 8  # fewer complete rows than columns
+    m = models.gaussian_mixture_model(np.where(seen, X, np.nan), 2, "full", mask=seen)
+    v0 = next(f for f in m.factors if f.ftype.name == "NormalWishart").params["scale"]
+    want = np.empty((8, 8))
+    for i in range(8):
+        for j in range(8):
+            both = seen[:, i] & seen[:, j]
+            xi, xj = X[seen[:, i], i].mean(), X[seen[:, j], j].mean()  # about each column's observed mean
+            want[i, j] = ((X[both, i] - xi) * (X[both, j] - xj)).sum() / (both.sum() - 1)
+    if np.linalg.eigvalsh(want)[0] <= 0:
+        assert seed == 17
+        want = np.diag(np.diagonal(want))
+    np.testing.assert_allclose(v0, want, rtol=1e-12)
+    r = fg.infer(m, seed=0, max_iter=5000)  # one cluster split in two: slow, but it gets there
+    assert r.converged and np.isfinite(r.elbo)
