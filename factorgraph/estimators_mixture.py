@@ -38,6 +38,11 @@ class VariationalGaussianMixture(DensityMixin, _Fitted, BaseEstimator):
     predictive density ``log p(x* | X) = log Σ_k E[π_k] p_k(x* | X)``, with p_k the component's predictive
     (a multivariate Student-t for "full"; see ``models.MixturePredictive``).
 
+    NaN entries of X are missing values, in ``fit`` and in prediction alike: a row keeps the exact marginal
+    density of its observed entries (integrated out, not imputed; for "full" the fit then runs NCVMP, see
+    ``models.gaussian_mixture``), and the default V₀ is the pairwise-complete covariance.  scikit-learn's
+    own ``BayesianGaussianMixture`` refuses NaN.
+
     Parameters
     ----------
     n_components
@@ -99,22 +104,27 @@ class VariationalGaussianMixture(DensityMixin, _Fitted, BaseEstimator):
 
     def fit(self, X: Any, y: Any = None) -> VariationalGaussianMixture:
         """Fit the mixture to the rows of X (``y`` is ignored)."""
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2, ensure_all_finite="allow-nan")
+        seen = ~np.isnan(X)
+        mask = None if seen.all() else seen
         if self.covariance_type not in ("full", "diag"):
             raise ValueError(f"covariance_type must be 'full' or 'diag', got {self.covariance_type!r}")
         K = int(self.n_components)
         if K < 1 or K > X.shape[0]:
             raise ValueError(f"n_components must be between 1 and n_samples = {X.shape[0]}, got {self.n_components}")
         scale = self.covariance_prior
-        if scale is None:
-            scale = np.atleast_2d(np.cov(X.T)) + float(self.reg_covar) * np.eye(X.shape[1])
+        if scale is None:  # the data covariance (pairwise-complete with missing entries) plus reg_covar·I
+            cov = np.atleast_2d(np.cov(X.T)) if mask is None else _gm._observed_covariance(
+                np.where(seen, X, 0.0), seen, "full")
+            scale = cov + float(self.reg_covar) * np.eye(X.shape[1])
         seed = self.random_state if self.random_state is not None else 0
         if not isinstance(seed, int | np.integer):
             raise ValueError(f"random_state must be an integer seed, got {seed!r}")
         r = _run(lambda: _gm.gaussian_mixture(
             X, K, self.covariance_type, restarts=self.n_init, seed=int(seed), max_iter=self.max_iter, tol=self.tol,
             concentration=self.weight_concentration_prior, mean_prior=self.mean_prior,
-            beta=self.mean_precision_prior, dof=self.degrees_of_freedom_prior, scale=scale))
+            beta=self.mean_precision_prior, dof=self.degrees_of_freedom_prior, scale=scale,
+            mask=mask))
         self._store(r)
         self.weights_ = np.asarray(r.posterior("pi").mean()) if K > 1 else np.ones(1)
         if self.covariance_type == "full":
@@ -131,15 +141,16 @@ class VariationalGaussianMixture(DensityMixin, _Fitted, BaseEstimator):
 
     def _component_log_density(self, X: Any) -> np.ndarray:
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite="allow-nan")
         pred = _gm.mixture_predictive(self.result_, self.covariance_type)
         return pred.component_logpdf(X).reshape(X.shape[0], -1) + np.log(self.weights_)
 
     def score_samples(self, X: Any) -> np.ndarray:
-        """log p(x* | X) of each row: the log posterior predictive density."""
-        lc = self._component_log_density(X)
-        top = lc.max(axis=1, keepdims=True)
-        return (top + np.log(np.exp(lc - top).sum(axis=1, keepdims=True)))[:, 0]
+        """log p(x* | X) of each row: the log posterior predictive density (of its observed entries, when some
+        are NaN)."""
+        from scipy.special import logsumexp
+
+        return logsumexp(self._component_log_density(X), axis=1)  # −inf (not NaN) where every p_k underflows
 
     def score(self, X: Any, y: Any = None) -> float:
         """The mean log posterior predictive density of the rows of X."""
@@ -154,6 +165,11 @@ class VariationalGaussianMixture(DensityMixin, _Fitted, BaseEstimator):
     def predict(self, X: Any) -> np.ndarray:
         """The most probable component of each row."""
         return np.argmax(self.predict_proba(X), axis=1)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # NaN entries are missing values, marginalised exactly
+        return tags
 
     def fit_predict(self, X: Any, y: Any = None) -> np.ndarray:
         """``fit(X)`` then ``predict(X)``."""

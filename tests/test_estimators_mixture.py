@@ -102,3 +102,39 @@ def test_bad_parameters_are_refused():
         VariationalGaussianMixture(0).fit(X)
     with pytest.raises(ValueError, match="n_components"):
         VariationalGaussianMixture(21).fit(X)
+
+
+@pytest.mark.parametrize("ct", ["full", "diag"])
+def test_nan_entries_are_missing_values(ct):
+    """NaN entries are marginalised: fit equals models.gaussian_mixture with the NaN mask; a partly observed
+    row's predictive density is the integral of the complete-row density over its missing coordinate
+    (scipy.integrate.quad); a row with nothing observed has density 1; inf is still refused."""
+    from scipy import integrate
+
+    X, _ = _blobs(120, 3)
+    X = np.c_[X, X[:, 0] - X[:, 1] + np.random.default_rng(3).normal(size=len(X))]
+    Xn = X.copy()
+    Xn[np.random.default_rng(4).uniform(size=X.shape) < 0.15] = np.nan
+    gm = VariationalGaussianMixture(3, ct, random_state=2).fit(Xn)
+    seen = ~np.isnan(Xn)
+    from factorgraph.gaussian_mixtures import _observed_covariance
+
+    ref = models.gaussian_mixture(Xn, 3, ct, seed=2, mask=seen,
+                                  scale=_observed_covariance(np.where(seen, Xn, 0.0), seen, "full") + 1e-6 * np.eye(3))
+    assert gm.evidence_ == ref.elbo and gm.converged_
+    row = X[7].copy()
+    for d in range(3):
+        part = row.copy()
+        part[d] = np.nan
+
+        def dens(t, d=d):
+            full = row.copy()
+            full[d] = t
+            return np.exp(gm.score_samples(full[None])[0])
+
+        want = np.log(integrate.quad(dens, -np.inf, np.inf, epsabs=0, epsrel=1e-11, limit=200)[0])
+        np.testing.assert_allclose(gm.score_samples(part[None])[0], want, rtol=1e-8)
+    assert gm.score_samples(np.full((1, 3), np.nan))[0] == 0.0
+    np.testing.assert_allclose(gm.predict_proba(np.full((2, 3), np.nan)), np.tile(gm.weights_, (2, 1)), rtol=1e-12)
+    with pytest.raises(ValueError, match="(?i)inf"):
+        gm.score_samples(np.array([[np.inf, 0.0, 0.0]]))
