@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from distributions import Categorical
+from factors.onehot import OneHot
 
 from .loglik import labels, observed_plates, pointwise_log_likelihood, present_entries
 from .nodes import ModelError, Variable
@@ -103,9 +104,13 @@ def to_arviz(result: Result, draws: int = 1000, seed: int | None = 0, prior: boo
     observed = [v for v in model.variables.values() if v.mask is not None and np.any(v.mask)]
     obs_data = {}
     for v in observed:
-        y = np.asarray(v.value, float)
         seen = present_entries(v)
-        if v.family is Categorical and np.all(np.isin(y[seen], (0.0, 1.0))) and np.all(y[seen].sum(-1) == 1):
+        if isinstance(v.value, OneHot):  # class labels: the data are labels, as the posterior's draws are
+            y = labels(v).astype(float)
+        else:
+            y = np.asarray(v.value, float)
+        if v.family is Categorical and y.ndim > len(v.shape) and np.all(np.isin(y[seen], (0.0, 1.0))) and np.all(
+                y[seen].sum(-1) == 1):
             y = labels(v).astype(float)  # stored one-hot; the data are labels, as the posterior's draws are
         m = seen.reshape(v.shape + (1,) * (y.ndim - len(v.shape)))
         obs_data[v.name] = np.where(m, y, np.nan)

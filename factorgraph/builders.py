@@ -28,6 +28,7 @@ from factors.gamma import GAMMA
 from factors.gaussian import GAUSSIAN
 from factors.mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
 from factors.normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
+from factors.onehot import OneHot
 
 from . import checks
 from .gates import constant_param, is_random, param_gates, select_constant
@@ -94,8 +95,11 @@ def _selector_key(sel: Any) -> tuple:
 def _finish(model: Model, var: Variable, ftype: Any, edges: dict[str, Any], params: dict[str, Any],
             observed: Any, mask: Any, consumed: dict[str, Plate] | None = None) -> Variable:
     """Attach observations, create the prior factor and register both."""
-    checks.array_size(var.shape + tuple(d or 1 for d in var.event_shape), repr(var.name))
-    if observed is not None:
+    labels_only = isinstance(observed, OneHot)  # observed class labels are held as labels, never as rows × K
+    checks.array_size(var.shape + (() if labels_only else tuple(d or 1 for d in var.event_shape)), repr(var.name))
+    if isinstance(observed, OneHot):  # class labels, checked by checks.integer_labels
+        var.value, var.mask = observed, mask
+    elif observed is not None:
         value, m = checks.observed_array(observed, mask, var.shape + var.event_shape, var.name,
                                          len(var.event_shape))
         var.value, var.mask = value, m
@@ -307,7 +311,7 @@ def categorical(name: str, probs: Any, *, plates: Sequence[Plate] = (), observed
         onehot, mask = checks.one_hot_labels(observed, K, name)
     elif observed is not None:
         lab, m = checks.integer_labels(observed, mask, var.shape, K, name)
-        onehot = np.where(m[..., None], lab[..., None] == np.arange(K), np.nan)
+        onehot = OneHot(np.where(m, lab, -1), K)  # the labels, never formed as rows × K (factors.onehot)
         mask = m
     return _finish(model, var, CATEGORICAL, {"probs": probs}, {}, onehot, mask)
 

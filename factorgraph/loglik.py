@@ -27,6 +27,7 @@ from scipy.special import gammaln, log_ndtr, logsumexp
 
 from distributions import Categorical
 from factors.index import segment_sum
+from factors.onehot import OneHot
 
 from .loglik_mv import mv_gaussian_logpdf, mv_gaussian_normal_wishart_logpdf
 from .nodes import Gate, Indexed, ModelError, Node, Variable
@@ -100,7 +101,9 @@ def _probit(s: _Forward, v, f, frame, y):  # labels stored as ±1
 
 def _categorical_logp(y: np.ndarray, logp: np.ndarray) -> np.ndarray:
     """Σ_k y_k log p_k: a label stored one-hot (its log probability), or the counts d_k of
-    ``categorical_softmax(..., counts=True)``."""
+    ``categorical_softmax(..., counts=True)``; labels held as labels (``OneHot``) are a gather."""
+    if isinstance(y, OneHot):
+        return y.inner(logp)
     return np.where(y > 0, y * logp, 0.0).sum(-1)
 
 
@@ -261,7 +264,10 @@ def _chain_log_likelihood(s: _Forward, z: Variable, phi: np.ndarray) -> np.ndarr
 
 # ---------------------------------------------------------------------- public entry point
 def labels(v: Variable) -> np.ndarray:
-    """The observed labels of a Categorical variable (stored one-hot), 0 where missing."""
+    """The observed labels of a Categorical variable (stored one-hot, or as ``factors.onehot.OneHot``), 0 where
+    missing."""
+    if isinstance(v.value, OneHot):
+        return np.maximum(v.value.labels, 0)
     return np.argmax(np.nan_to_num(np.asarray(v.value, float)), axis=-1)
 
 
@@ -340,9 +346,12 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray],
         frame = tuple(v.plates)
         full = (S, *v.shape)
         present = present_entries(v)
-        y = np.asarray(v.value, float)
-        fill = np.expand_dims(present, tuple(range(present.ndim, y.ndim)))
-        y = np.where(fill, y, np.nanmax(np.where(fill, y, np.nan)) if np.any(fill) else 0.0)  # harmless stand-in
+        if isinstance(v.value, OneHot):  # labels stay labels; a missing one stands at 0 (its value is discarded)
+            y = OneHot(np.where(present, v.value.labels, 0), v.value.K, "zero")
+        else:
+            y = np.asarray(v.value, float)
+            fill = np.expand_dims(present, tuple(range(present.ndim, y.ndim)))
+            y = np.where(fill, y, np.nanmax(np.where(fill, y, np.nan)) if np.any(fill) else 0.0)  # harmless stand-in
         gate = _gate_of(f)
         z = gate.selector if gate is not None else None
         if z is None or not z.is_latent:

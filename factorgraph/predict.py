@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from distributions import Categorical, GaussianGamma, GaussianWishart
+from factors.onehot import OneHot
 
 from .data import data_plates, swapped
 from .nodes import Deterministic, Gate, Indexed, ModelError, Variable
@@ -146,7 +147,9 @@ def _from_q(fwd: _Forward, v: Variable, post: dict[str, np.ndarray], result: Any
 def _held(fwd: _Forward, v: Variable) -> None:
     """An observed input: its data, as the sampler represents it, on every draw."""
     x = v.value
-    if v.family is Categorical:
+    if isinstance(x, OneHot):
+        x = np.maximum(x.labels, 0)
+    elif v.family is Categorical:
         x = np.argmax(np.nan_to_num(x), axis=-1)
     fwd.out[v.name] = np.broadcast_to(x, (fwd.S, *x.shape)).copy()
 

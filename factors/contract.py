@@ -43,6 +43,10 @@ def pair_inner(a: np.ndarray, b: np.ndarray, event_ndim: int) -> np.ndarray:
     The event shapes must be equal.  Batch axes present (non-singleton) in one operand only are
     kept apart and met in one batched matrix product, so the broadcast product is never formed.
     """
+    from .onehot import OneHot
+
+    if event_ndim == 1 and isinstance(a, OneHot) != isinstance(b, OneHot):  # observed labels: a gather
+        return a.inner(b) if isinstance(a, OneHot) else b.inner(a)
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     ev_shape = a.shape[a.ndim - event_ndim:]
     if b.shape[b.ndim - event_ndim:] != ev_shape:

@@ -15,11 +15,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from .contract import Terms
+from .onehot import OneHot
 
 
 def expand(arr: np.ndarray, src: Sequence[int], dst: Sequence[int], event_ndim: int) -> np.ndarray:
     """Insert singleton axes so an array on plates ``src`` (⊂ ``dst``) lines up with ``dst``."""
-    arr = np.asarray(arr)
+    if not isinstance(arr, OneHot):  # observed labels stay labels (factors.onehot)
+        arr = np.asarray(arr)
     batch_ndim = arr.ndim - event_ndim
     if batch_ndim < len(src):  # a value that is constant over the node's plates
         arr = arr.reshape((1,) * (len(src) - batch_ndim) + arr.shape)
@@ -39,6 +41,8 @@ def reduce(arr: np.ndarray, src: Sequence[int], dst: Sequence[int], sizes: Seque
     """
     if isinstance(arr, Terms):  # a sum of factored terms, reduced term by term
         return arr.reduce(None, src, dst, sizes, event_ndim)
+    if isinstance(arr, OneHot) and event_ndim == 1:  # observed labels: a bincount
+        return arr.weighted_sum(None, src, dst, sizes)
     arr = np.asarray(arr, dtype=float)
     batch_ndim = arr.ndim - event_ndim
     if batch_ndim < len(src):
@@ -82,6 +86,8 @@ def weighted_reduce(arr: np.ndarray, weights: np.ndarray, src: Sequence[int], ds
     """
     if isinstance(arr, Terms):
         return arr.reduce(weights, src, dst, sizes, event_ndim)
+    if isinstance(arr, OneHot) and event_ndim == 1:  # observed labels: a weighted bincount
+        return arr.weighted_sum(weights, src, dst, sizes)
     arr = np.asarray(arr, dtype=float)
     nb = len(src)
     if arr.ndim - event_ndim < nb:

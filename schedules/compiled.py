@@ -21,6 +21,7 @@ from factors.index import segment_sum
 from factors.linear_gaussian import LINEAR_GAUSSIAN
 from factors.mv_gaussian import MV_GAUSSIAN_FIXED
 from factors.normal_gamma import NORMAL_GAMMA
+from factors.onehot import OneHot
 from factors.plating import expand
 
 from .fusion import fuse, fused_stats
@@ -461,6 +462,8 @@ def token_responsibilities(tokens: np.ndarray, lam: np.ndarray) -> np.ndarray:
     from scipy.special import digamma, softmax
 
     elog = digamma(lam) - digamma(lam.sum(-1, keepdims=True))
+    if isinstance(tokens, OneHot):  # a gather E[log φ_k,w_n], not a product with one-hot rows
+        return softmax(tokens.zeroed().reshape(-1, 1, tokens.K).inner(elog[None]), axis=-1)
     return softmax(np.nan_to_num(tokens) @ elog.T, axis=-1)
 
 
@@ -500,6 +503,12 @@ def gated_rows(v: Variable, factors: list[CFactor]) -> np.ndarray | None:
     sel = f.gate.selector
     zp = [p.index for p in sel.plates]
     op = [p.index for p in out.plates]
+    if isinstance(out.value, OneHot) and not isinstance(sel, Indexed):  # word tokens: keep them as labels
+        first = [op.index(i) for i in zp]
+        rest = [i for i in range(len(op)) if i not in first]
+        lab = np.transpose(out.value.labels, first + rest).reshape(int(np.prod(v.shape, dtype=int)), -1)
+        if lab.shape[1] == 1:  # one token per label (``token_selector``)
+            return OneHot(lab[:, 0], out.value.K)
     value = np.asarray(out.value, dtype=float)
     seen = out.mask.reshape(out.mask.shape + (1,) * (value.ndim - out.mask.ndim))
     coords = getattr(out, "coord_mask", None)

@@ -36,6 +36,7 @@ from factors.base import point_stats
 from factors.data_products import row_threads
 from factors.deterministic import Inner
 from factors.index import gather, scatter
+from factors.onehot import OneHot
 from factors.plating import expand, move_event_to_plate, move_plate_to_event, reduce, weighted_reduce, weighted_total
 
 from . import progress as _progress
@@ -578,8 +579,8 @@ def _rows(a: np.ndarray, sizes: tuple[int, ...]) -> np.ndarray:
 
 
 def _observed_stats(v: Variable) -> tuple:
-    if v.family is Categorical:
-        return (np.nan_to_num(v.value),)
+    if v.family is Categorical:  # labels held as labels (factors.onehot): missing rows as zeros
+        return (v.value.zeroed(),) if isinstance(v.value, OneHot) else (np.nan_to_num(v.value),)
     safe = 0.5 if v.family.__name__ == "Beta" else 1.0
     val = np.where(np.isfinite(v.value), v.value, safe)
     if v.mask is not None and v.value.ndim > v.mask.ndim:

@@ -20,6 +20,7 @@ from factorgraph import checks
 from factorgraph.expressions import _LETTERS
 from factorgraph.model import Model
 from factorgraph.nodes import Deterministic, Gate, Indexed, ModelError, Plate, Variable
+from factors.onehot import OneHot
 from factors.plating import weighted_total
 
 from .algorithms import VMP
@@ -215,7 +216,9 @@ def _check_others(model: Model, P: Plate) -> None:
 
 def batch_arrays(layout: Layout, rows: np.ndarray) -> dict[str, np.ndarray]:
     """The row arrays of in-memory data restricted to ``rows`` of the data plate."""
-    return {k: np.asarray(np.take(a, rows, axis=ax)) for k, (a, ax) in layout.arrays.items()}  # dask: reads the rows
+    return {k: np.asarray(OneHot(np.take(a.labels, rows, axis=ax), a.K) if isinstance(a, OneHot) else
+                          np.take(a, rows, axis=ax))  # dask: reads the rows; labels: only the batch's rows formed
+            for k, (a, ax) in layout.arrays.items()}
 
 
 def check_batch(model: Model, layout: Layout, batch: Any) -> tuple[dict[str, np.ndarray], int]:
