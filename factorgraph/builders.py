@@ -31,7 +31,7 @@ from factors.normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
 from factors.onehot import OneHot
 
 from . import checks
-from .gates import constant_param, is_random, param_gates, select_constant
+from .gates import constant_param, is_random, param_gates, plated, select_constant
 from .model import Model, current_model
 from .nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Node, Plate, PrecisionOf, Variable
 
@@ -119,11 +119,9 @@ def _finish(model: Model, var: Variable, ftype: Any, edges: dict[str, Any], para
             k = ftype.edges[edge].event_ndims[0]
             checks.fits(arg.shape[: max(arg.ndim - k, 0)], fshape, f"{var.name!r}: {edge}")
         elif isinstance(arg, Gate) and isinstance(arg.source, np.ndarray) and edge in ftype.edges:
-            # fg.select(values, z): one row per category, then only the edge's event axes
-            k = ftype.edges[edge].event_ndims[0]
-            if arg.source.ndim - 1 > k:
-                raise ModelError(f"{var.name!r}: {edge} = fg.select(values, {arg.selector.name!r}) needs values of "
-                                 f"shape (K,) plus the {edge}'s {k} event axes, got shape {arg.source.shape}")
+            # fg.select(values, z): one row per category, then axes over the variable's last plates, then the
+            # edge's event axes
+            edges[edge] = plated(arg, tuple(var.plates), ftype.edges[edge].event_ndims[0], var.name, edge)
     factor = FactorNode(ftype, f"{ftype.name}({var.name})", {"out": var, **edges},
                         model.sorted_plates(fplates), "default", params, consumed)
     var.prior = factor
@@ -140,7 +138,7 @@ def _var_plates(model: Model, given: Sequence[Plate], name: str, parents: Sequen
 def _scalar_arg(model: Model, x: Any, name: str, edge: str, families: tuple[type, ...],
                 positive: bool = False) -> Any:
     if isinstance(x, Gate) and isinstance(x.source, np.ndarray):  # fg.select(values, z): check the values
-        return select_constant(x, name, edge, checks.positive if positive else checks.constant, 0)
+        return select_constant(x, name, edge, checks.positive if positive else checks.constant, 0, True)
     if isinstance(x, Variable | Deterministic | Gate | Indexed):
         _check_parent(model, x, name, edge, families)
         return x
@@ -240,7 +238,7 @@ def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), obse
     if categories is not None and (not isinstance(categories, Plate) or categories.size != 2):
         raise ModelError(f"{name!r}: categories must be a plate of size 2 (False, True), got {categories!r}")
     if isinstance(probs, Gate) and isinstance(probs.source, np.ndarray):
-        probs = select_constant(probs, name, "probs", checks.open_unit, 0)
+        probs = select_constant(probs, name, "probs", checks.open_unit, 0, True)
     elif not is_random(probs):
         probs = checks.open_unit(probs, f"{name!r}: probs")
     else:
@@ -289,7 +287,7 @@ def categorical(name: str, probs: Any, *, plates: Sequence[Plate] = (), observed
         return pr
 
     if isinstance(probs, Gate) and isinstance(probs.source, np.ndarray):
-        probs = select_constant(probs, name, "probs", simplex, 1)
+        probs = select_constant(probs, name, "probs", simplex, 1, True)
         K = probs.source.shape[-1]
     elif is_random(probs):
         _check_parent(model, probs, name, "probs", (Dirichlet,))
@@ -359,7 +357,7 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
         _check_parent(model, mean, name, "mean", (MvGaussian,))
         dims.add((mean.source if isinstance(mean, Gate) else mean).event_shape[0])
     elif isinstance(mean, Gate):
-        mean = select_constant(mean, name, "mean", checks.constant, 1)
+        mean = select_constant(mean, name, "mean", checks.constant, 1, True)
         dims.add(mean.source.shape[-1])
     else:
         mean = checks.constant(mean, f"{name!r}: mean")

@@ -106,7 +106,7 @@ def _random_or_const(model: Model, x: Any, name: str, edge: str, family: type,
     ``x[z]``), ``fg.select(values, z)`` with its values checked by ``check`` (one row of ``event_ndim`` axes
     per category), or None when it is a constant (validated by the caller)."""
     if isinstance(x, Gate) and isinstance(x.source, np.ndarray) and check is not None:
-        return select_constant(x, name, edge, check, event_ndim)
+        return select_constant(x, name, edge, check, event_ndim, True)
     if isinstance(x, Variable | Deterministic | Gate | Indexed):
         _check_parent(model, x, name, edge, (family,))
         return x

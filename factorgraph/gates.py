@@ -37,14 +37,38 @@ def source_node(x: Any) -> Any:
 
 
 def select_constant(x: Gate, name: str, what: str, check: Callable[[Any, str], np.ndarray],
-                    event_ndim: int) -> Gate:
+                    event_ndim: int, over_plates: bool = False) -> Gate:
     """Validate ``fg.select(values, z)`` given for a constant argument: each of the K rows must pass
     ``check`` and have exactly ``event_ndim`` axes (the rows are selected, not broadcast over plates)."""
     vals = check(x.source, f"{name!r}: {what} (selected by {x.selector.name!r})")
-    if vals.ndim != event_ndim + 1:
+    if vals.ndim < event_ndim + 1 or (vals.ndim > event_ndim + 1 and not over_plates):
         raise ModelError(f"{name!r}: fg.select values for {what} must have shape (K{', D' * event_ndim}) (one row "
                          f"per category of {x.selector.name!r}), got shape {vals.shape}")
+    # with ``over_plates`` (an edge), axes beyond the categories and before the event run over the variable's
+    # last plates (``plated``, applied by the builder)
     return Gate(np.asarray(vals, float), x.selector, x.plate)
+
+
+def plated(g: Gate, var_plates: tuple, event_ndim: int, name: str, what: str) -> Gate:
+    """``fg.select(values, z)`` whose values have axes between the categories and the event axes, e.g. (K, D)
+    prototypes for a Bernoulli over pixels: those axes line up with the variable's last plates (as numpy
+    broadcasting aligns trailing axes).  The array is transposed to the model's plate order and the gate
+    records its plates (``Gate.layout``)."""
+    extra = g.source.ndim - 1 - event_ndim
+    if extra <= 0:
+        return g
+    sizes = g.source.shape[1:1 + extra]
+    aligned = var_plates[-extra:] if extra <= len(var_plates) else ()
+    if not aligned or any(s not in (p.size, 1) for s, p in zip(sizes, aligned, strict=True)):
+        raise ModelError(f"{name!r}: fg.select values for {what} have shape {g.source.shape}: one row per category "
+                         f"of {g.selector.name!r}, then axes {sizes} that must match the variable's last plates "
+                         f"{[(p.name, p.size) for p in var_plates]} (or be 1), then the {event_ndim} event axes")
+    values = g.source.reshape((g.source.shape[0],) + tuple(s for s in sizes if s != 1)
+                              + g.source.shape[1 + extra:])  # a size-1 axis: the same along that plate
+    own = (g.plate, *(p for s, p in zip(sizes, aligned, strict=True) if s != 1))
+    layout = tuple(sorted(own, key=lambda p: p.index))
+    perm = [own.index(p) for p in layout] + list(range(len(own), values.ndim))
+    return Gate(np.transpose(values, perm), g.selector, g.plate, layout)
 
 
 def constant_param(x: Any, name: str, what: str, check: Callable[[Any, str], np.ndarray],

@@ -201,6 +201,13 @@ class Gate:
     source: Variable | Deterministic | np.ndarray
     selector: Variable
     plate: Plate
+    # fg.select(values, z) whose values also vary over plates of the variable: the plates of the array's leading
+    # axes, in the model's order, the category plate among them (set by the builder; None: only the categories)
+    layout: tuple[Plate, ...] | None = None
+
+    def value_plates(self) -> tuple[Plate, ...]:
+        """The plates of a constant source's leading axes (the category plate alone unless ``layout``)."""
+        return self.layout if self.layout is not None else (self.plate,)
 
     def __repr__(self) -> str:
         src = self.source.name if isinstance(self.source, Node) else f"array{tuple(np.shape(self.source))}"

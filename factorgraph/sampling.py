@@ -81,9 +81,12 @@ class _Forward:
             z = _expand(self.value(a.selector), a.selector.plates, frame, what)
             full = (self.S, *(p.size for p in frame))
             z = np.broadcast_to(z, full).astype(np.intp)  # a Bernoulli selector's 0/1 are categories too
-            if isinstance(a.source, np.ndarray):  # fg.select(values, z): one row (K, *event) per category
+            if isinstance(a.source, np.ndarray) and a.layout is None:  # fg.select(values, z): (K, *event)
                 return np.take(np.asarray(a.source, float), z, axis=0)
-            x = _expand(self.value(a.source), a.source.plates, (*frame, a.plate), what)
+            if isinstance(a.source, np.ndarray):  # values over (K and some of the variable's plates, *event)
+                x = _expand(np.asarray(a.source, float)[None], a.layout, (*frame, a.plate), what)
+            else:
+                x = _expand(self.value(a.source), a.source.plates, (*frame, a.plate), what)
             ev = x.ndim - 2 - len(frame)
             x = np.broadcast_to(x, full + x.shape[1 + len(frame):])
             idx = z.reshape(full + (1,) + (1,) * ev)

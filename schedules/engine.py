@@ -172,7 +172,8 @@ class Engine:
             s = f.const_stats[edge]
             if isinstance(arg, Gate):
                 evs = f.node.ftype.edges[edge].event_ndims
-                return tuple(expand(a, (arg.plate.index,), f.plates, k) for a, k in zip(s, evs, strict=True))
+                src = tuple(p.index for p in arg.value_plates())  # (K, [plates of fg.select's values])
+                return tuple(expand(a, src, f.plates, k) for a, k in zip(s, evs, strict=True))
             return s
         node = arg.source if isinstance(arg, Gate) else arg
         stats = self.node_stats(node)

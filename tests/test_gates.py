@@ -365,3 +365,40 @@ def test_bernoulli_selector_names_its_plate():
             p[fg.bernoulli("z", 0.5, plates=[n])]
         with pytest.raises(fg.ModelError, match=r"'w': categories must be a plate of size 2"):
             fg.bernoulli("w", 0.5, plates=[n], categories=fg.plate("three", 3))
+
+
+def test_select_values_over_the_variables_plates():
+    """fg.select(values, z) with values of shape (K, D) over the variable's last plate (per-pixel prototypes),
+    or (K, D, 1) when the plates run (d, n): with π and the values known the mean-field q(z) is the exact
+    posterior, so the ELBO is the exact log evidence Σ_n log Σ_k π_k Π_d p(x_nd | k), and the pointwise
+    log-likelihood is each row's term."""
+    from scipy.special import logsumexp
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(8)
+    N, D = 40, 3
+    M = np.array([[0.0, 1.0, 2.0], [2.0, 0.5, -1.0]])
+    zt = rng.integers(0, 2, N)
+    X = M[zt] + rng.normal(size=(N, D))
+    with fg.Model("prototypes") as m:
+        n, d, k = fg.plate("n", N), fg.plate("d", D), fg.plate("k", 2)
+        z = fg.categorical("z", [0.3, 0.7], plates=[n], categories=k)
+        fg.gaussian("x", mean=fg.select(M, z), precision=1.0, plates=[n, d], observed=X)
+    r = fg.infer(m)
+    rows = logsumexp(np.stack([norm.logpdf(X, M[j]).sum(1) for j in range(2)], 1) + np.log([0.3, 0.7]), axis=1)
+    assert r.elbo == pytest.approx(rows.sum(), abs=1e-10)
+    np.testing.assert_allclose(r.to_arviz(draws=2).log_likelihood["x"].values[0, 0], rows, rtol=1e-12)
+    P = np.array([[0.1, 0.9, 0.2], [0.8, 0.1, 0.7]])
+    B = (rng.uniform(size=(N, D)) < P[zt]).astype(float)
+    with fg.Model("bernoulli prototypes, plates (d, n)") as m:
+        k, d, n = fg.plate("k", 2), fg.plate("d", D), fg.plate("n", N)
+        z = fg.categorical("z", [0.5, 0.5], plates=[n], categories=k)
+        fg.bernoulli("b", fg.select(P[:, :, None], z), plates=[d, n], observed=B.T)
+    r = fg.infer(m)
+    lik = np.stack([(B * np.log(P[j]) + (1 - B) * np.log1p(-P[j])).sum(1) for j in range(2)], 1)
+    assert r.elbo == pytest.approx(logsumexp(lik + np.log(0.5), axis=1).sum(), abs=1e-10)
+    assert fg.predict(r, draws=3)["b"].shape == (3, D, N)
+    with fg.Model("bad"), pytest.raises(fg.ModelError, match=r"'y': fg.select values for mean have shape \(2, 4\)"):
+        n, d, k = fg.plate("n", N), fg.plate("d", D), fg.plate("k", 2)
+        z = fg.categorical("z", [0.5, 0.5], plates=[n], categories=k)
+        fg.gaussian("y", mean=fg.select(np.zeros((2, 4)), z), precision=1.0, plates=[n, d], observed=X)
