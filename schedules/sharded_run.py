@@ -92,7 +92,20 @@ class _Actors:
         self.actors = [self._make(i) for i in range(sh.n_chunks)]
         self.log: list[list[list]] = [[] for _ in range(sh.n_chunks)]
         self.retries = 0
-        self.workers = len(client.scheduler_info(n_workers=-1)["workers"])
+        self.workers = self._count_workers()
+
+    def _count_workers(self, tries: int = 20) -> int:
+        """The cluster's workers as the scheduler lists them.  The list was once seen empty just after the actors
+        were placed (a transient in the scheduler's view, seen once in a CI run): ask again briefly, then fall
+        back to the workers that hold the actors."""
+        import time
+
+        for _ in range(tries):
+            n = len(self.client.scheduler_info(n_workers=-1)["workers"])
+            if n:
+                return n
+            time.sleep(0.05)
+        return len({getattr(a, "_address", None) for a in self.actors})
 
     def _make(self, i: int):
         """The actor of chunk i, built on a worker from its blocks; the blocks are computed there (read from
