@@ -84,6 +84,27 @@ def _parent_plates(args: Sequence[Any]) -> list[Plate]:
     return out
 
 
+def _selected_precisions(g: Gate, name: str) -> Gate:
+    """``precision=fg.select(values, z)`` of an ``mv_gaussian``: K positive scalars, K positive vectors (diagonal
+    precisions) or K positive definite matrices, one per category (a flat prior cannot be selected)."""
+    if not isinstance(g.source, np.ndarray):
+        raise ModelError(f"{name!r}: precision {g.source.name!r}[{g.selector.name!r}] must be a Gamma or Wishart "
+                         f"variable, or constants selected with fg.select(values, {g.selector.name!r})")
+    vals = checks.constant(g.source, f"{name!r}: precision (selected by {g.selector.name!r})")
+    what = f"{name!r}: precision of category"
+    if vals.ndim == 3:
+        for k, mat in enumerate(vals):
+            checks.precision_matrix(mat, f"{what} {k}")
+            if not mat.any():
+                raise ModelError(f"{what} {k} is 0: a flat prior cannot be selected")
+    elif vals.ndim in (1, 2):
+        checks.positive(vals, f"{name!r}: precision (selected by {g.selector.name!r})")
+    else:
+        raise ModelError(f"{name!r}: fg.select values for precision must have shape (K,), (K, D) or (K, D, D), "
+                         f"got {vals.shape}")
+    return Gate(np.asarray(vals, float), g.selector, g.plate)
+
+
 def _selector_key(sel: Any) -> tuple:
     """A gate's selector up to equivalence: z itself, or z gathered by the same labels onto the same plate (two
     writings of ``z[g]`` in one factor, ``mu[z[g]]`` and ``L[z[g]]``, are one selector)."""
@@ -390,13 +411,16 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
         ftype, edges = MV_GAUSSIAN, {"mean": mean, "precision": precision}
         params = {"ard": ard}
     else:
-        lam = constant_param(precision, name, "precision", checks.constant)
-        if isinstance(lam, Gate):
-            raise ModelError(f"{name!r}: a constant precision cannot be selected by {lam.selector.name!r}; gate a "
-                             f"Gamma precision instead (precision=alpha[{lam.selector.name!r}])")
-        if lam.ndim < 2:
+        lam = constant_param(precision, name, "precision", checks.constant) if not isinstance(
+            precision, Gate) else _selected_precisions(precision, name)
+        if isinstance(lam, Gate):  # fg.select(values, z): one scalar, vector or matrix per category
+            if lam.source.ndim >= 2:
+                dims.add(lam.source.shape[-1])
+        elif lam.ndim < 2:
             lam = checks.nonnegative(lam, f"{name!r}: precision")
-        if lam.ndim == 2:
+        if isinstance(lam, Gate):
+            pass
+        elif lam.ndim == 2:
             checks.precision_matrix(lam, f"{name!r}: precision matrix")
             dims.add(lam.shape[0])
         elif lam.ndim == 1:

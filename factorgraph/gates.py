@@ -93,4 +93,15 @@ def param_gates(params: dict[str, Any]) -> list[Gate]:
     return [v for v in params.values() if isinstance(v, Gate)]
 
 
-__all__ = ["constant_param", "is_random", "param_gates", "select_constant", "source_node", "source_plates"]
+def precision_matrices(values: np.ndarray, D: int) -> np.ndarray:
+    """(K, D, D) precision matrices from K scalars (λI), K vectors (diagonal) or K matrices."""
+    values = np.asarray(values, float)
+    if values.ndim == 1:
+        return values[:, None, None] * np.eye(D)
+    if values.ndim == 2:
+        return values[:, :, None] * np.eye(values.shape[1])
+    return values
+
+
+__all__ = ["constant_param", "is_random", "param_gates", "plated", "precision_matrices", "select_constant",
+           "source_node", "source_plates"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .gates import precision_matrices
 from .nodes import Gate, Node, Variable
 from .sampling import _expand, _Forward, _gated_gamma_precision
 
@@ -99,7 +100,13 @@ def mv_gaussian_logpdf(s: _Forward, v, f, frame, y):
         alpha = np.broadcast_to(alpha, np.broadcast_shapes(alpha.shape, r.shape))  # r lacks S for a constant mean
         lp = 0.5 * (np.log(alpha).sum(-1) - D * _LOG2PI - (alpha * r * r).sum(-1))
         return lp if partial is None else _marginal_diagonal(lp, r, alpha, *partial)
-    lam = np.asarray(f.params["precision_raw"], float)
+    lam = f.params["precision_raw"]
+    if isinstance(lam, Gate):  # fg.select(values, z): each row's category's matrix, (S, *frame, D, D)
+        lam = s.arg(Gate(precision_matrices(lam.source, D), lam.selector, lam.plate), frame, v.name)
+        _, logdet = np.linalg.slogdet(lam)
+        lp = 0.5 * (logdet - D * _LOG2PI - np.einsum("...i,...ij,...j->...", r, lam, r))
+        return lp if partial is None else _marginal_matrix(lp, r, lam, *partial)
+    lam = np.asarray(lam, float)
     if lam.ndim == 2:
         _, logdet = np.linalg.slogdet(lam)
         quad = np.einsum("...i,ij,...j->...", r, lam, r)

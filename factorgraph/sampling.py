@@ -21,6 +21,7 @@ from factors.deterministic import dot_subscripts
 from factors.kernels.forward_backward import forward_sample_chains
 from factors.kernels.kalman import forward_sample
 
+from .gates import precision_matrices
 from .nodes import Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
 
 if TYPE_CHECKING:
@@ -269,6 +270,10 @@ def _mv_gaussian(s: _Forward, v, f, frame, full):
         s.put(v, m + z / np.sqrt(alpha), full)
         return
     lam = f.params["precision_raw"]
+    if isinstance(lam, Gate):  # fg.select(values, z): each row's category's matrix
+        mats = s.arg(Gate(precision_matrices(lam.source, D), lam.selector, lam.plate), frame, v.name)
+        s.put(v, m + np.einsum("...ij,...j->...i", np.linalg.cholesky(np.linalg.inv(mats)), z), full)
+        return
     if not np.any(lam):
         raise ModelError(f"sampling: {v.name!r} has an improper flat prior (precision 0), which cannot be sampled")
     s.put(v, m + z @ _mv_precision_chol(lam, D).T, full)

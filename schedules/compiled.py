@@ -13,6 +13,7 @@ import numpy as np
 
 from distributions import Bernoulli, Categorical, GaussianGamma, MvGaussian
 from factorgraph import checks
+from factorgraph.gates import precision_matrices
 from factorgraph.nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Plate, Variable
 from factors.base import RuleNotFound, one_hot, point_stats
 from factors.discrete import CATEGORICAL
@@ -225,6 +226,9 @@ def _check_learn(c: Compiled, v: Variable, handler: Any) -> None:
     if prior.node.ftype is not MV_GAUSSIAN_FIXED:
         raise ModelError(f"handlers: {v.name!r} ← {handler!r} learns 'prior_precision', which needs an "
                          f"fg.mv_gaussian prior with a constant precision; {v.name!r} has {prior.node.ftype.name}")
+    if prior.gate is not None:
+        raise ModelError(f"handlers: {v.name!r} ← {handler!r} learns 'prior_precision', but {v.name!r}'s prior is "
+                         "gated (a mixture): there is no one precision to scale")
     if prior.params["logdet"] is None:
         raise ModelError(f"handlers: {v.name!r} ← {handler!r} learns 'prior_precision', but {v.name!r} has an "
                          "improper flat prior (precision 0): there is no precision to scale")
@@ -333,7 +337,15 @@ def _needs_messages(node) -> bool:
 
 def _finalize(f: FactorNode, p: dict[str, Any]) -> None:
     """Turn build-time parameters into the arrays the rules use, now that dimensions are known."""
-    if f.ftype is MV_GAUSSIAN_FIXED:
+    if f.ftype is MV_GAUSSIAN_FIXED and isinstance(p["precision_raw"], Gate):  # one matrix per category
+        D, g = p["D"], p.pop("precision_raw")
+        mats = precision_matrices(g.source, D)
+        if mats.shape[1:] != (D, D):
+            raise ModelError(f"{f.name}: selected precisions have shape {g.source.shape}, expected (K,), (K, {D}) or "
+                             f"(K, {D}, {D})")
+        p["precision"] = Gate(mats, g.selector, g.plate)
+        p["logdet"] = Gate(np.linalg.slogdet(mats)[1], g.selector, g.plate)
+    elif f.ftype is MV_GAUSSIAN_FIXED:
         D, lam = p["D"], p.pop("precision_raw")
         mat = lam * np.eye(D) if lam.ndim == 0 else (np.diag(lam) if lam.ndim == 1 else lam)
         if mat.shape != (D, D):

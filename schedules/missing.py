@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from factorgraph.nodes import ModelError
+from factorgraph.nodes import Gate, ModelError
 from factors.mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
 from factors.mv_gaussian_wishart_missing import (
     MV_GAUSSIAN_NORMAL_WISHART_MISSING,
@@ -103,6 +103,9 @@ def _coordinate_mask(f, m: np.ndarray, name: str) -> None:
         raise ModelError(f"{name!r}: missing coordinates are not supported for factor {f.node.ftype.name}")
     if p["logdet"] is None:
         raise ModelError(f"{name!r}: missing coordinates under a flat (precision 0) density are not supported")
+    if isinstance(p["precision"], Gate):
+        raise ModelError(f"{name!r}: missing coordinates under precisions selected by fg.select are not supported; "
+                         "mask whole rows, or use a gated Gamma or Wishart precision")
     rows = m.reshape(-1, D).astype(bool)
     patterns, inverse = np.unique(rows, axis=0, return_inverse=True)
     cov = np.linalg.inv(p["precision"])

@@ -472,11 +472,11 @@ def gate_on_a_parameter_that_cannot_be_gated():
         fg.gamma("g", shape=a[z], rate=1.0)
 
 
-@build_error("'y'", "precision", "cannot be selected", "'z'")
-def select_on_a_constant_mv_precision():
+@build_error("'y'", "precision of category 1", "positive definite")
+def select_on_a_constant_mv_precision_not_positive_definite():
     with fg.Model():
         z = fg.categorical("z", [0.5, 0.5])
-        fg.mv_gaussian("y", mean=np.zeros(2), precision=fg.select([1.0, 2.0], z))
+        fg.mv_gaussian("y", mean=np.zeros(2), precision=fg.select([np.eye(2), [[1.0, 2.0], [2.0, 1.0]]], z))
 
 
 @build_error("'p'", "'s'", "2 categories", "('k', 3)")
