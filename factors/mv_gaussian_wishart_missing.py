@@ -60,7 +60,7 @@ from scipy.special import digamma, polygamma
 
 from distributions import GaussianWishart, MvGaussian, Wishart
 
-from .base import LOG_2PI, FactorType, Moments
+from .base import LOG_2PI, FactorType, Moments, same_stats
 
 LOG_2 = float(np.log(2.0))
 
@@ -190,14 +190,30 @@ def _precision_message(b: dict, V: np.ndarray, w: np.ndarray, extra, tr_ac: np.n
     return np.where(complete[..., None, None], -0.5 * C_complete, _sym(B)), np.where(complete, 0.5, c)
 
 
+def _cached(p: dict, stats: tuple, compute):
+    """``compute()`` once per q: the rules and the evidence of one factor see the same q(Λ) several times a sweep
+    (its two messages, the ELBO), and (ν, V) by Newton plus the per-pattern blocks are the costly part."""
+    state = p.get("state")
+    hit = None if state is None else state.get("q(Λ)")
+    if hit is not None and same_stats(hit[0], stats):
+        return hit[1]
+    out = compute()
+    if state is not None:
+        state["q(Λ)"] = (stats, out)
+    return out
+
+
 # ------------------------------------------------------------------------------ Wishart precision, mean μ
 def _wishart_parts(m: Moments, p: dict) -> tuple:
     """The blocks, V per instance, x (0 at missing coordinates), e = x − E[μ] and Cov[μ]."""
     coords = p["observed_coords"]
     nb = coords.ndim - 1
-    P, L = m["precision"]
-    nu, V = wishart_params(_lift(P, nb, 2), _lift(L, nb, 0))
-    b = _blocks(p, nu, V)
+    def compute():
+        P, L = m["precision"]
+        nu, V = wishart_params(_lift(P, nb, 2), _lift(L, nb, 0))
+        return V, _blocks(p, nu, V)
+
+    V, b = _cached(p, m["precision"], compute)
     x = np.where(coords, _lift(m["out"][0], nb, 1), 0.0)
     mu, mumu = _lift(m["mean"][0], nb, 1), _lift(m["mean"][1], nb, 2)
     cov_mu = mumu - mu[..., :, None] * mu[..., None, :]
@@ -242,12 +258,14 @@ def _nw_parts(m: Moments, p: dict) -> tuple:
     coords = p["observed_coords"]
     nb = coords.ndim - 1
     D = coords.shape[-1]
-    lm, q, P, L = m["params"]
-    lm, q, P, L = _lift(lm, nb, 1), _lift(q, nb, 0), _lift(P, nb, 2), _lift(L, nb, 0)
-    nu, V = wishart_params(P, L)
-    mean = np.linalg.solve(_sym(P), lm[..., None])[..., 0]
-    beta = D / (q - np.einsum("...i,...i->...", lm, mean))
-    b = _blocks(p, nu, V)
+    def compute():
+        lm, q, P, L = m["params"]
+        lm, q, P, L = _lift(lm, nb, 1), _lift(q, nb, 0), _lift(P, nb, 2), _lift(L, nb, 0)
+        nu, V = wishart_params(P, L)
+        mean = np.linalg.solve(_sym(P), lm[..., None])[..., 0]
+        return V, _blocks(p, nu, V), mean, D / (q - np.einsum("...i,...i->...", lm, mean))
+
+    V, b, mean, beta = _cached(p, m["params"], compute)
     x = np.where(coords, _lift(m["out"][0], nb, 1), 0.0)
     shape = b["nu"].shape
     return (b, np.broadcast_to(V, shape + (D, D)), x, np.broadcast_to(x - mean, shape + (D,)),
