@@ -14,10 +14,9 @@ The engine (``schedules``) sits to the right of this package in the import order
 """
 
 from distributions import GaussianMixture, MvGaussian
-
-from . import data as _data
-from .bounds import expected_log_sum_exp, softmax_bound
-from .builders import (
+from factorgraph.graph import data as _data
+from factorgraph.graph.bounds import expected_log_sum_exp, softmax_bound
+from factorgraph.graph.builders import (
     bernoulli,
     beta,
     categorical,
@@ -28,15 +27,15 @@ from .builders import (
     mv_gaussian,
     plate,
 )
-from .convergence import ConvergenceWarning
-from .counts import binomial, binomial_logit, multinomial, multinomial_softmax, poisson, poisson_log
-from .covariance import gaussian_wishart, wishart
-from .derived import deterministic
-from .expressions import dot, select
-from .indexing import index
-from .model import Model
-from .nodes import ModelError, Plate, Variable
-from .nonconjugate import (
+from factorgraph.graph.convergence import ConvergenceWarning
+from factorgraph.graph.counts import binomial, binomial_logit, multinomial, multinomial_softmax, poisson, poisson_log
+from factorgraph.graph.covariance import gaussian_wishart, wishart
+from factorgraph.graph.derived import deterministic
+from factorgraph.graph.expressions import dot, select
+from factorgraph.graph.indexing import index
+from factorgraph.graph.model import Model
+from factorgraph.graph.nodes import ModelError, Plate, Variable
+from factorgraph.graph.nonconjugate import (
     bernoulli_logit,
     categorical_softmax,
     cauchy_site,
@@ -44,13 +43,13 @@ from .nonconjugate import (
     probit,
     student_t_site,
 )
-from .predict import predict
-from .results import Comparison, Result, compare
-from .robust import student_t
-from .sampling import sample_prior
-from .scales import exponential, half_cauchy, half_normal, half_student_t, uniform_scale
-from .sequences import markov_chain
-from .state_space import gaussian_markov_chain
+from factorgraph.graph.robust import student_t
+from factorgraph.graph.scales import exponential, half_cauchy, half_normal, half_student_t, uniform_scale
+from factorgraph.graph.sequences import markov_chain
+from factorgraph.graph.state_space import gaussian_markov_chain
+from factorgraph.posterior.predict import predict
+from factorgraph.posterior.results import Comparison, Result, compare
+from factorgraph.posterior.sampling import sample_prior
 
 # data nodes (fg.data) are accepted by every public builder, which records its call for model.set_data
 data = _data.data

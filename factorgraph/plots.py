@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .nodes import ModelError
-from .results import Comparison, Result, compare
+from factorgraph.graph.nodes import ModelError
+from factorgraph.posterior.results import Comparison, Result, compare
 
 
 def _pyplot():
@@ -211,7 +211,7 @@ def posterior_marginals(result: Result, names: Sequence[str] | str, reference: M
     """
     from scipy import stats
 
-    from .summary import _exact
+    from factorgraph.posterior.summary import _exact
 
     plt = _pyplot()
     items = _scalars(result, [names] if isinstance(names, str) else list(names))

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from factorgraph import checks
-from factorgraph.nodes import ModelError
+from factorgraph.graph import checks
+from factorgraph.graph.nodes import ModelError
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from distributions import Bernoulli, Categorical, GaussianGamma, MvGaussian
-from factorgraph import checks
-from factorgraph.gates import precision_matrices
-from factorgraph.nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Plate, Variable
+from factorgraph.graph import checks
+from factorgraph.graph.gates import precision_matrices
+from factorgraph.graph.nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Plate, Variable
 from factors.base import RuleNotFound, one_hot, point_stats
 from factors.discrete import CATEGORICAL
 from factors.grouped_linear_gaussian import GROUPED_LINEAR_GAUSSIAN

@@ -30,8 +30,8 @@ from distributions import (
     TruncatedGamma,
 )
 from distributions.base import Distribution
-from factorgraph import checks
-from factorgraph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
+from factorgraph.graph import checks
+from factorgraph.graph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
 from factors.base import point_stats
 from factors.data_products import row_threads
 from factors.deterministic import Inner
@@ -828,7 +828,7 @@ def _undamped_share(c: Compiled) -> float:
 def _unconverged_text(c: Compiled, eng: Engine, trace: list, it: int, reason: str, tol: float | None,
                       param_tol: float | None) -> str:
     """The ConvergenceWarning of a run that stopped unconverged: why, and which variables had not settled."""
-    from factorgraph.convergence import oscillation, unsettled
+    from factorgraph.graph.convergence import oscillation, unsettled
 
     text = f"{c.model.name}: not converged ({reason})"
     if eng.changes:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from distributions import Gaussian, MvGaussian
-from factorgraph.nodes import Deterministic, FactorNode, Gate, Indexed, Variable
+from factorgraph.graph.nodes import Deterministic, FactorNode, Gate, Indexed, Variable
 from factors.data_products import cached_gram
 from factors.deterministic import Inner, Product, Sum
 from factors.gaussian import GAUSSIAN

@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from factorgraph import checks, convergence
-from factorgraph.derived import derived_moments
-from factorgraph.model import Model
-from factorgraph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
-from factorgraph.predict import FitRecord
-from factorgraph.results import Result, combine_kinds
+from factorgraph.graph import checks, convergence
+from factorgraph.graph.derived import derived_moments
+from factorgraph.graph.model import Model
+from factorgraph.graph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
+from factorgraph.posterior.predict import FitRecord
+from factorgraph.posterior.results import Result, combine_kinds
 from factors.base import RuleNotFound
 
 from .algorithms import NCVMP, VMP

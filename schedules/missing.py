@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from factorgraph.nodes import Gate, ModelError
+from factorgraph.graph.nodes import Gate, ModelError
 from factors.mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
 from factors.mv_gaussian_wishart_missing import (
     MV_GAUSSIAN_NORMAL_WISHART_MISSING,

@@ -38,11 +38,11 @@ import numpy as np
 from scipy.special import logsumexp
 
 from distributions import GridDensity, QuadratureMixture, TiltedScale
-from factorgraph import convergence
-from factorgraph.derived import mixture_moments
-from factorgraph.nodes import ModelError
-from factorgraph.predict import FitRecord
-from factorgraph.results import LOWER_BOUND, Result, combine_kinds
+from factorgraph.graph import convergence
+from factorgraph.graph.derived import mixture_moments
+from factorgraph.graph.nodes import ModelError
+from factorgraph.posterior.predict import FitRecord
+from factorgraph.posterior.results import LOWER_BOUND, Result, combine_kinds
 
 
 class ScaleQuadrature:

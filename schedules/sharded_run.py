@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from factorgraph import checks
-from factorgraph.nodes import ModelError
+from factorgraph.graph import checks
+from factorgraph.graph.nodes import ModelError
 
 from . import progress as _progress
 from .compiled import observed_centre, token_topics

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from distributions import Bernoulli, Categorical
-from factorgraph import checks
-from factorgraph.nodes import Indexed, ModelError, Plate, Variable
+from factorgraph.graph import checks
+from factorgraph.graph.nodes import Indexed, ModelError, Plate, Variable
 
 from .compiled import compile_model, gated_rows, gathered_selectors, token_responsibilities, token_selector
 from .engine import Engine

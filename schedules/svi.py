@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from factorgraph import checks, convergence
-from factorgraph.model import Model
-from factorgraph.nodes import ModelError
-from factorgraph.results import LOWER_BOUND, STOCHASTIC, Result
+from factorgraph.graph import checks, convergence
+from factorgraph.graph.model import Model
+from factorgraph.graph.nodes import ModelError
+from factorgraph.posterior.results import LOWER_BOUND, STOCHASTIC, Result
 
 from . import progress as _progress
 from .algorithms import VMP

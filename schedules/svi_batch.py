@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from distributions import Categorical
-from factorgraph import checks
-from factorgraph.expressions import _LETTERS
-from factorgraph.model import Model
-from factorgraph.nodes import Deterministic, Gate, Indexed, ModelError, Plate, Variable
+from factorgraph.graph import checks
+from factorgraph.graph.expressions import _LETTERS
+from factorgraph.graph.model import Model
+from factorgraph.graph.nodes import Deterministic, Gate, Indexed, ModelError, Plate, Variable
 from factors.onehot import OneHot
 from factors.plating import weighted_total
 

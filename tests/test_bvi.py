@@ -20,7 +20,7 @@ from scipy.special import log_expit
 import factorgraph as fg
 from demos._data import data_dir
 from distributions import GaussianMixture, MvGaussian
-from factorgraph.results import ESTIMATE
+from factorgraph.posterior.results import ESTIMATE
 from schedules.handlers import BVI, DensityTarget
 from schedules.handlers.bvi import elbo_gain, lbfgs, mc_discrepancy, residual, weight_gradient
 

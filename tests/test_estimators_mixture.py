@@ -117,7 +117,7 @@ def test_nan_entries_are_missing_values(ct):
     Xn[np.random.default_rng(4).uniform(size=X.shape) < 0.15] = np.nan
     gm = VariationalGaussianMixture(3, ct, random_state=2).fit(Xn)
     seen = ~np.isnan(Xn)
-    from factorgraph.gaussian_mixtures import _observed_covariance
+    from factorgraph.models.gaussian_mixtures import _observed_covariance
 
     ref = models.gaussian_mixture(Xn, 3, ct, seed=2, mask=seen,
                                   scale=_observed_covariance(np.where(seen, Xn, 0.0), seen, "full") + 1e-6 * np.eye(3))

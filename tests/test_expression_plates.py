@@ -1,5 +1,5 @@
 """A constant operand with more axes than its random operands' plates: ``beta * x`` with an unplated beta and
-one x per row puts x on the model's plate of its size (factorgraph/expressions.py ``_on_plates_by_size``)."""
+one x per row puts x on the model's plate of its size (factorgraph/graph/expressions.py ``_on_plates_by_size``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import factorgraph as fg
-from factorgraph.nodes import ModelError
+from factorgraph.graph.nodes import ModelError
 
 N, G, D = 60, 5, 3
 

@@ -13,7 +13,7 @@ from scipy.special import digamma, gammaln, logsumexp
 
 import factorgraph as fg
 from distributions import Categorical
-from factorgraph.nodes import ModelError
+from factorgraph.graph.nodes import ModelError
 
 G, PER, K = 12, 5, 3
 PRIOR_PREC, NOISE, ALPHA = 0.01, 1.0, 1.0

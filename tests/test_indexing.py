@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import factorgraph as fg
-from factorgraph.nodes import Indexed
+from factorgraph.graph.nodes import Indexed
 from factors.index import gather, scatter
 from schedules.compiled import compile_model
 from schedules.engine import Engine

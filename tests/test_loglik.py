@@ -1,4 +1,4 @@
-"""Pointwise log-likelihoods (factorgraph.loglik) against scipy.stats at fixed parameter draws, per factor type."""
+"""Pointwise log-likelihoods (factorgraph.posterior.loglik) against scipy.stats at fixed parameter draws, per factor type."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ from scipy import stats
 from scipy.special import expit, logsumexp, softmax
 
 import factorgraph as fg
-from factorgraph.loglik import pointwise_log_likelihood
+from factorgraph.posterior.loglik import pointwise_log_likelihood
 
 S, N = 3, 5
 rng = np.random.default_rng(7)
@@ -271,7 +271,7 @@ def test_an_unsupported_observed_factor_is_named_with_the_supported_ones():
 
 
 def test_full_covariance_mixture_with_a_normal_wishart_block():
-    from factorgraph.gaussian_mixtures import gaussian_mixture_model
+    from factorgraph.models.gaussian_mixtures import gaussian_mixture_model
 
     K, D = 2, 2
     X = rng.normal(size=(N, D))
@@ -288,7 +288,7 @@ def test_full_covariance_mixture_with_a_normal_wishart_block():
 
 
 def test_result_sample_of_a_normal_wishart_block_is_joint():
-    from factorgraph.gaussian_mixtures import gaussian_mixture
+    from factorgraph.models.gaussian_mixtures import gaussian_mixture
 
     X = np.r_[rng.normal(-2, 1, (20, 2)), rng.normal(2, 0.5, (20, 2))]
     r = gaussian_mixture(X, 2, "full")
@@ -327,7 +327,7 @@ def test_hidden_markov_model_sequences_sum_their_label_paths():
                 paths.append(lp)
             ref[s, i] = logsumexp(paths)
     np.testing.assert_allclose(ll, ref, rtol=1e-10)
-    from factorgraph.loglik import observed_plates
+    from factorgraph.posterior.loglik import observed_plates
 
     assert [p.name for p in observed_plates(m, "y")] == ["seq"]
 

@@ -11,7 +11,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 import factorgraph as fg
-from factorgraph.loglik import pointwise_log_likelihood
+from factorgraph.posterior.loglik import pointwise_log_likelihood
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", FutureWarning)

@@ -1,4 +1,4 @@
-"""Bayesian PCA with ARD (``models.pca``) and the rotation speed-up (``factorgraph.rotation``).
+"""Bayesian PCA with ARD (``models.pca``) and the rotation speed-up (``schedules.rotation``).
 
 * the rotation terms' gradients are the finite differences of their values, and the rotation's reported
   gain is exactly the rise of the ELBO it causes;
@@ -25,8 +25,8 @@ from scipy.linalg import subspace_angles
 
 import factorgraph as fg
 from factorgraph import models
-from factorgraph.pca import _State
-from factorgraph.rotation import ard_term, evaluate, gaussian_term, optimal_rotation
+from factorgraph.models.bayesian_pca import _State
+from schedules.rotation import ard_term, evaluate, gaussian_term, optimal_rotation
 
 
 def _synthetic(seed=0, N=400, D=10, K=3, noise=0.3):
@@ -252,7 +252,7 @@ def _with_missing(X, frac, seed):
 
 def _brute_force_pca(X, M, W0, sweeps, a0=1e-3, b0=1e-3, beta0=1e-6, iso=False):
     """Blocked VMP for Bayesian PCA with missing entries written row by row and column by column (loops, no
-    sharing with factorgraph.pca): returns the bound after each sweep and the final q."""
+    sharing with factorgraph.models.bayesian_pca): returns the bound after each sweep and the final q."""
     from scipy.special import digamma, gammaln
 
     def kl_gamma(a, b):
@@ -527,7 +527,7 @@ def test_missing_entries_same_sweeps_and_bound_as_bayespy():
 
 
 def test_row_kernel_matches_numpy_and_names_a_bad_row():
-    from factorgraph._pca_kernel import logdets, row_posteriors
+    from factorgraph.models._pca_kernel import logdets, row_posteriors
 
     rng = np.random.default_rng(27)
     B = rng.normal(size=(7, 4, 4))

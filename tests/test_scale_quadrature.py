@@ -11,7 +11,7 @@ import pytest
 import factorgraph as fg
 from demos.eight_schools import build, build_noncentred
 from distributions import GridDensity, QuadratureMixture
-from factorgraph.nodes import ModelError
+from factorgraph.graph.nodes import ModelError
 from tests.test_tilted_scale import SIGMA, Y
 
 

@@ -19,9 +19,9 @@ import pytest
 from benchmarks.state_space_rotation import synthetic
 from distributions import MvGaussian
 from factorgraph import models
-from factorgraph.nodes import ModelError
-from factorgraph.rotation import evaluate, markov_chain_term, similarity_ard_term
-from factorgraph.state_space_models import StateRotation, _pca_loadings, _series, linear_state_space_model
+from factorgraph.graph.nodes import ModelError
+from schedules.rotation import evaluate, markov_chain_term, similarity_ard_term
+from factorgraph.models.state_space import StateRotation, _pca_loadings, _series, linear_state_space_model
 from schedules import infer
 
 

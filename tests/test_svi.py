@@ -8,7 +8,7 @@ import pytest
 import factorgraph as fg
 from demos.lda_topics import build as build_lda
 from demos.lda_topics import make_corpus
-from factorgraph.results import LOWER_BOUND, STOCHASTIC
+from factorgraph.posterior.results import LOWER_BOUND, STOCHASTIC
 
 W_TRUE = np.array([1.0, 0.0, -2.0, 0.5])
 

@@ -11,7 +11,7 @@ from scipy import integrate, stats
 
 import factorgraph as fg
 from distributions import TiltedScale
-from factorgraph.nodes import ModelError
+from factorgraph.graph.nodes import ModelError
 
 Y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
 SIGMA = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])

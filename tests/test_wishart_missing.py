@@ -16,7 +16,7 @@ from scipy.special import digamma, multigammaln
 import factorgraph as fg
 from distributions import GaussianWishart, MvGaussian, Wishart
 from factorgraph import models
-from factorgraph.nodes import ModelError
+from factorgraph.graph.nodes import ModelError
 from factors.mv_gaussian_wishart import mvw_evidence, mvw_to_mean, mvw_to_precision
 from factors.mv_gaussian_wishart_missing import (
     missing_patterns,

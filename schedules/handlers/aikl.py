@@ -68,9 +68,9 @@ from distributions.affine_independent import (
     get_base,
     lattice_step,
 )
-from factorgraph import checks
-from factorgraph.nodes import ModelError
-from factorgraph.results import LATTICE_BOUND
+from factorgraph.graph import checks
+from factorgraph.graph.nodes import ModelError
+from factorgraph.posterior.results import LATTICE_BOUND
 from factors.sites import laplace_point
 
 from .. import progress

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from factorgraph import checks
-from factorgraph.nodes import ModelError
+from factorgraph.graph import checks
+from factorgraph.graph.nodes import ModelError
 from factors.logistic import logit_point
 from factors.sites import cauchy_point, laplace_point, probit_point, student_point
 

@@ -88,8 +88,8 @@ from scipy.optimize import line_search
 from scipy.special import logsumexp
 
 from distributions import GaussianMixture, MvGaussian
-from factorgraph.nodes import ModelError
-from factorgraph.results import ESTIMATE, LOWER_BOUND
+from factorgraph.graph.nodes import ModelError
+from factorgraph.posterior.results import ESTIMATE, LOWER_BOUND
 
 from .. import progress
 from .laplace import BlockFit, HandlerError, find_mode, gaussian_from_hessian

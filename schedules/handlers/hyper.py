@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from factorgraph.nodes import ModelError
+from factorgraph.graph.nodes import ModelError
 
 from .target import BlockTarget
 

@@ -23,7 +23,7 @@ import numpy as np
 from scipy import linalg, optimize
 
 from distributions import MvGaussian
-from factorgraph.results import APPROXIMATION
+from factorgraph.posterior.results import APPROXIMATION
 
 from .. import progress
 from .hyper import Hyper, learn_names

@@ -46,8 +46,8 @@ import numpy as np
 from scipy import linalg, optimize
 
 from distributions import MvGaussian
-from factorgraph import checks
-from factorgraph.results import ESTIMATE, LOWER_BOUND
+from factorgraph.graph import checks
+from factorgraph.posterior.results import ESTIMATE, LOWER_BOUND
 
 from .. import progress
 from .hyper import Hyper, learn_names

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from factorgraph.nodes import ModelError
+from factorgraph.graph.nodes import ModelError
 from factors.base import DiagPlusOuter
 from factors.data_products import weighted_grams
 

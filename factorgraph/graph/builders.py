@@ -1,0 +1,532 @@
+"""The builder API: ``fg.plate``, ``fg.gaussian``, ``fg.gamma``, ``fg.mv_gaussian``, ...
+
+Each builder creates a random variable and the factor that is its prior (edge ``out``), with
+parents that are constants, other variables, deterministic expressions or gates.  Everything is
+validated here, when the model is built, so errors name the variable and the offending value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from distributions import (
+    Bernoulli,
+    Beta,
+    Categorical,
+    Dirichlet,
+    Gamma,
+    Gaussian,
+    GaussianGamma,
+    MvGaussian,
+)
+from factorgraph.graph import checks
+from factorgraph.graph.gates import constant_param, is_random, param_gates, plated, select_constant
+from factorgraph.graph.model import Model, current_model
+from factorgraph.graph.nodes import (
+    Deterministic,
+    FactorNode,
+    Gate,
+    Indexed,
+    ModelError,
+    Node,
+    Plate,
+    PrecisionOf,
+    Variable,
+)
+from factors.data_products import cached_gram
+from factors.discrete import BERNOULLI, BETA, CATEGORICAL, DIRICHLET
+from factors.gamma import GAMMA
+from factors.gaussian import GAUSSIAN
+from factors.mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
+from factors.normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
+from factors.onehot import OneHot
+
+
+class _EventDim:
+    """A variable's vector dimension, read when the model is compiled (it may be inferred from the
+    variable's neighbours after the builder returns).  A class, not a closure, so models pickle."""
+
+    def __init__(self, var: Variable) -> None:
+        self.var = var
+
+    def __call__(self) -> int:
+        return self.var.event_shape[0]
+
+def plate(name: str, size: int) -> Plate:
+    """Declare a plate (a named replication axis of the given size) in the active model."""
+    return current_model(f"plate {name!r}").add_plate(name, size)
+
+
+# ------------------------------------------------------------------------------------ helpers
+def _plates(model: Model, plates: Sequence[Plate], name: str) -> tuple[Plate, ...]:
+    return checks.plate_list(plates, model, name)
+
+
+def _check_parent(model: Model, x: Any, name: str, edge: str, families: tuple[type, ...]) -> None:
+    node = x.source if isinstance(x, Gate) else x
+    if isinstance(x, Gate) and isinstance(node, np.ndarray):
+        node = None
+    if isinstance(node, Variable | Deterministic | Indexed):
+        if node.model is not model:
+            raise ModelError(f"{name!r}: {edge} {node.name!r} belongs to another model")
+        fam = Gaussian if isinstance(node, Deterministic) else node.family
+        if fam not in families:
+            raise ModelError(f"{name!r}: {edge} must be {' or '.join(f.__name__ for f in families)}, got "
+                             f"{'a Gaussian expression' if isinstance(node, Deterministic) else node.family.__name__} "
+                             f"{node.name!r}")
+    if isinstance(x, Gate) and x.selector.model is not model:
+        raise ModelError(f"{name!r}: the selector {x.selector.name!r} belongs to another model")
+
+
+def _parent_plates(args: Sequence[Any]) -> list[Plate]:
+    out: list[Plate] = []
+    for a in args:
+        if isinstance(a, Gate):
+            if isinstance(a.source, Variable):
+                out += [p for p in a.source.plates if p is not a.plate]
+            out += list(a.selector.plates)
+        elif isinstance(a, Node):
+            out += list(a.plates)
+    return out
+
+
+def _selected_precisions(g: Gate, name: str) -> Gate:
+    """``precision=fg.select(values, z)`` of an ``mv_gaussian``: K positive scalars, K positive vectors (diagonal
+    precisions) or K positive definite matrices, one per category (a flat prior cannot be selected)."""
+    if not isinstance(g.source, np.ndarray):
+        raise ModelError(f"{name!r}: precision {g.source.name!r}[{g.selector.name!r}] must be a Gamma or Wishart "
+                         f"variable, or constants selected with fg.select(values, {g.selector.name!r})")
+    vals = checks.constant(g.source, f"{name!r}: precision (selected by {g.selector.name!r})")
+    what = f"{name!r}: precision of category"
+    if vals.ndim == 3:
+        for k, mat in enumerate(vals):
+            checks.precision_matrix(mat, f"{what} {k}")
+            if not mat.any():
+                raise ModelError(f"{what} {k} is 0: a flat prior cannot be selected")
+    elif vals.ndim in (1, 2):
+        checks.positive(vals, f"{name!r}: precision (selected by {g.selector.name!r})")
+    else:
+        raise ModelError(f"{name!r}: fg.select values for precision must have shape (K,), (K, D) or (K, D, D), "
+                         f"got {vals.shape}")
+    return Gate(np.asarray(vals, float), g.selector, g.plate)
+
+
+def _selector_key(sel: Any) -> tuple:
+    """A gate's selector up to equivalence: z itself, or z gathered by the same labels onto the same plate (two
+    writings of ``z[g]`` in one factor, ``mu[z[g]]`` and ``L[z[g]]``, are one selector)."""
+    if isinstance(sel, Indexed):
+        return (id(sel.source), sel.along, sel.plate, sel.labels.tobytes())
+    return (id(sel),)
+
+
+def _finish(model: Model, var: Variable, ftype: Any, edges: dict[str, Any], params: dict[str, Any],
+            observed: Any, mask: Any, consumed: dict[str, Plate] | None = None) -> Variable:
+    """Attach observations, create the prior factor and register both."""
+    labels_only = isinstance(observed, OneHot)  # observed class labels are held as labels, never as rows × K
+    checks.array_size(var.shape + (() if labels_only else tuple(d or 1 for d in var.event_shape)), repr(var.name))
+    if isinstance(observed, OneHot):  # class labels, checked by checks.integer_labels
+        var.value, var.mask = observed, mask
+    elif observed is not None:
+        value, m = checks.observed_array(observed, mask, var.shape + var.event_shape, var.name,
+                                         len(var.event_shape))
+        var.value, var.mask = value, m
+    elif mask is not None:
+        raise ModelError(f"{var.name!r}: a mask was given without observed data")
+    gates = [a for a in edges.values() if isinstance(a, Gate)] + param_gates(params)
+    if len({_selector_key(g.selector) for g in gates}) > 1:
+        raise ModelError(f"{var.name!r}: all gated arguments of one factor must share one selector")
+    fplates = [*var.plates, *_parent_plates([*edges.values(), *param_gates(params)])]
+    fplates += [g.plate for g in gates]
+    consumed = consumed or {}
+    fplates = [p for p in fplates if p not in consumed.values()]
+    fshape = tuple(p.size for p in model.sorted_plates(fplates))
+    checks.array_size(fshape, f"the prior factor of {var.name!r}")
+    for edge, arg in edges.items():  # constants never add plates (an ARD vector is over components, not plates)
+        if isinstance(arg, np.ndarray) and edge in ftype.edges and edge not in consumed and not params.get("ard"):
+            k = ftype.edges[edge].event_ndims[0]
+            checks.fits(arg.shape[: max(arg.ndim - k, 0)], fshape, f"{var.name!r}: {edge}")
+        elif isinstance(arg, Gate) and isinstance(arg.source, np.ndarray) and edge in ftype.edges:
+            # fg.select(values, z): one row per category, then axes over the variable's last plates, then the
+            # edge's event axes
+            edges[edge] = plated(arg, tuple(var.plates), ftype.edges[edge].event_ndims[0], var.name, edge)
+    factor = FactorNode(ftype, f"{ftype.name}({var.name})", {"out": var, **edges},
+                        model.sorted_plates(fplates), "default", params, consumed)
+    var.prior = factor
+    model.add_variable(var)
+    model.add_factor(factor)
+    return var
+
+
+def _var_plates(model: Model, given: Sequence[Plate], name: str, parents: Sequence[Any]) -> tuple[Plate, ...]:
+    given = _plates(model, given, name)
+    return model.sorted_plates([*given, *_parent_plates(parents)])
+
+
+def _scalar_arg(model: Model, x: Any, name: str, edge: str, families: tuple[type, ...],
+                positive: bool = False) -> Any:
+    if isinstance(x, Gate) and isinstance(x.source, np.ndarray):  # fg.select(values, z): check the values
+        return select_constant(x, name, edge, checks.positive if positive else checks.constant, 0, True)
+    if isinstance(x, Variable | Deterministic | Gate | Indexed):
+        _check_parent(model, x, name, edge, families)
+        return x
+    if isinstance(x, PrecisionOf):
+        raise ModelError(f"{name!r}: {x.variable.name!r}.tau can only be the precision of a Gaussian "
+                         f"whose mean is inner(X, {x.variable.name!r})")
+    return (checks.positive if positive else checks.constant)(x, f"{name!r}: {edge}")
+
+
+# ------------------------------------------------------------------------------------ builders
+def gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, variance: Any = None, sd: Any = None,
+             plates: Sequence[Plate] = (), observed: Any = None, mask: Any = None) -> Variable:
+    """A scalar Gaussian variable x ~ N(mean, precision⁻¹).
+
+    ``mean`` may be a constant, a Gaussian variable, a deterministic expression (``fg.inner``, sums,
+    products) or a gate (``mus[z]``); ``precision`` a positive constant, a Gamma variable or a gate
+    (or ``w.tau`` of a normal–gamma ``w`` whose ``inner`` is the mean); ``variance`` may be given
+    instead of a constant precision, and ``sd`` instead of either: a positive constant or a scale
+    variable (``fg.half_cauchy`` and the like), x ~ N(mean, sd²).  Precision defaults to 1.
+    """
+    model = current_model(f"gaussian {name!r}")
+    model.check_name(name)
+    if sd is not None:
+        precision = checks.sd_as_precision(sd, precision, variance, name)
+    elif precision is None:
+        precision = 1.0
+    else:
+        checks.not_a_scale(precision, name)
+    if variance is not None and isinstance(variance, Gate) and isinstance(variance.source, np.ndarray):
+        what = f"{name!r}: variance (selected by {variance.selector.name!r})"
+        precision = Gate(1.0 / checks.positive(variance.source, what), variance.selector, variance.plate)
+    elif variance is not None:
+        precision = 1.0 / checks.positive(variance, f"{name!r}: variance")
+    if isinstance(precision, PrecisionOf):
+        return _normal_gamma_regression(model, name, mean, precision.variable, plates, observed, mask)
+    mean = _scalar_arg(model, mean, name, "mean", (Gaussian,))
+    precision = _scalar_arg(model, precision, name, "precision", (Gamma,), positive=True)
+    if isinstance(mean, Deterministic) and mean.op.name == "inner" and \
+            mean.parents["w"].family is GaussianGamma:
+        raise ModelError(f"{name!r}: the mean is inner(X, {mean.parents['w'].name!r}) of a normal-gamma "
+                         f"block, so the precision must be {mean.parents['w'].name!r}.tau")
+    vplates = _var_plates(model, plates, name, [mean, precision])
+    var = Variable(model, name, Gaussian, vplates)
+    return _finish(model, var, GAUSSIAN, {"mean": mean, "precision": precision}, {}, observed, mask)
+
+
+def gamma(name: str, shape: Any = 1.0, rate: Any = 1.0, *, plates: Sequence[Plate] = (),
+          observed: Any = None, mask: Any = None) -> Variable:
+    """A Gamma variable x ~ Gam(shape, rate) (density ∝ x^(shape−1) e^(−rate·x)); ``rate`` may be a
+    Gamma variable."""
+    model = current_model(f"gamma {name!r}")
+    model.check_name(name)
+    a = constant_param(shape, name, "shape", checks.positive)
+    checks.not_a_scale(rate, name, "rate")
+    rate = _scalar_arg(model, rate, name, "rate", (Gamma,), positive=True)
+    vplates = _var_plates(model, plates, name, [rate, *param_gates({"a": a})])
+    var = Variable(model, name, Gamma, vplates)
+    if not isinstance(a, Gate):
+        checks.fits(a.shape, var.shape, f"{name!r}: shape")
+    if observed is not None:
+        vals, m = checks.observed_array(observed, mask, var.shape, name)
+        if np.any(vals[m] <= 0):
+            raise ModelError(f"observed data of Gamma variable {name!r} must be positive, got "
+                             f"{vals[m][vals[m] <= 0][0].item()!r}")
+    return _finish(model, var, GAMMA, {"rate": rate}, {"shape": a}, observed, mask)
+
+
+def beta(name: str, alpha: Any = 1.0, beta: Any = 1.0, *, plates: Sequence[Plate] = ()) -> Variable:
+    """A Beta variable p ~ Beta(alpha, beta) with constant parameters."""
+    model = current_model(f"beta {name!r}")
+    model.check_name(name)
+    a = constant_param(alpha, name, "alpha", checks.positive)
+    b = constant_param(beta, name, "beta", checks.positive)
+    var = Variable(model, name, Beta, _var_plates(model, plates, name, param_gates({"a": a, "b": b})))
+    for x, what in ((a, "alpha"), (b, "beta")):
+        if not isinstance(x, Gate):
+            checks.fits(x.shape, var.shape, f"{name!r}: {what}")
+    return _finish(model, var, BETA, {}, {"alpha": a, "beta": b}, None, None)
+
+
+def _bernoulli_block(block: np.ndarray, mask: np.ndarray | None, name: str) -> np.ndarray:
+    vals, m = checks.observed_array(block.astype(float) if block.dtype == bool else block, mask, block.shape, name)
+    if np.any(~np.isin(vals[m], (0.0, 1.0))):
+        bad = vals[m][~np.isin(vals[m], (0.0, 1.0))][0].item()
+        raise ModelError(f"observed data of Bernoulli variable {name!r} must be 0/1 or bool, got {bad!r}")
+    return vals
+
+
+def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), observed: Any = None,
+              mask: Any = None, categories: Plate | None = None) -> Variable:
+    """A binary variable x ~ Bernoulli(probs), ``probs`` a constant in (0, 1) or a Beta variable.
+
+    As a selector (``v[x]``: category 0 where x is False, 1 where True) it picks the plate of size 2 of ``v``;
+    ``categories`` names that plate when ``v`` has more than one of size 2."""
+    model = current_model(f"bernoulli {name!r}")
+    model.check_name(name)
+    if categories is not None and (not isinstance(categories, Plate) or categories.size != 2):
+        raise ModelError(f"{name!r}: categories must be a plate of size 2 (False, True), got {categories!r}")
+    if isinstance(probs, Gate) and isinstance(probs.source, np.ndarray):
+        probs = select_constant(probs, name, "probs", checks.open_unit, 0, True)
+    elif not is_random(probs):
+        probs = checks.open_unit(probs, f"{name!r}: probs")
+    else:
+        _check_parent(model, probs, name, "probs", (Beta,))
+    var = Variable(model, name, Bernoulli, _var_plates(model, plates, name, [probs]))
+    var.category_plate = categories
+    if observed is not None:
+        observed = checks.bool_as_float(observed)
+        if checks.is_dask(observed):  # each chunk is checked when it is computed
+            observed, m = checks.lazy_observed(observed, mask, var.shape, name, 0, _bernoulli_block, (name,))
+            return _finish(model, var, BERNOULLI, {"probs": probs}, {}, observed, m)
+        vals, m = checks.observed_array(observed, mask, var.shape, name)
+        if np.any(~np.isin(vals[m], (0.0, 1.0))):
+            bad = vals[m][~np.isin(vals[m], (0.0, 1.0))][0].item()
+            raise ModelError(f"observed data of Bernoulli variable {name!r} must be 0/1 or bool, got {bad!r}")
+    return _finish(model, var, BERNOULLI, {"probs": probs}, {}, observed, mask)
+
+
+def dirichlet(name: str, concentration: Any, *, plates: Sequence[Plate] = ()) -> Variable:
+    """A probability vector p ~ Dirichlet(concentration) (K = len(concentration))."""
+    model = current_model(f"dirichlet {name!r}")
+    model.check_name(name)
+    a = constant_param(concentration, name, "concentration", checks.positive, 1)
+    vals = a.source if isinstance(a, Gate) else a
+    if vals.ndim < 1:
+        raise ModelError(f"{name!r}: concentration must be a vector (one entry per category), got {concentration!r}")
+    var = Variable(model, name, Dirichlet, _var_plates(model, plates, name, param_gates({"a": a})),
+                   (vals.shape[-1],))
+    if not isinstance(a, Gate):
+        checks.fits(a.shape[:-1], var.shape, f"{name!r}: concentration (without its category axis)")
+    return _finish(model, var, DIRICHLET, {}, {"concentration": a}, None, None)
+
+
+def categorical(name: str, probs: Any, *, plates: Sequence[Plate] = (), observed: Any = None,
+                mask: Any = None, categories: Plate | None = None) -> Variable:
+    """A label z ∈ {0, …, K−1} ~ Categorical(probs); ``probs`` a constant probability vector or a
+    Dirichlet variable.  ``categories`` optionally names the plate its values index (for gates)."""
+    model = current_model(f"categorical {name!r}")
+    model.check_name(name)
+    def simplex(x: Any, what: str) -> np.ndarray:
+        pr = checks.nonnegative(x, what)
+        if pr.ndim < 1 or not np.allclose(pr.sum(-1), 1.0, atol=1e-9):
+            sums = pr.sum(-1).ravel() if pr.ndim else pr.ravel()
+            raise ModelError(f"{what} must be a probability vector (entries summing to 1), got "
+                             f"{checks._show(pr)} (sum {sums[np.argmax(np.abs(sums - 1.0))].item():.6g})")
+        return pr
+
+    if isinstance(probs, Gate) and isinstance(probs.source, np.ndarray):
+        probs = select_constant(probs, name, "probs", simplex, 1, True)
+        K = probs.source.shape[-1]
+    elif is_random(probs):
+        _check_parent(model, probs, name, "probs", (Dirichlet,))
+        K = (probs.source if isinstance(probs, Gate) else probs).event_shape[0]
+    else:
+        probs = simplex(probs, f"{name!r}: probs")
+        K = probs.shape[-1]
+    if categories is not None:
+        if not isinstance(categories, Plate) or categories.size != K:
+            raise ModelError(f"{name!r}: categories must be a plate of size {K}, got {categories!r}")
+    var = Variable(model, name, Categorical, _var_plates(model, plates, name, [probs]), (K,))
+    var.category_plate = categories
+    onehot = None
+    if observed is not None and checks.is_dask(observed):  # one-hot per chunk, checked when computed
+        if mask is not None or isinstance(getattr(observed, "_meta", None), np.ma.MaskedArray):
+            raise ModelError(f"labels of {name!r} are a dask array: missing labels (mask= or a masked array) "
+                             "are not supported with dask data here; give them in memory")
+        checks.observed_array(observed, mask, var.shape, name)
+        onehot, mask = checks.one_hot_labels(observed, K, name)
+    elif observed is not None:
+        lab, m = checks.integer_labels(observed, mask, var.shape, K, name)
+        onehot = OneHot(np.where(m, lab, -1), K)  # the labels, never formed as rows × K (factors.onehot)
+        mask = m
+    return _finish(model, var, CATEGORICAL, {"probs": probs}, {}, onehot, mask)
+
+
+def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance: Any = None,
+                plates: Sequence[Plate] = (), dim: int | None = None, observed: Any = None,
+                sd: Any = None, mask: Any = None) -> Variable:
+    """A D-vector w ~ N(mean, Λ⁻¹) with full-covariance posterior.
+
+    ``precision`` may also be a Wishart variable ``L`` (see ``fg.wishart``) or a gated ``L[z]``; ``mean``
+    may be a normal–Wishart block ``theta`` or ``theta[z]`` (see ``fg.gaussian_wishart``), which then
+    gives the precision too.
+
+    ``precision``: a positive scalar (Λ = λI), a vector (diagonal), a D×D matrix, 0 (an improper
+    flat prior), a scalar Gamma variable α (Λ = αI) or a Gamma variable plated over a plate of size
+    D (ARD: Λ = diag(α)), also gated (``alpha[z]``) or gathered by labels (``alpha[g]``).  D comes
+    from ``dim``, ``mean``, ``precision`` or, failing those, from the first ``fg.inner`` that uses the
+    variable.  ``sd`` may replace ``precision``: a positive scalar or
+    vector (Λ = diag(sd⁻²)), or a scale variable σ (``fg.half_cauchy`` and the like; Λ = σ⁻²I, or ARD when σ
+    is plated over a plate of size D).  ``mask`` (True = observed) marks missing observations, by row
+    (plate-shaped) or by coordinate (plates + (D,)); they drop out of the likelihood (a partly observed row
+    keeps its observed coordinates' marginal density).  Under a Wishart precision or a normal–Wishart mean
+    that density is not Wishart-conjugate, and the model runs NCVMP (``factors.mv_gaussian_wishart_missing``).
+    """
+    from factorgraph.graph import (
+        covariance as _cov,  # a Wishart precision or a normal–Wishart mean (factorgraph/graph/covariance.py)
+    )
+
+    if _cov.uses_wishart(mean, precision):
+        if covariance is not None or sd is not None:
+            raise ModelError(f"{name!r}: a Wishart precision or normal–Wishart mean gives the covariance; do not "
+                             "pass covariance= or sd=")
+        return _cov.mv_gaussian_wishart(name, mean, precision, plates, dim, observed, mask)
+    model = current_model(f"mv_gaussian {name!r}")
+    model.check_name(name)
+    if sd is not None:
+        precision = checks.sd_as_precision(sd, precision, covariance, name, "covariance")
+    elif precision is None:
+        precision = 1.0
+    else:
+        checks.not_a_scale(precision, name)
+    vplates = _plates(model, plates, name)
+    dims = set() if dim is None else {checks.positive_int(dim, f"{name!r}: dim")}
+    consumed: dict[str, Plate] = {}
+    params: dict[str, Any] = {}
+    if is_random(mean):
+        _check_parent(model, mean, name, "mean", (MvGaussian,))
+        dims.add((mean.source if isinstance(mean, Gate) else mean).event_shape[0])
+    elif isinstance(mean, Gate):
+        mean = select_constant(mean, name, "mean", checks.constant, 1, True)
+        dims.add(mean.source.shape[-1])
+    else:
+        mean = checks.constant(mean, f"{name!r}: mean")
+        if mean.ndim:
+            dims.add(mean.shape[-1])
+    if covariance is not None:
+        cov = checks.constant(covariance, f"{name!r}: covariance")
+        if cov.ndim == 2:
+            if not cov.any():
+                raise ModelError(f"{name!r}: a covariance matrix must be positive definite, got all zeros")
+            precision = np.linalg.inv(checks.precision_matrix(cov, f"{name!r}: covariance"))
+        elif cov.ndim > 2:
+            raise ModelError(f"{name!r}: covariance must be a scalar, vector or matrix, got shape {cov.shape}")
+        else:
+            precision = 1.0 / checks.positive(cov, f"{name!r}: covariance")
+    if is_random(precision):
+        _check_parent(model, precision, name, "precision", (Gamma,))
+        if isinstance(precision, Gate):  # alpha[z]: the source's plates but the category plate
+            extra = [p for p in precision.source.plates if p not in vplates and p is not precision.plate
+                     and p not in precision.selector.plates]
+        else:  # a Gamma variable, or one gathered by labels (alpha[g], an Indexed node on the rows' plate)
+            extra = [p for p in precision.plates if p not in vplates]
+        if len(extra) > 1:
+            raise ModelError(f"{name!r}: precision {precision.name!r} has plates {[p.name for p in extra]} "
+                             "beyond the variable's; at most one (the ARD plate over components) is allowed")
+        ard = bool(extra)
+        if ard:
+            consumed["precision"] = extra[0]
+            dims.add(extra[0].size)
+        ftype, edges = MV_GAUSSIAN, {"mean": mean, "precision": precision}
+        params = {"ard": ard}
+    else:
+        lam = constant_param(precision, name, "precision", checks.constant) if not isinstance(
+            precision, Gate) else _selected_precisions(precision, name)
+        if isinstance(lam, Gate):  # fg.select(values, z): one scalar, vector or matrix per category
+            if lam.source.ndim >= 2:
+                dims.add(lam.source.shape[-1])
+        elif lam.ndim < 2:
+            lam = checks.nonnegative(lam, f"{name!r}: precision")
+        if isinstance(lam, Gate):
+            pass
+        elif lam.ndim == 2:
+            checks.precision_matrix(lam, f"{name!r}: precision matrix")
+            dims.add(lam.shape[0])
+        elif lam.ndim == 1:
+            if lam.any() and not lam.all():
+                raise ModelError(f"{name!r}: a diagonal precision must be all positive (or all 0 for a flat "
+                                 f"prior), got {checks._show(lam)}")
+            dims.add(lam.shape[0])
+        elif lam.ndim > 2:
+            raise ModelError(f"{name!r}: precision must be a scalar, vector or matrix, got shape {lam.shape}")
+        ftype, edges = MV_GAUSSIAN_FIXED, {"mean": mean}
+        params = {"precision_raw": lam}
+    if len(dims) > 1:
+        raise ModelError(f"{name!r}: inconsistent dimensions {sorted(dims)} from dim, mean and precision")
+    D = dims.pop() if dims else None
+    var = Variable(model, name, MvGaussian, model.sorted_plates([*vplates, *(p for p in _parent_plates(
+        [x for x in (mean, precision) if is_random(x)]) if p not in consumed.values())]), (D,))
+    params["D"] = _EventDim(var)
+    if mask is None or observed is None or np.ndim(mask) != len(var.plates) + 1:
+        return _finish(model, var, ftype, edges, params, observed, mask, consumed)
+    # a per-coordinate mask (plates + (D,)): rows with any coordinate observed, plus var.coord_mask
+    m = checks.mask_array(mask, np.shape(observed), name)
+    obs = np.where(m, np.asarray(observed, float), 0.0)
+    _finish(model, var, ftype, edges, params, obs, m.any(-1), consumed)
+    var.coord_mask = m
+    var.value = np.where(m, var.value, np.nan)
+    return var
+
+
+def gaussian_gamma(name: str, mean: Any = 0.0, precision: Any = 1.0, *, shape: Any = 1e-2,
+                   rate: Any = 1e-4, dim: int | None = None) -> Variable:
+    """A joint normal–gamma block (w, τ): w | τ ~ N(mean, (τA)⁻¹), τ ~ Gam(shape, rate).
+
+    ``precision`` gives A: a positive scalar or vector, a scalar Gamma variable (A = αI) or a Gamma
+    plated over a plate of size D (ARD).  Use ``w.tau`` as the noise precision of a likelihood
+    ``fg.gaussian("y", mean=fg.inner(X, w), precision=w.tau, ...)``; the posterior q(w, τ) is joint
+    (Drugowitsch 2014 §2; BayesPy's GaussianGamma).
+    """
+    model = current_model(f"gaussian_gamma {name!r}")
+    model.check_name(name)
+    a0 = checks.positive_number(shape, f"{name!r}: shape")
+    b0 = checks.positive_number(rate, f"{name!r}: rate")
+    mu0 = checks.constant(mean, f"{name!r}: mean")
+    if mu0.ndim > 1:
+        raise ModelError(f"{name!r}: mean must be a scalar or a vector, got shape {mu0.shape}")
+    dims = set() if dim is None else {checks.positive_int(dim, f"{name!r}: dim")}
+    if mu0.ndim:
+        dims.add(mu0.shape[-1])
+    consumed: dict[str, Plate] = {}
+    ard = False
+    if isinstance(precision, Variable):
+        _check_parent(model, precision, name, "precision", (Gamma,))
+        if len(precision.plates) > 1:
+            raise ModelError(f"{name!r}: precision {precision.name!r} may have at most one plate (ARD)")
+        if precision.plates:
+            ard = True
+            consumed["precision"] = precision.plates[0]
+            dims.add(precision.plates[0].size)
+    else:
+        precision = checks.positive(precision, f"{name!r}: precision")
+        if precision.ndim > 1:
+            raise ModelError(f"{name!r}: precision must be a scalar or a vector, got shape {precision.shape}")
+        if precision.ndim == 1:
+            dims.add(precision.shape[0])
+            ard = True
+    if len(dims) > 1:
+        raise ModelError(f"{name!r}: inconsistent dimensions {sorted(dims)} from dim, mean and precision")
+    var = Variable(model, name, GaussianGamma, (), (dims.pop() if dims else None,))
+    params = {"D": _EventDim(var), "mean_raw": mu0, "shape": a0, "rate": b0, "ard": ard}
+    return _finish(model, var, NORMAL_GAMMA, {"precision": precision}, params, None, None, consumed)
+
+
+def _normal_gamma_regression(model: Model, name: str, mean: Any, w: Variable, plates: Sequence[Plate],
+                             observed: Any, mask: Any) -> Variable:
+    if not (isinstance(mean, Deterministic) and mean.op.name == "inner" and mean.parents["w"] is w):
+        raise ModelError(f"{name!r}: precision {w.name!r}.tau needs mean=fg.inner(X, {w.name!r}, plates=...)")
+    if observed is None:
+        raise ModelError(f"{name!r}: a normal-gamma regression likelihood needs observed data")
+    vplates = _var_plates(model, plates, name, [mean])
+    var = Variable(model, name, Gaussian, vplates)
+    y, m = checks.observed_array(observed, mask, var.shape, name)
+    yv = y.reshape(-1)
+    rows = int(np.prod(mean.params["X"].shape[:-1]))
+    if rows != yv.shape[0]:
+        raise ModelError(f"{name!r}: {yv.shape[0]} observations but X has {rows} rows")
+    var.value, var.mask = y, m
+    if m.all():
+        xtx, xty = cached_gram(mean.params, yv)
+    else:  # missing responses drop out of the likelihood: the statistics of the observed rows only
+        Xo = mean.params["X"].reshape(rows, -1)[m.reshape(-1)]
+        yv = yv[m.reshape(-1)]
+        xtx, xty = Xo.T @ Xo, Xo.T @ yv
+    params = {"xtx": xtx, "xty": xty, "yty": float(yv @ yv), "n": yv.shape[0]}
+    factor = FactorNode(NORMAL_GAMMA_REGRESSION, f"NormalGammaRegression({name})", {"w": w}, (),
+                        "default", params)
+    var.prior = factor
+    model.add_variable(var)
+    model.add_factor(factor)
+    return var

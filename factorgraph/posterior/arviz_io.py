@@ -1,0 +1,145 @@
+"""``result.to_arviz()``: a fit as an ``arviz.InferenceData`` (posterior draws, data, pointwise log-likelihoods).
+
+The posterior group holds draws from the variational posterior q (one "chain": they are independent
+draws, not a Markov chain, so ArviZ's R-hat and ESS say nothing about convergence of the fit); the
+log_likelihood group holds log p(y_i | θ⁽ˢ⁾) at those draws (``factorgraph.posterior.loglik``), so ``az.loo`` and
+``az.waic`` estimate the expected log predictive density of the model under q.  Save and load with
+ArviZ's netCDF (``idata.to_netcdf(path)``, ``az.from_netcdf(path)``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from distributions import Categorical
+from factorgraph.graph.nodes import ModelError, Variable
+from factorgraph.posterior.loglik import labels, observed_plates, pointwise_log_likelihood, present_entries
+from factors.onehot import OneHot
+
+if TYPE_CHECKING:
+    from factorgraph.graph.model import Model
+    from factorgraph.posterior.results import Result
+
+
+def _import_arviz():
+    try:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # ArviZ's notice of its coming refactor
+            import arviz as az
+    except ImportError:
+        raise ImportError("to_arviz needs ArviZ: pip install 'fgvmp[after]' (or pip install arviz)") from None
+    return az
+
+
+def _event_dims(model: Model, name: str, v: Variable | None, ndim: int) -> list[str]:
+    """Names of a variable's event axes: the plate its components index where the model says so (a
+    Dirichlet's categories are its Categoricals' category plate), else ``<name>_dim_<i>``."""
+    if v is not None and ndim == 1:
+        for z in model.variables.values():
+            if z.prior is not None and z.prior.ftype.name == "Categorical" and z.prior.edges.get("probs") is v \
+                    and z.category_plate is not None and z.category_plate.size == v.event_shape[0]:
+                return [z.category_plate.name]
+    return [f"{name}_dim_{i}" for i in range(ndim)]
+
+
+def _dims(model: Model, name: str, arr_ndim: int, lead: int) -> list[str]:
+    """Dims of an array (``lead`` leading axes excluded) of variable ``name`` (or ``"w.tau"``, or a named
+    deterministic node: its plates)."""
+    if name in getattr(model, "tracked", {}):
+        return [p.name for p in model.tracked[name].plates]
+    base = name.rsplit(".", 1)[0] if name not in model.variables else name
+    v = model.variables.get(base)
+    if base != name and name.endswith(".tau"):  # the precision of a normal–gamma block: one scalar per draw
+        return []
+    if base != name:  # a normal–Wishart block's precision matrices: its plates, then D × D
+        plates = [p.name for p in v.plates]
+        return plates + [f"{name}_dim_{i}" for i in range(arr_ndim - lead - len(plates))]
+    plates = [p.name for p in v.plates] if v is not None else []
+    return plates + _event_dims(model, name, v, arr_ndim - lead - len(plates))
+
+
+def _group(model: Model, draws: dict[str, np.ndarray], names: list[str]) -> tuple[dict, dict]:
+    data, dims = {}, {}
+    for n in names:
+        x = np.asarray(draws[n])
+        data[n] = x[None]  # one chain
+        dims[n] = _dims(model, n, x.ndim, 1)
+    return data, dims
+
+
+def _log_likelihood(model: Model, draws: dict[str, np.ndarray], hyper: dict) -> tuple[dict, dict, dict]:
+    """Pointwise log-likelihoods (chain, draw, *rows); variables with missing entries keep only their
+    observed ones, along one dim ``<name>_observed`` whose coordinate is the flat index of the entry."""
+    ll = pointwise_log_likelihood(model, draws, hyper)
+    data, dims, coords = {}, {}, {}
+    for n, x in ll.items():
+        plates = [p.name for p in observed_plates(model, n)]
+        keep = ~np.isnan(x[0])
+        if keep.all():
+            data[n], dims[n] = x[None], plates
+            continue
+        flat = np.flatnonzero(keep.ravel())
+        data[n] = x.reshape(x.shape[0], -1)[:, flat][None]
+        dims[n] = [f"{n}_observed"]
+        coords[f"{n}_observed"] = flat
+    return data, dims, coords
+
+
+def to_arviz(result: Result, draws: int = 1000, seed: int | None = 0, prior: bool = False,
+             posterior_predictive: bool = False) -> Any:
+    """The fit as an ``arviz.InferenceData``: see ``Result.to_arviz``."""
+    az = _import_arviz()
+    model = result.model
+    if model is None:
+        raise ModelError("to_arviz needs the fitted model; this Result was not made by fg.infer")
+    post = result.sample(draws, seed)
+    tracked = getattr(model, "tracked", {})
+    names = [n for n in post if n in model.variables or n.rsplit(".", 1)[0] in model.variables or n in tracked]
+    posterior, dims = _group(model, post, names)
+    observed = [v for v in model.variables.values() if v.mask is not None and np.any(v.mask)]
+    obs_data = {}
+    for v in observed:
+        seen = present_entries(v)
+        if isinstance(v.value, OneHot):  # class labels: the data are labels, as the posterior's draws are
+            y = labels(v).astype(float)
+        else:
+            y = np.asarray(v.value, float)
+        if v.family is Categorical and y.ndim > len(v.shape) and np.all(np.isin(y[seen], (0.0, 1.0))) and np.all(
+                y[seen].sum(-1) == 1):
+            y = labels(v).astype(float)  # stored one-hot; the data are labels, as the posterior's draws are
+        m = seen.reshape(v.shape + (1,) * (y.ndim - len(v.shape)))
+        obs_data[v.name] = np.where(m, y, np.nan)
+        dims.setdefault(v.name, _dims(model, v.name, y.ndim, 0))
+    loglik, ll_dims, coords = _log_likelihood(model, post, result.hyper)
+    groups: dict[str, Any] = {"posterior": posterior, "observed_data": obs_data, "log_likelihood": loglik}
+    if prior:
+        from factorgraph.posterior.sampling import sample_prior
+
+        pri = sample_prior(model, draws, seed)
+        lat = [n for n in pri if (n in model.variables and n not in obs_data) or n.endswith(".tau")]
+        groups["prior"], _ = _group(model, pri, lat)
+        groups["prior_predictive"], _ = _group(model, pri, [v.name for v in observed])
+    if posterior_predictive:
+        from factorgraph.posterior.predict import predict
+
+        rep = predict(result, None, draws, seed)  # replicates of the fitted data, y⁽ˢ⁾ ~ p(y | θ⁽ˢ⁾)
+        groups["posterior_predictive"], _ = _group(model, rep, [n for n in rep if n in obs_data])
+    named = getattr(model, "coords", {})  # e.g. the group names of models.hierarchical_regression
+    for p in model.plates.values():
+        coords[p.name] = np.asarray(named[p.name]) if p.name in named else np.arange(p.size)
+    attrs = {"inference_library": "fgvmp", "model": model.name, "algorithm": result.algorithm,
+             "evidence": float(result.elbo), "evidence_kind": result.evidence_kind,
+             "draws_from": "the variational posterior q (independent draws, one chain)"}
+    # a log-likelihood variable's dims can differ from its data's (mixture rows, observed entries only)
+    idata = az.from_dict(**{g: d for g, d in groups.items() if g != "log_likelihood"}, dims=dims, coords=coords,
+                         attrs=attrs)
+    ll = az.from_dict(log_likelihood=loglik, dims=ll_dims, coords=coords, attrs=attrs)
+    idata.extend(ll)
+    return idata
+
+
+__all__ = ["to_arviz"]
