@@ -1,4 +1,5 @@
-"""Pointwise log-likelihoods (factorgraph.posterior.loglik) against scipy.stats at fixed parameter draws, per factor type."""
+"""Pointwise log-likelihoods (factorgraph.posterior.loglik) against scipy.stats at fixed parameter draws, per
+factor type."""
 
 import numpy as np
 import pytest
