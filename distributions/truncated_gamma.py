@@ -7,7 +7,8 @@ from scipy.special import gammaincc, gammainccinv
 
 from ._checks import as_array, broadcast, positive
 from ._truncated_gamma_kernel import truncated_gamma_logz, truncated_gamma_stats
-from .base import ExponentialFamily, Nat, RngLike, Shape, as_rng, as_shape
+from .base import ExponentialFamily, Nat, RngLike, Shape, as_rng, as_shape, describe
+from .gamma import Gamma
 
 
 def _flat(fn, *arrays):
@@ -263,7 +264,6 @@ class TruncatedGamma(ExponentialFamily):
         return out
 
     def __repr__(self) -> str:
-        from .base import describe
 
         return describe(self, self._repr_fields)
 
@@ -301,7 +301,6 @@ def _isf(a, b, c, p) -> np.ndarray:
 def _nat_of(self: TruncatedGamma, other) -> Nat:
     """The natural parameters of a message multiplied into a truncated Gamma: another one with the same
     bound, or a Gamma (a message from a conjugate term)."""
-    from .gamma import Gamma
 
     if isinstance(other, TruncatedGamma):
         if not np.array_equal(np.broadcast_to(other.lower, self.batch_shape), self._lower):

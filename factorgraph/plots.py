@@ -14,6 +14,7 @@ import numpy as np
 
 from factorgraph.graph.nodes import ModelError
 from factorgraph.posterior.results import Comparison, Result, compare
+from factorgraph.posterior.summary import _exact
 
 
 def _pyplot():
@@ -211,7 +212,6 @@ def posterior_marginals(result: Result, names: Sequence[str] | str, reference: M
     """
     from scipy import stats
 
-    from factorgraph.posterior.summary import _exact
 
     plt = _pyplot()
     items = _scalars(result, [names] if isinstance(names, str) else list(names))

@@ -32,7 +32,7 @@ from factors.mv_gaussian_wishart_missing import (
     MV_GAUSSIAN_WISHART_MISSING,
     missing_patterns,
 )
-from factors.plating import expand
+from factors.plating import expand, reduce
 
 
 def drop_missing(c) -> None:
@@ -69,7 +69,6 @@ def drop_missing(c) -> None:
 
 def prune_selectors(c) -> None:
     """Drop the latent selector entries all of whose gated factor instances are missing (see above)."""
-    from factors.plating import reduce
 
     for v in c.latent:
         factors = c.selector_factors.get(id(v), [])
