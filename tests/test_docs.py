@@ -107,3 +107,50 @@ def test_ci_runs_the_readme_test_command_and_the_strict_docs_build() -> None:
     command = re.search(r"Run the tests:\s*```bash\n(.+?)\n```", readme).group(1)
     assert command in ci, f"the README's test command {command!r} is not a line of .ci/run"
     assert 'pip install -e ".[docs]" && mkdocs build --strict -f docs/mkdocs.yml' in ci
+
+
+def _slug(heading: str) -> str:
+    """The anchor Python-Markdown's toc extension (and so MkDocs) gives a heading: inline code marks dropped,
+    non-ASCII and punctuation removed, lower case, runs of spaces and hyphens made one hyphen."""
+    import unicodedata
+
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading).replace("`", "")
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", text).strip().lower())
+
+
+def _anchors(path: Path) -> set[str]:
+    """The heading anchors of a Markdown file (headings inside code fences are not headings)."""
+    anchors, fence = set(), None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = FENCE.match(line.strip())
+        if m and (fence is None or m.group(1) == fence):
+            fence = m.group(1) if fence is None else None
+            continue
+        h = re.match(r"^#{1,6}\s+(.+?)\s*#*\s*$", line)
+        if fence is None and h:
+            anchors.add(_slug(h.group(1)))
+    return anchors
+
+
+def test_readme_links_resolve() -> None:
+    """The README is a front page that points into the docs: every relative link names a file that exists
+    and, where it has one, an anchor of a heading in that file."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\(([^)\s]+)\)", readme)
+    relative = [link for link in links if not re.match(r"[a-z]+:", link)]
+    assert len(relative) >= 10, relative
+    broken = []
+    for link in relative:
+        target, _, anchor = link.partition("#")
+        path = (ROOT / target) if target else ROOT / "README.md"
+        if not path.is_file() or (anchor and anchor not in _anchors(path)):
+            broken.append(link)
+    assert broken == [], f"README links that point nowhere: {broken}"
+
+
+def test_heading_slugs() -> None:
+    assert _slug("ArviZ, LOO and WAIC") == "arviz-loo-and-waic"
+    assert _slug("`summary()`") == "summary"
+    assert _slug("Integrating a scale out: `fg.ScaleQuadrature`") == "integrating-a-scale-out-fgscalequadrature"
+    assert _slug("1. The house") == "1-the-house"
