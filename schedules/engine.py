@@ -40,7 +40,8 @@ from factors.onehot import OneHot
 from factors.plating import expand, move_event_to_plate, move_plate_to_event, reduce, weighted_reduce, weighted_total
 
 from . import progress as _progress
-from .compiled import CFactor, Compiled, categorical_init
+from .compiled import CFactor, Compiled
+from .seeding import categorical_init
 
 
 class InferenceError(RuntimeError):

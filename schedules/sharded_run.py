@@ -25,7 +25,6 @@ from factorgraph import checks
 from factorgraph.nodes import ModelError
 
 from . import progress as _progress
-from .compiled import observed_centre, token_topics
 from .engine import (
     InferenceError,
     _iterate,
@@ -35,6 +34,7 @@ from .engine import (
     raise_damping,
     relax_damping,
 )
+from .seeding import observed_centre, token_topics
 from .sharding import _DRAW_BLOCK, ChunkState, Sharding, _Slot, find_sharding, skeleton
 
 

@@ -28,8 +28,9 @@ from distributions import Bernoulli, Categorical
 from factorgraph import checks
 from factorgraph.nodes import Indexed, ModelError, Plate, Variable
 
-from .compiled import compile_model, gated_rows, gathered_selectors, token_responsibilities, token_selector
+from .compile import compile_model
 from .engine import Engine
+from .seeding import gated_rows, gathered_selectors, token_responsibilities, token_selector
 
 
 # ------------------------------------------------------------------------------------ finding the shards
@@ -217,7 +218,7 @@ def chunk_model(blob: bytes, plate_name: str, start: int, stop: int, blocks: lis
 def _release_unused(c) -> None:
     """Drop the inputs X of inner products no compiled factor reads (a fused likelihood keeps XᵀX, Xᵀy): out of
     core, a chunk then holds its statistics, not its rows."""
-    from .compiled import _used_deterministics
+    from .compile import _used_deterministics
 
     used = {id(d) for d in _used_deterministics(c, c.model)}
     for d in c.model.deterministics:

@@ -24,7 +24,7 @@ from factors.onehot import OneHot
 from factors.plating import weighted_total
 
 from .algorithms import VMP
-from .compiled import compile_model
+from .compile import compile_model
 from .engine import Engine, InferenceError, _summary
 
 
