@@ -466,8 +466,8 @@ class ChunkState:
     def _target(self, name: str):
         """The chunk's rows as a ``BlockTarget`` of the handled global ``name``: its claimed sites only (the
         Gaussian part, the rest of the graph's message, is the driver's)."""
-        from .engine import _Moments, _rows
         from .handlers import BlockTarget, Site
+        from .messages import _Moments, _rows
 
         v = self.c.model.variables[name]
         K = v.shape[0] if v.plates else 0

@@ -25,7 +25,9 @@ from factors.plating import weighted_total
 
 from .algorithms import VMP
 from .compile import compile_model
-from .engine import Engine, InferenceError, _summary
+from .engine import Engine
+from .errors import InferenceError
+from .updates import _summary
 
 
 @dataclass
