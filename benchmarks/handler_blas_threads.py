@@ -24,7 +24,7 @@ import numpy as np
 from threadpoolctl import threadpool_info
 
 import factorgraph as fg
-from schedules import engine
+from schedules import blas
 
 
 def wells_like(seed: int = 0, N: int = 3020) -> tuple[np.ndarray, np.ndarray]:
@@ -49,9 +49,9 @@ def model(X: np.ndarray, y: np.ndarray) -> fg.Model:
 
 def fit_seconds(m: fg.Model, repeats: int, one_thread: bool) -> tuple[float, float]:
     """Median wall seconds of ``fg.infer`` with MVI('lr'), under the current policy or the previous one."""
-    saved = engine._one_thread_blas, engine.row_threads
+    saved = blas._one_thread_blas, blas.row_threads
     if not one_thread:  # the previous policy for a handler-only model: BLAS on all threads, no row threads
-        engine._one_thread_blas, engine.row_threads = nullcontext, nullcontext
+        blas._one_thread_blas, blas.row_threads = nullcontext, nullcontext
     try:
         times, elbo = [], np.nan
         for _ in range(repeats):
@@ -59,7 +59,7 @@ def fit_seconds(m: fg.Model, repeats: int, one_thread: bool) -> tuple[float, flo
             elbo = fg.infer(m, handlers={"w": fg.MVI("lr")}).elbo
             times.append(time.perf_counter() - t0)
     finally:
-        engine._one_thread_blas, engine.row_threads = saved
+        blas._one_thread_blas, blas.row_threads = saved
     return float(np.median(times)), elbo
 
 

@@ -1,7 +1,7 @@
 """The inference engine: algorithms, schedules, the iteration loop and evidence assembly."""
 
 from .algorithms import NCVMP, VMP
-from .engine import InferenceError
+from .errors import InferenceError
 from .handlers import AIKL, BVI, MVI, Laplace, VIDiag, approximate, projection_log_expectation, site
 from .infer import infer
 from .scale_quadrature import ScaleQuadrature

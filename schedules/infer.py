@@ -17,7 +17,8 @@ from factorgraph.posterior.results import Result, combine_kinds
 from factors.base import RuleNotFound
 
 from .algorithms import NCVMP, VMP
-from .compiled import _feeds_handler, _needs_messages, compile_model, rebind
+from .binding import rebind
+from .compile import _feeds_handler, _needs_messages, compile_model
 from .engine import run
 from .scale_quadrature import ScaleQuadrature
 

@@ -25,17 +25,13 @@ from factorgraph.graph import checks
 from factorgraph.graph.nodes import ModelError
 
 from . import progress as _progress
-from .compiled import observed_centre, token_topics
-from .engine import (
-    InferenceError,
-    _iterate,
-    _one_thread_blas,
-    _summary,
-    _unconverged_text,
-    raise_damping,
-    relax_damping,
-)
+from .backtracking import raise_damping, relax_damping
+from .blas import _one_thread_blas
+from .engine import _iterate, _unconverged_text
+from .errors import InferenceError
+from .seeding import observed_centre, token_topics
 from .sharding import _DRAW_BLOCK, ChunkState, Sharding, _Slot, find_sharding, skeleton
+from .updates import _summary
 
 
 def _client():

@@ -28,8 +28,9 @@ from distributions import Bernoulli, Categorical
 from factorgraph.graph import checks
 from factorgraph.graph.nodes import Indexed, ModelError, Plate, Variable
 
-from .compiled import compile_model, gated_rows, gathered_selectors, token_responsibilities, token_selector
+from .compile import compile_model
 from .engine import Engine
+from .seeding import gated_rows, gathered_selectors, token_responsibilities, token_selector
 
 
 # ------------------------------------------------------------------------------------ finding the shards
@@ -217,7 +218,7 @@ def chunk_model(blob: bytes, plate_name: str, start: int, stop: int, blocks: lis
 def _release_unused(c) -> None:
     """Drop the inputs X of inner products no compiled factor reads (a fused likelihood keeps XᵀX, Xᵀy): out of
     core, a chunk then holds its statistics, not its rows."""
-    from .compiled import _used_deterministics
+    from .compile import _used_deterministics
 
     used = {id(d) for d in _used_deterministics(c, c.model)}
     for d in c.model.deterministics:
@@ -465,8 +466,8 @@ class ChunkState:
     def _target(self, name: str):
         """The chunk's rows as a ``BlockTarget`` of the handled global ``name``: its claimed sites only (the
         Gaussian part, the rest of the graph's message, is the driver's)."""
-        from .engine import _Moments, _rows
         from .handlers import BlockTarget, Site
+        from .messages import _Moments, _rows
 
         v = self.c.model.variables[name]
         K = v.shape[0] if v.plates else 0

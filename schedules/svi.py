@@ -35,8 +35,9 @@ from factorgraph.posterior.results import LOWER_BOUND, STOCHASTIC, Result
 
 from . import progress as _progress
 from .algorithms import VMP
-from .compiled import compile_model, gathered_selectors
+from .compile import compile_model
 from .engine import Engine
+from .seeding import gathered_selectors
 from .svi_batch import batch_arrays, batch_model, check_batch, data_layout, local_step
 
 

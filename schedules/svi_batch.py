@@ -24,8 +24,10 @@ from factors.onehot import OneHot
 from factors.plating import weighted_total
 
 from .algorithms import VMP
-from .compiled import compile_model
-from .engine import Engine, InferenceError, _summary
+from .compile import compile_model
+from .engine import Engine
+from .errors import InferenceError
+from .updates import _summary
 
 
 @dataclass

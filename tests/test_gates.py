@@ -18,7 +18,7 @@ from scipy.stats import multivariate_normal
 
 import factorgraph as fg
 from distributions import Bernoulli, MvGaussian
-from schedules.compiled import compile_model
+from schedules.compile import compile_model
 from schedules.engine import Engine
 
 from .gated_models import GATED, NCVMP

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import factorgraph as fg
-from schedules.compiled import compile_model
+from schedules.compile import compile_model
 
 bp = pytest.importorskip("bayespy")  # part of the test extra, installed by .ci/run
 from bayespy.inference import VB  # noqa: E402

@@ -11,7 +11,7 @@ import factorgraph as fg
 from factors.logistic import logit_point
 from factors.sites import cauchy_point, laplace_point, student_point
 from schedules import NCVMP
-from schedules.compiled import compile_model
+from schedules.compile import compile_model
 from schedules.handlers import MVI, BlockTarget, Laplace, Site, VIDiag
 from schedules.handlers.hyper import Hyper
 from schedules.handlers.laplace import laplace_evidence

@@ -14,7 +14,7 @@ import pytest
 import factorgraph as fg
 from factorgraph.graph.nodes import Indexed
 from factors.index import gather, scatter
-from schedules.compiled import compile_model
+from schedules.compile import compile_model
 from schedules.engine import Engine
 
 RNG = np.random.default_rng(7)

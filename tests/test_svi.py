@@ -272,7 +272,7 @@ def test_rescaling_equals_repeating_the_batch():
 def _prior_like(m, g, rng):
     """A proper, asymmetric starting posterior for a global: its prior's natural parameters, jittered."""
     from schedules.algorithms import VMP
-    from schedules.compiled import compile_model
+    from schedules.compile import compile_model
     from schedules.engine import Engine
 
     eng = Engine(compile_model(m, VMP()))
@@ -361,7 +361,7 @@ def test_rescaled_bound_averages_to_the_elbo():
     """Over the disjoint batches of an epoch the minibatch-rescaled bound averages to the exact ELBO (at fixed
     globals, with each batch's locals at their optimum, which is the full data's), and with |B| = N it is it."""
     from schedules.algorithms import VMP
-    from schedules.compiled import compile_model
+    from schedules.compile import compile_model
     from schedules.engine import Engine
     from schedules.svi_batch import batch_arrays, batch_model, data_layout, local_step, rescaled_bound
     from tests import conjugate_models as cm
