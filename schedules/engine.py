@@ -17,6 +17,7 @@ import numpy as np
 from distributions import Bernoulli, Categorical, Dirichlet, Gamma, Gaussian, MvGaussian, TiltedScale, TruncatedGamma
 from distributions.base import Distribution
 from factorgraph.graph import checks
+from factorgraph.graph.convergence import oscillation, unsettled
 from factorgraph.graph.nodes import ModelError, Variable
 
 from . import progress as _progress
@@ -306,7 +307,6 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
 def _unconverged_text(c: Compiled, eng: Engine, trace: list, it: int, reason: str, tol: float | None,
                       param_tol: float | None) -> str:
     """The ConvergenceWarning of a run that stopped unconverged: why, and which variables had not settled."""
-    from factorgraph.graph.convergence import oscillation, unsettled
 
     text = f"{c.model.name}: not converged ({reason})"
     if eng.changes:

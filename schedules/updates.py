@@ -12,12 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.linalg import block_diag
 
-from distributions import Bernoulli, Categorical, TiltedScale, TruncatedGamma
+from distributions import Bernoulli, Categorical, MvGaussian, TiltedScale, TruncatedGamma
 from factorgraph.graph.nodes import Variable
 
 from .compiled import CFactor
 from .errors import InferenceError
+from .handlers import BlockTarget, Site
 from .messages import MessagePassing, _Moments, _rows
 
 
@@ -83,12 +85,6 @@ class PosteriorUpdates(MessagePassing):
         A class-plated weight matrix (K rows of D) is one block of K·D weights, class-major: its
         prior is block-diagonal and its joint q is kept in ``self.joint``, while the rest of the
         graph sees the per-class marginals."""
-        from scipy.linalg import block_diag
-
-        from distributions import MvGaussian
-
-        from .handlers import BlockTarget, Site
-
         eta1, eta2 = self.natural_sum(v)
         K = v.shape[0] if v.plates else 0
         if K:
