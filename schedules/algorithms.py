@@ -1,17 +1,38 @@
-"""Algorithm settings objects: ``fg.VMP()``."""
+"""Algorithm settings objects ``fg.VMP()``, ``fg.NCVMP()``, which run themselves (``schedules.runners``), and the
+choice between them when ``fg.infer`` is given none."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from factorgraph.graph import checks
-from factorgraph.graph.nodes import ModelError
+from factorgraph.graph.model import Model
+from factorgraph.graph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
+from factorgraph.posterior.results import Result
+from factors.base import RuleNotFound
+
+from .compile import _feeds_handler, _needs_messages
+from .runners.message_passing import admit_message_passing, run_message_passing
+from .runners.options import RunOptions
+
+
+class _MessagePassing:
+    """The run VMP and NCVMP share (``runners.message_passing``): in memory, or sharded over Dask chunks."""
+
+    def admit(self, model: Model, options: RunOptions) -> RunOptions:
+        """Refuse a stream of batches (``data=``); every other option is checked by ``fg.infer``."""
+        return admit_message_passing(model, options)
+
+    def run(self, model: Model, options: RunOptions) -> Result:
+        """Fit ``model`` with checked ``options``."""
+        return run_message_passing(model, self, options)
 
 
 @dataclass(frozen=True)
-class VMP:
+class VMP(_MessagePassing):
     """Variational message passing (Winn & Bishop 2005): coordinate ascent on the ELBO.
 
     Parameters
@@ -31,7 +52,7 @@ class VMP:
 
 
 @dataclass(frozen=True)
-class NCVMP:
+class NCVMP(_MessagePassing):
     """Non-conjugate variational message passing (Knowles & Minka 2011).
 
     A non-conjugate factor sends φ = C(θ)⁻¹ ∂S/∂θ, the gradient of S = E_q[log f] with respect to
@@ -73,3 +94,23 @@ class NCVMP:
         if not (isinstance(self.backtracking, bool) or (isinstance(self.backtracking, str)
                                                        and self.backtracking == "adaptive")):
             raise ModelError(f"NCVMP: backtracking must be 'adaptive', True or False, got {self.backtracking!r}")
+
+
+def default_algorithm(model: Model, handlers: Any) -> tuple[VMP | NCVMP, str]:
+    """VMP if every factor that sends messages has a VMP rule for its method, else NCVMP with a note why."""
+    handled = set(handlers) if isinstance(handlers, dict) else set()
+    lacking = []
+    for f in model.factors:
+        for edge, arg in f.edges.items():
+            target = arg.source if isinstance(arg, Gate) else arg
+            if (isinstance(target, Variable | Deterministic | Indexed) and _needs_messages(target)
+                    and not _feeds_handler(target, handled, edge, f)):
+                try:
+                    f.ftype.get_rule(edge, "vmp", f.method)
+                except RuleNotFound:
+                    lacking.append(f"{f.name} (method {f.method!r})")
+                    break
+    if not lacking:
+        return VMP(), ""
+    return NCVMP(), (f"algorithm: fg.NCVMP(), chosen by default because these factors have no VMP rule: "
+                     f"{', '.join(lacking)}")

@@ -40,9 +40,12 @@ from scipy.special import logsumexp
 from distributions import GridDensity, QuadratureMixture, TiltedScale
 from factorgraph.graph import convergence
 from factorgraph.graph.derived import mixture_moments
+from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
 from factorgraph.posterior.predict import FitRecord
 from factorgraph.posterior.results import LOWER_BOUND, Result, combine_kinds
+
+from .runners.options import RunOptions
 
 
 class ScaleQuadrature:
@@ -70,6 +73,10 @@ class ScaleQuadrature:
         raise ModelError("ScaleQuadrature integrates its variable out around whole fits of the rest; fg.infer "
                          "runs it (handlers={name: fg.ScaleQuadrature()}), not the engine")
 
+    def runner(self, algorithm: Any) -> QuadratureRunner:
+        """The runner ``fg.infer`` uses in place of ``algorithm``: fits of the rest by ``algorithm`` at each node."""
+        return QuadratureRunner(self, algorithm)
+
     def __repr__(self) -> str:
         return f"ScaleQuadrature(points={self.points}, span={self.span:g})"
 
@@ -91,19 +98,40 @@ def _check(model, name: str, handlers: dict) -> Any:
     return v
 
 
-def run_scale_quadrature(model, handlers: dict, algorithm: Any, max_iter: int, tol: Any, param_tol: Any,
-                         init: dict | None, seed: int | None) -> Result:
-    """``fg.infer(model, handlers={name: fg.ScaleQuadrature()})``: see the module docstring."""
-    from .infer import infer
+class QuadratureRunner:
+    """The run of ``fg.infer(model, algorithm, handlers={name: fg.ScaleQuadrature()})``: ``algorithm`` fits the
+    rest of the model at each node (``run_scale_quadrature``)."""
 
-    name = next(k for k, x in handlers.items() if isinstance(x, ScaleQuadrature))
-    h = handlers[name]
-    v = _check(model, name, handlers)
+    def __init__(self, handler: ScaleQuadrature, algorithm: Any) -> None:
+        self.handler, self.algorithm = handler, algorithm
+        self.name = algorithm.name
+
+    def admit(self, model: Model, options: RunOptions) -> RunOptions:
+        """The options the algorithm admits."""
+        return self.algorithm.admit(model, options)
+
+    def run(self, model: Model, options: RunOptions) -> Result:
+        """Integrate the handler's variable out (options checked; of them the quadrature uses ``max_iter``, the
+        tolerances, ``init`` and ``seed``, for the starting mean-field fit)."""
+        name = next(k for k, x in options.handlers.items() if x is self.handler)
+        _check(model, name, options.handlers)
+        # the starting fit has no handler: its "auto" tolerances are those of a plain fit
+        start = options.resolved(self.algorithm, handled=False)
+        return run_scale_quadrature(model, name, self.handler, self.algorithm, start.max_iter, start.tol,
+                                    start.param_tol, start.init, start.seed)
+
+
+def run_scale_quadrature(model: Model, name: str, h: ScaleQuadrature, algorithm: Any, max_iter: int, tol: Any,
+                         param_tol: Any, init: dict | None, seed: int | None) -> Result:
+    """Integrate the scale ``name`` out by quadrature with the handler ``h``, the rest fitted by ``algorithm``
+    (see the module docstring); ``max_iter``, ``tol``, ``param_tol`` and ``init`` are those of the mean-field fit
+    that places the grid."""
+    v = model.variables[name]
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", convergence.ConvergenceWarning)
-        base = infer(model, algorithm, max_iter=max_iter, tol=tol, param_tol=param_tol, init=init, seed=seed,
-                     progress=False)
+        base = algorithm.run(model, RunOptions(max_iter=max_iter, tol=tol, param_tol=param_tol, init=init, seed=seed,
+                                               progress=False))
     latent = [n for n, x in model.variables.items() if x.is_latent and n != name]
     unsettled: list[float] = []
     sweeps = [0]
@@ -120,8 +148,9 @@ def run_scale_quadrature(model, handlers: dict, algorithm: Any, max_iter: int, t
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", convergence.ConvergenceWarning)
-                r = infer(model, algorithm, max_iter=h.max_iter, tol=None, param_tol=h.tol, seed=seed, progress=False,
-                          init={n: start.posteriors[n] for n in latent if n in start.posteriors})
+                r = algorithm.run(model, RunOptions(
+                    max_iter=h.max_iter, tol=None, param_tol=h.tol, seed=seed, progress=False,
+                    init={n: start.posteriors[n] for n in latent if n in start.posteriors}))
         finally:
             v.value, v.mask = None, None
             model._compiled = None

@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ from . import progress as _progress
 from .algorithms import VMP
 from .compile import compile_model
 from .engine import Engine
+from .runners.options import AUTO, RunOptions
 from .seeding import gathered_selectors
 from .svi_batch import batch_arrays, batch_model, check_batch, data_layout, local_step
 
@@ -120,6 +121,25 @@ class SVI:
         if self.plate is not None and not isinstance(self.plate, str):
             raise ModelError(f"SVI: plate must be a plate name, got {checks._short(self.plate)}")
         self.step_size(0)  # validates learning_rate
+
+    def admit(self, model: Model, options: RunOptions) -> RunOptions:
+        """Refuse what SVI does not take: sweep hooks, handlers, a schedule, warm-up, damping and stopping rules
+        (it runs ``max_iter`` steps or until the stream ends); the options it ignores are reset for the checks."""
+        if getattr(model, "sweep_hooks", None):
+            raise ModelError(f"model {model.name!r} has sweep hooks (a rotation), which run after VMP/NCVMP sweeps "
+                             "only, not under SVI")
+        if options.handlers or options.schedule is not None or options.warmup or options.damping:
+            raise ModelError("SVI takes no handlers, schedule, warmup or damping")
+        tol, param_tol = options.tol, options.param_tol
+        if not (isinstance(tol, str) and tol == AUTO and isinstance(param_tol, str) and param_tol == AUTO):
+            raise ModelError("SVI has no stopping rule (tol, param_tol): it runs max_iter steps or until the stream "
+                             "ends; stop it earlier with a callback")
+        return replace(options, tol=None, param_tol=None, schedule=None, warmup=(), damping=None, handlers=None)
+
+    def run(self, model: Model, options: RunOptions) -> Result:
+        """``fg.infer(model, algorithm=fg.SVI(...), data=...)`` with checked ``options`` (``run_svi``)."""
+        return run_svi(model, self, options.data, options.max_iter, options.init, options.callbacks, options.progress,
+                       options.seed)
 
     def step_size(self, t: int) -> float:
         """ρ_t of step t (t = 0, 1, ...)."""
