@@ -44,9 +44,12 @@ _REGISTRY: dict[str, FactorType] = {}
 
 
 def factor_type(name: str) -> FactorType:
-    """The factor type registered under ``name`` (how a pickled ``FactorType`` is restored)."""
-    import factors  # noqa: F401  (registers every factor type)
+    """The factor type registered under ``name`` (how a pickled ``FactorType`` is restored).
 
+    Every factor type registers itself when its module is imported, and the package's ``__init__`` imports
+    every factor module.  Unpickling imports this module as ``factors.base``, which runs that ``__init__``
+    first, so the registry is complete whenever this is called.
+    """
     return _REGISTRY[name]
 
 

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .onehot import OneHot
+
 
 def _lift(a: np.ndarray, nb: int, ev: int) -> np.ndarray:
     """Prepend singleton plate axes so ``a`` has ``nb`` plate axes before its ``ev`` event axes."""
@@ -43,8 +45,6 @@ def pair_inner(a: np.ndarray, b: np.ndarray, event_ndim: int) -> np.ndarray:
     The event shapes must be equal.  Batch axes present (non-singleton) in one operand only are
     kept apart and met in one batched matrix product, so the broadcast product is never formed.
     """
-    from .onehot import OneHot
-
     if event_ndim == 1 and isinstance(a, OneHot) != isinstance(b, OneHot):  # observed labels: a gather
         return a.inner(b) if isinstance(a, OneHot) else b.inner(a)
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -146,31 +146,6 @@ def lazy_sum(*parts) -> Terms | np.ndarray:
     return Terms(*terms)
 
 
-def _prod_reduce(arrays: Sequence[np.ndarray], src: Sequence[int], dst: Sequence[int], sizes: Sequence[int],
-                 event_ndim: int) -> np.ndarray:
-    """Σ over the plates of ``src`` not in ``dst`` of the elementwise product of ``arrays`` (each on the plates
-    ``src``, singletons allowed, then ``event_ndim`` event axes; the last may be plate-only weights), by one
-    ``np.einsum``: singleton axes are left out of its subscripts, so nothing broadcast is formed."""
-    nb = len(src)
-    keep = {i for i, p in enumerate(src) if p in set(dst)}
-    ops, subs, full = [], [], [1] * (nb + event_ndim)
-    for x in arrays:  # aligned on the right, as numpy broadcasts
-        x = np.asarray(x, dtype=float)
-        x = x.reshape((1,) * (nb + event_ndim - x.ndim) + x.shape)
-        axes = [i for i in range(x.ndim) if x.shape[i] != 1]
-        for i in axes:
-            full[i] = x.shape[i]
-        ops.append(x.reshape([x.shape[i] for i in axes]))
-        subs.append(axes)
-    factor = float(_prod([sizes[i] for i in range(nb) if i not in keep and full[i] == 1]))
-    out_axes = [i for i in range(nb + event_ndim) if full[i] != 1 and (i in keep or i >= nb)]
-    args = [a for pair in zip(ops, subs, strict=True) for a in pair]
-    out = np.einsum(*args, out_axes, optimize=True)
-    shape = [full[i] for i in sorted(keep)] + full[nb:]
-    out = np.asarray(out).reshape(shape)
-    return out * factor if factor != 1.0 else out
-
-
 class Terms:
     """A factor-space message part given as a sum of terms, each kept in factored form:
 
@@ -207,48 +182,3 @@ class Terms:
 
     def scaled(self, c: float) -> Terms:
         return Terms(*((t[0] * c,) + tuple(t[1:]) for t in self.terms))
-
-    def reduce(self, weights: np.ndarray | None, src: Sequence[int], dst: Sequence[int], sizes: Sequence[int],
-               event_ndim: int) -> np.ndarray:
-        """Σ over the plates of ``src`` not in ``dst`` of weights · self (weights None: all 1)."""
-        from .plating import reduce, weighted_reduce
-
-        nb = len(src)
-        total = None
-        for t in self.terms:
-            c = t[0]
-            if len(t) == 2:
-                val = reduce(t[1], src, dst, sizes, event_ndim) if weights is None else weighted_reduce(
-                    t[1], weights, src, dst, sizes, event_ndim)
-            elif t[1] == "outer":
-                a, b = _lift(t[2], nb, 1), _lift(t[3], nb, 1)
-                if weights is not None:  # fold the weights into the smaller of the two products
-                    w = _lift(weights, nb, 0)
-                    sa = _prod(np.broadcast_shapes(a.shape[:nb], w.shape))
-                    sb = _prod(np.broadcast_shapes(b.shape[:nb], w.shape))
-                    if sa <= sb:
-                        a = a * w[..., None]
-                    else:
-                        b = b * w[..., None]
-                val = pair_reduce(a, 1, b, 1, src, dst, sizes)
-            elif t[1] == "prod":
-                ops = [t[2], t[3]]
-                if weights is not None:
-                    ops.append(_lift(weights, nb, 0).reshape(_lift(weights, nb, 0).shape + (1,) * event_ndim))
-                val = _prod_reduce(ops, src, dst, sizes, event_ndim)
-            else:
-                M, v = _lift(t[2], nb, 2), _lift(t[3], nb, 1)
-                dset = set(dst)
-                summed_in_m = [i for i, p in enumerate(src) if p not in dset and M.shape[i] != 1]
-                if summed_in_m:  # M varies along a summed plate: form M v (no larger than the event × plates)
-                    mv = np.einsum("...ij,...j->...i", M, v)
-                    val = reduce(mv, src, dst, sizes, 1) if weights is None else weighted_reduce(
-                        mv, weights, src, dst, sizes, 1)
-                else:  # Σ w M v = M Σ w v
-                    sv = reduce(v, src, dst, sizes, 1) if weights is None else weighted_reduce(
-                        v, weights, src, dst, sizes, 1)
-                    Md = M.reshape([M.shape[i] for i, p in enumerate(src) if p in dset] + list(M.shape[nb:]))
-                    val = np.einsum("...ij,...j->...i", Md, sv)
-            val = c * val
-            total = val if total is None else total + val
-        return total

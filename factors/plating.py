@@ -5,7 +5,8 @@ A node's array has one leading axis per plate of the node, in the model's global
 union of its neighbours' plates.  ``expand`` inserts singleton axes to bring an array into a
 larger plate space; ``reduce`` sums a factor-space message back onto a node's plates.  A singleton
 axis in a factor-space array stands for a value repeated over the whole plate, so reducing over
-it multiplies by the plate's size instead of summing.
+it multiplies by the plate's size instead of summing.  A message given in factored form
+(``factors.contract.Terms``) is reduced term by term (``reduce_terms``), never formed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .contract import Terms
+from .contract import Terms, _lift, _prod, pair_reduce
 from .onehot import OneHot
 
 
@@ -40,7 +41,7 @@ def reduce(arr: np.ndarray, src: Sequence[int], dst: Sequence[int], sizes: Seque
     value is the same along the plate).
     """
     if isinstance(arr, Terms):  # a sum of factored terms, reduced term by term
-        return arr.reduce(None, src, dst, sizes, event_ndim)
+        return reduce_terms(arr, None, src, dst, sizes, event_ndim)
     if isinstance(arr, OneHot) and event_ndim == 1:  # observed labels: a bincount
         return arr.weighted_sum(None, src, dst, sizes)
     arr = np.asarray(arr, dtype=float)
@@ -85,7 +86,7 @@ def weighted_reduce(arr: np.ndarray, weights: np.ndarray, src: Sequence[int], ds
     ``weights`` has one axis per plate of ``src`` (singletons allowed) and no event axes.
     """
     if isinstance(arr, Terms):
-        return arr.reduce(weights, src, dst, sizes, event_ndim)
+        return reduce_terms(arr, weights, src, dst, sizes, event_ndim)
     if isinstance(arr, OneHot) and event_ndim == 1:  # observed labels: a weighted bincount
         return arr.weighted_sum(weights, src, dst, sizes)
     arr = np.asarray(arr, dtype=float)
@@ -136,3 +137,73 @@ def weighted_total(arr: np.ndarray, weights: np.ndarray | None, src: Sequence[in
     out = reduce(arr, src, (), sizes, event_ndim) if weights is None else weighted_reduce(
         arr, weights, src, (), sizes, event_ndim)
     return float(np.sum(out))
+
+
+def _prod_reduce(arrays: Sequence[np.ndarray], src: Sequence[int], dst: Sequence[int], sizes: Sequence[int],
+                 event_ndim: int) -> np.ndarray:
+    """Σ over the plates of ``src`` not in ``dst`` of the elementwise product of ``arrays`` (each on the plates
+    ``src``, singletons allowed, then ``event_ndim`` event axes; the last may be plate-only weights), by one
+    ``np.einsum``: singleton axes are left out of its subscripts, so nothing broadcast is formed."""
+    nb = len(src)
+    keep = {i for i, p in enumerate(src) if p in set(dst)}
+    ops, subs, full = [], [], [1] * (nb + event_ndim)
+    for x in arrays:  # aligned on the right, as numpy broadcasts
+        x = np.asarray(x, dtype=float)
+        x = x.reshape((1,) * (nb + event_ndim - x.ndim) + x.shape)
+        axes = [i for i in range(x.ndim) if x.shape[i] != 1]
+        for i in axes:
+            full[i] = x.shape[i]
+        ops.append(x.reshape([x.shape[i] for i in axes]))
+        subs.append(axes)
+    factor = float(_prod([sizes[i] for i in range(nb) if i not in keep and full[i] == 1]))
+    out_axes = [i for i in range(nb + event_ndim) if full[i] != 1 and (i in keep or i >= nb)]
+    args = [a for pair in zip(ops, subs, strict=True) for a in pair]
+    out = np.einsum(*args, out_axes, optimize=True)
+    shape = [full[i] for i in sorted(keep)] + full[nb:]
+    out = np.asarray(out).reshape(shape)
+    return out * factor if factor != 1.0 else out
+
+
+def reduce_terms(terms: Terms, weights: np.ndarray | None, src: Sequence[int], dst: Sequence[int],
+                 sizes: Sequence[int], event_ndim: int) -> np.ndarray:
+    """Σ over the plates of ``src`` not in ``dst`` of weights · terms (weights None: all 1), term by term
+    without forming the broadcast arrays (``factors.contract.Terms``)."""
+    nb = len(src)
+    total = None
+    for t in terms.terms:
+        c = t[0]
+        if len(t) == 2:
+            val = reduce(t[1], src, dst, sizes, event_ndim) if weights is None else weighted_reduce(
+                t[1], weights, src, dst, sizes, event_ndim)
+        elif t[1] == "outer":
+            a, b = _lift(t[2], nb, 1), _lift(t[3], nb, 1)
+            if weights is not None:  # fold the weights into the smaller of the two products
+                w = _lift(weights, nb, 0)
+                sa = _prod(np.broadcast_shapes(a.shape[:nb], w.shape))
+                sb = _prod(np.broadcast_shapes(b.shape[:nb], w.shape))
+                if sa <= sb:
+                    a = a * w[..., None]
+                else:
+                    b = b * w[..., None]
+            val = pair_reduce(a, 1, b, 1, src, dst, sizes)
+        elif t[1] == "prod":
+            ops = [t[2], t[3]]
+            if weights is not None:
+                ops.append(_lift(weights, nb, 0).reshape(_lift(weights, nb, 0).shape + (1,) * event_ndim))
+            val = _prod_reduce(ops, src, dst, sizes, event_ndim)
+        else:
+            M, v = _lift(t[2], nb, 2), _lift(t[3], nb, 1)
+            dset = set(dst)
+            summed_in_m = [i for i, p in enumerate(src) if p not in dset and M.shape[i] != 1]
+            if summed_in_m:  # M varies along a summed plate: form M v (no larger than the event × plates)
+                mv = np.einsum("...ij,...j->...i", M, v)
+                val = reduce(mv, src, dst, sizes, 1) if weights is None else weighted_reduce(
+                    mv, weights, src, dst, sizes, 1)
+            else:  # Σ w M v = M Σ w v
+                sv = reduce(v, src, dst, sizes, 1) if weights is None else weighted_reduce(
+                    v, weights, src, dst, sizes, 1)
+                Md = M.reshape([M.shape[i] for i, p in enumerate(src) if p in dset] + list(M.shape[nb:]))
+                val = np.einsum("...ij,...j->...i", Md, sv)
+        val = c * val
+        total = val if total is None else total + val
+    return total

@@ -14,13 +14,15 @@ from scipy.special import expit, log_expit, log_ndtr, logsumexp  # noqa: E402
 
 import factorgraph as fg  # noqa: E402
 from distributions import AffineIndependent  # noqa: E402
-from distributions.affine_independent import BASES, fft_length, get_base, lattice_step  # noqa: E402
+from distributions.affine_bases import BASES, get_base  # noqa: E402
+from distributions.affine_lattice import fft_length, lattice_step  # noqa: E402
 from factors.gaussian import gaussian_point  # noqa: E402
 from factors.logistic import logit_point  # noqa: E402
 from factors.sites import cauchy_point, laplace_point, probit_point  # noqa: E402
 from schedules.handlers import AIKL, BlockTarget, DensityTarget, HandlerError, Site  # noqa: E402
-from schedules.handlers.aikl import _LU, AIKLBound, _Chol, _optimise, projection_log_expectation  # noqa: E402
+from schedules.handlers.aikl import AIKLBound, projection_log_expectation  # noqa: E402
 from schedules.handlers.aikl_lattice import fft_terms, first_moment_gradient, gauss_terms  # noqa: E402
+from schedules.handlers.aikl_optimise import _LU, _Chol, _optimise  # noqa: E402
 
 THETAS = {"gaussian": [0.0], "skew_normal": [-2.5, 0.0, 1.3], "gen_normal": [1.0, 1.5, 2.0, 4.0],
           "student_t": [4.0, 12.0], "logistic": [0.0]}

@@ -22,7 +22,8 @@ from demos._data import data_dir
 from distributions import GaussianMixture, MvGaussian
 from factorgraph.posterior.results import ESTIMATE
 from schedules.handlers import BVI, DensityTarget
-from schedules.handlers.bvi import elbo_gain, lbfgs, mc_discrepancy, residual, weight_gradient
+from schedules.handlers.bvi_estimates import elbo_gain, mc_discrepancy, residual, weight_gradient
+from schedules.handlers.bvi_search import lbfgs
 
 
 def _load(name: str):

@@ -4,7 +4,7 @@ Three kernels, each returning the expectations E_n = E_q[g_n(y_n)] of the site l
 the projections y_n = x_nᵀw = α_nᵀv + β_n (α_n = Aᵀx_n, β_n = bᵀx_n) and their derivatives:
 
 * ``fft_terms`` — any base: y_n − β′_n is the sum of the D centred components u_d = α_d(v_d − E v_d)
-  (β′_n = β_n + α_nᵀE v), whose lattice pmfs π_d (``distributions.affine_independent.component_lattice``)
+  (β′_n = β_n + α_nᵀE v), whose lattice pmfs π_d (``distributions.affine_lattice.component_lattice``)
   are convolved by the FFT: ρ = irfft(Π_d rfft(π_d)), E = Σ_j ρ_j g(β′ + o_jΔ).  The derivative of E in
   any parameter φ of component d is
 
@@ -44,7 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import fft as sfft
 
-from distributions.affine_independent import BaseDensity, component_lattice, embed, kernel_ft, offsets, variance_fix
+from distributions.affine_base_density import BaseDensity
+from distributions.affine_lattice import component_lattice, embed, kernel_ft, offsets, variance_fix
 from factors.sites import laplace_point
 
 SiteFn = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
