@@ -21,20 +21,19 @@ sequence plates (one value for a single sequence).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from scipy.special import gammaln, log_ndtr, logsumexp
 
 from distributions import Categorical
+from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import Gate, Indexed, ModelError, Node, Variable
 from factorgraph.posterior.loglik_mv import mv_gaussian_logpdf, mv_gaussian_normal_wishart_logpdf
 from factorgraph.posterior.samplers.forward import Forward, expand, softmax_logits
 from factors.index import segment_sum
+from factors.kernels.forward_backward import chain_log_normalisers
 from factors.onehot import OneHot
-
-if TYPE_CHECKING:
-    from factorgraph.graph.model import Model
 
 _LOG2PI = np.log(2.0 * np.pi)
 
@@ -246,8 +245,6 @@ def _log_weights(s: Forward, z: Variable, K: int) -> np.ndarray:
 def _chain_log_likelihood(s: Forward, z: Variable, phi: np.ndarray) -> np.ndarray:
     """log p(y_n | θ) per sequence n of a hidden Markov model: the emission log-likelihoods ``phi`` (S, *z
     plates, K) summed over the label paths by a forward filter at each draw's (π, A).  (S, *sequence plates)."""
-    from factors.kernels.forward_backward import chain_log_normalisers
-
     f = z.prior
     K = phi.shape[-1]
     pi, A = f.edges["initial"], f.edges["transition"]

@@ -12,19 +12,17 @@ non-conjugate ones included), the data nodes holding D*.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from distributions import Categorical, GaussianGamma, GaussianWishart
 from factorgraph.graph.data import data_plates, swapped
+from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
 from factorgraph.posterior.samplers.forward import Forward, check_draws
 from factorgraph.posterior.sampling import sample_posterior
 from factors.onehot import OneHot
-
-if TYPE_CHECKING:
-    from factorgraph.posterior.results import Result
 
 
 class FitRecord:
@@ -43,7 +41,7 @@ class FitRecord:
         return f"FitRecord({getattr(self.model, 'name', None)!r})"
 
 
-def predict(result: Result, data: dict[str, Any] | None = None, draws: int = 1000,
+def predict(result: Any, data: dict[str, Any] | None = None, draws: int = 1000,
             seed: int | None = 0) -> dict[str, np.ndarray]:
     """Draws from the posterior predictive of the observed variables of a fit, at new data or at its own.
 
@@ -89,8 +87,6 @@ def predict(result: Result, data: dict[str, Any] | None = None, draws: int = 100
 
     The model keeps its data: the new values hold only while the draws are made.
     """
-    from factorgraph.graph.model import Model
-
     record = getattr(result, "fit_record", None)
     model = getattr(record, "model", None)
     if not isinstance(model, Model):
