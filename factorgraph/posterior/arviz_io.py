@@ -9,24 +9,22 @@ ArviZ's netCDF (``idata.to_netcdf(path)``, ``az.from_netcdf(path)``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import warnings
+from typing import Any
 
 import numpy as np
 
 from distributions import Categorical
+from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError, Variable
 from factorgraph.posterior.loglik import labels, observed_plates, pointwise_log_likelihood, present_entries
+from factorgraph.posterior.predict import predict
+from factorgraph.posterior.sampling import sample_prior
 from factors.onehot import OneHot
-
-if TYPE_CHECKING:
-    from factorgraph.graph.model import Model
-    from factorgraph.posterior.results import Result
 
 
 def _import_arviz():
     try:
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # ArviZ's notice of its coming refactor
             import arviz as az
@@ -89,7 +87,7 @@ def _log_likelihood(model: Model, draws: dict[str, np.ndarray], hyper: dict) -> 
     return data, dims, coords
 
 
-def to_arviz(result: Result, draws: int = 1000, seed: int | None = 0, prior: bool = False,
+def to_arviz(result: Any, draws: int = 1000, seed: int | None = 0, prior: bool = False,
              posterior_predictive: bool = False) -> Any:
     """The fit as an ``arviz.InferenceData``: see ``Result.to_arviz``."""
     az = _import_arviz()
@@ -117,15 +115,11 @@ def to_arviz(result: Result, draws: int = 1000, seed: int | None = 0, prior: boo
     loglik, ll_dims, coords = _log_likelihood(model, post, result.hyper)
     groups: dict[str, Any] = {"posterior": posterior, "observed_data": obs_data, "log_likelihood": loglik}
     if prior:
-        from factorgraph.posterior.sampling import sample_prior
-
         pri = sample_prior(model, draws, seed)
         lat = [n for n in pri if (n in model.variables and n not in obs_data) or n.endswith(".tau")]
         groups["prior"], _ = _group(model, pri, lat)
         groups["prior_predictive"], _ = _group(model, pri, [v.name for v in observed])
     if posterior_predictive:
-        from factorgraph.posterior.predict import predict
-
         rep = predict(result, None, draws, seed)  # replicates of the fitted data, y⁽ˢ⁾ ~ p(y | θ⁽ˢ⁾)
         groups["posterior_predictive"], _ = _group(model, rep, [n for n in rep if n in obs_data])
     named = getattr(model, "coords", {})  # e.g. the group names of models.hierarchical_regression

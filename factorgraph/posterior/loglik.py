@@ -3,8 +3,9 @@
 ``pointwise_log_likelihood(model, draws)`` evaluates, for every observed variable y and every draw θ⁽ˢ⁾
 of the latent variables, log p(y_i | θ⁽ˢ⁾) per observation i: an array ``(S, *plates of y)`` with NaN
 at missing (masked) entries.  The parents of each observed factor are evaluated on the draws by the
-forward sampler's machinery (``factorgraph.posterior.sampling``: gates, indexed views, deterministic nodes), and
-one log-density function per factor type, vectorised over draws and rows, does the rest (``_LOGPDF``).
+forward sampler's machinery (``factorgraph.posterior.samplers.forward``: gates, indexed views, deterministic
+nodes), and one log-density function per factor type, vectorised over draws and rows, does the rest
+(``_LOGPDF``).
 
 A factor with an argument gated by a latent selector z (a mixture, ``mus[z]``) is marginalised over
 that row's z: log p(y_n | θ) = log Σ_k π_k Π_j p(y_nj | θ_k), the product over the plates of y that z
@@ -20,20 +21,19 @@ sequence plates (one value for a single sequence).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from scipy.special import gammaln, log_ndtr, logsumexp
 
 from distributions import Categorical
+from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import Gate, Indexed, ModelError, Node, Variable
 from factorgraph.posterior.loglik_mv import mv_gaussian_logpdf, mv_gaussian_normal_wishart_logpdf
-from factorgraph.posterior.sampling import _expand, _Forward, _softmax_logits
+from factorgraph.posterior.samplers.forward import Forward, expand, softmax_logits
 from factors.index import segment_sum
+from factors.kernels.forward_backward import chain_log_normalisers
 from factors.onehot import OneHot
-
-if TYPE_CHECKING:
-    from factorgraph.graph.model import Model
 
 _LOG2PI = np.log(2.0 * np.pi)
 
@@ -54,13 +54,13 @@ def _log_sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- one log density per factor type
-def _gaussian(s: _Forward, v, f, frame, y):
+def _gaussian(s: Forward, v, f, frame, y):
     m = s.arg(f.edges["mean"], frame, v.name)
     t = s.arg(f.edges["precision"], frame, v.name)
     return 0.5 * (np.log(t) - _LOG2PI - t * (y - m) ** 2)
 
 
-def _student_t(s: _Forward, v, f, frame, y):
+def _student_t(s: Forward, v, f, frame, y):
     m = s.arg(f.edges["mean"], frame, v.name)
     t = s.arg(f.edges["precision"], frame, v.name)
     nu = float(s.hyper.get(v.name, {}).get("dof", f.params["dof"]))  # a learned ν (result.hyper), else the given
@@ -69,7 +69,7 @@ def _student_t(s: _Forward, v, f, frame, y):
             - 0.5 * (nu + 1.0) * np.log1p(z2 / nu))
 
 
-def _normal_gamma_regression(s: _Forward, v, f, frame, y):
+def _normal_gamma_regression(s: Forward, v, f, frame, y):
     w = f.edges["w"]
     inner = [d for d in s.model.deterministics if d.op.name == "inner" and d.parents["w"] is w
              and tuple(d.plates) == tuple(frame)]
@@ -85,16 +85,16 @@ def _bernoulli_p(y, p):
         return np.where(y > 0.5, np.log(p), np.log1p(-p))
 
 
-def _bernoulli(s: _Forward, v, f, frame, y):
+def _bernoulli(s: Forward, v, f, frame, y):
     return _bernoulli_p(y, s.arg(f.edges["probs"], frame, v.name))
 
 
-def _bernoulli_logit(s: _Forward, v, f, frame, y):
+def _bernoulli_logit(s: Forward, v, f, frame, y):
     x = s.arg(f.edges["logit"], frame, v.name)
     return _log_sigmoid(np.where(y > 0.5, x, -x))
 
 
-def _probit(s: _Forward, v, f, frame, y):  # labels stored as ±1
+def _probit(s: Forward, v, f, frame, y):  # labels stored as ±1
     return log_ndtr(y * s.arg(f.edges["x"], frame, v.name))
 
 
@@ -106,7 +106,7 @@ def _categorical_logp(y: np.ndarray, logp: np.ndarray) -> np.ndarray:
     return np.where(y > 0, y * logp, 0.0).sum(-1)
 
 
-def _categorical(s: _Forward, v, f, frame, y):
+def _categorical(s: Forward, v, f, frame, y):
     p = s.arg(f.edges["probs"], frame, v.name)
     with np.errstate(divide="ignore"):
         return _categorical_logp(y, np.log(p / p.sum(-1, keepdims=True)))
@@ -116,8 +116,8 @@ def _log_softmax(x: np.ndarray) -> np.ndarray:
     return x - logsumexp(x, axis=-1, keepdims=True)
 
 
-def _categorical_softmax(s: _Forward, v, f, frame, y):
-    return _categorical_logp(y, _log_softmax(_softmax_logits(s, v, f, frame, "logits")))
+def _categorical_softmax(s: Forward, v, f, frame, y):
+    return _categorical_logp(y, _log_softmax(softmax_logits(s, v, f, frame, "logits")))
 
 
 def _poisson_log_rate(v, f, y, log_rate):
@@ -125,12 +125,12 @@ def _poisson_log_rate(v, f, y, log_rate):
     return y * (log_rate + le) - np.exp(log_rate + le) - gammaln(y + 1.0)
 
 
-def _poisson(s: _Forward, v, f, frame, y):
+def _poisson(s: Forward, v, f, frame, y):
     with np.errstate(divide="ignore"):
         return _poisson_log_rate(v, f, y, np.log(s.arg(f.edges["rate"], frame, v.name)))
 
 
-def _poisson_log(s: _Forward, v, f, frame, y):
+def _poisson_log(s: Forward, v, f, frame, y):
     return _poisson_log_rate(v, f, y, s.arg(f.edges["log_rate"], frame, v.name))
 
 
@@ -138,14 +138,14 @@ def _log_choose(n, y):
     return gammaln(n + 1.0) - gammaln(y + 1.0) - gammaln(n - y + 1.0)
 
 
-def _binomial(s: _Forward, v, f, frame, y):
+def _binomial(s: Forward, v, f, frame, y):
     n = _fparam(f, v, f.params["trials"])
     p = s.arg(f.edges["probs"], frame, v.name)
     with np.errstate(divide="ignore", invalid="ignore"):
         return _log_choose(n, y) + np.where(y > 0, y * np.log(p), 0.0) + np.where(n > y, (n - y) * np.log1p(-p), 0.0)
 
 
-def _binomial_logit(s: _Forward, v, f, frame, y):
+def _binomial_logit(s: Forward, v, f, frame, y):
     n = _fparam(f, v, f.params["trials"])
     x = s.arg(f.edges["logit"], frame, v.name)
     return _log_choose(n, y) + y * _log_sigmoid(x) + (n - y) * _log_sigmoid(-x)
@@ -157,18 +157,18 @@ def _multinomial_logp(y, logp):
     return gammaln(n + 1.0) - gammaln(y + 1.0).sum(-1) + terms.sum(-1)
 
 
-def _multinomial(s: _Forward, v, f, frame, y):
+def _multinomial(s: Forward, v, f, frame, y):
     p = s.arg(f.edges["probs"], frame, v.name)
     with np.errstate(divide="ignore"):
         return _multinomial_logp(y, np.log(p / p.sum(-1, keepdims=True)))
 
 
-def _multinomial_softmax(s: _Forward, v, f, frame, y):
-    return _multinomial_logp(y, _log_softmax(_softmax_logits(s, v, f, frame, "logits")))
+def _multinomial_softmax(s: Forward, v, f, frame, y):
+    return _multinomial_logp(y, _log_softmax(softmax_logits(s, v, f, frame, "logits")))
 
 
 def _site(logpdf):
-    def lp(s: _Forward, v, f, frame, y):
+    def lp(s: Forward, v, f, frame, y):
         p = dict(f.params)
         for h in s.hyper.values():  # a scale learned by a handler (learn=("scale",)): by factor name
             if isinstance(h.get("scale"), dict) and f.name in h["scale"]:
@@ -212,7 +212,7 @@ def _gate_of(f) -> Gate | None:
     return gates[0] if gates else None
 
 
-def _log_weights(s: _Forward, z: Variable, K: int) -> np.ndarray:
+def _log_weights(s: Forward, z: Variable, K: int) -> np.ndarray:
     """log π_k of the selector z at each draw: (S, *z plates, K)."""
     f = z.prior
     kind = f.ftype.name
@@ -222,7 +222,7 @@ def _log_weights(s: _Forward, z: Variable, K: int) -> np.ndarray:
         with np.errstate(divide="ignore"):
             lw = np.log(p / p.sum(-1, keepdims=True))
     elif kind == "CategoricalSoftmax":
-        lw = _log_softmax(_softmax_logits(s, z, f, frame, "logits"))
+        lw = _log_softmax(softmax_logits(s, z, f, frame, "logits"))
     elif kind in ("Bernoulli", "BernoulliLogit"):
         x = s.arg(f.edges["probs" if kind == "Bernoulli" else "logit"], frame, z.name)
         if kind == "Bernoulli":
@@ -242,11 +242,9 @@ def _log_weights(s: _Forward, z: Variable, K: int) -> np.ndarray:
     return lw
 
 
-def _chain_log_likelihood(s: _Forward, z: Variable, phi: np.ndarray) -> np.ndarray:
+def _chain_log_likelihood(s: Forward, z: Variable, phi: np.ndarray) -> np.ndarray:
     """log p(y_n | θ) per sequence n of a hidden Markov model: the emission log-likelihoods ``phi`` (S, *z
     plates, K) summed over the label paths by a forward filter at each draw's (π, A).  (S, *sequence plates)."""
-    from factors.kernels.forward_backward import chain_log_normalisers
-
     f = z.prior
     K = phi.shape[-1]
     pi, A = f.edges["initial"], f.edges["transition"]
@@ -327,8 +325,8 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray],
         base[v.name] = val
     scales = {n for n, v in model.variables.items() if getattr(v, "scale_prior", None) and v.base is None and n in base}
 
-    def forward(over: dict[str, np.ndarray] | None = None) -> _Forward:
-        fwd = _Forward(model, S, np.random.default_rng(0))
+    def forward(over: dict[str, np.ndarray] | None = None) -> Forward:
+        fwd = Forward(model, S, np.random.default_rng(0))
         fwd.out = {**base, **(over or {})}
         fwd.precision = {n: fwd.out[n] ** -2.0 for n in scales}
         fwd.hyper = hyper or {}
@@ -368,7 +366,7 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray],
             lk = np.where(present, lk, 0.0)
             extra = tuple(1 + i for i, p in enumerate(frame) if p not in zi.plates)
             lk = lk.sum(axis=extra)  # (S, *[p in frame ∩ z plates])
-            terms.append(np.broadcast_to(_expand(*_by_selector(lk, zi, kept), z.plates, v.name), zfull))
+            terms.append(np.broadcast_to(expand(*_by_selector(lk, zi, kept), z.plates, v.name), zfull))
         if z.prior.ftype.name == "MarkovChain":  # one entry per sequence: its labels summed out by the forward filter
             out[v.name] = _chain_log_likelihood(forward(), z, np.stack(terms, axis=-1))
             rows[v.name] = np.ones(out[v.name].shape[1:], bool)
@@ -378,7 +376,7 @@ def pointwise_log_likelihood(model: Model, draws: dict[str, np.ndarray],
             lp = logsumexp(np.stack(terms, axis=-1) + lw, axis=-1)
         seen = present.any(axis=tuple(i for i, p in enumerate(frame) if p not in zi.plates))  # a row with data
         seen, grouped = _by_selector(seen[None].astype(float), zi, kept)
-        any_row = np.broadcast_to(_expand(seen, grouped, z.plates, v.name)[0], z.shape) > 0
+        any_row = np.broadcast_to(expand(seen, grouped, z.plates, v.name)[0], z.shape) > 0
         out[v.name], rows[v.name] = np.where(any_row, lp, np.nan), any_row
     for v in obs:
         _check_defined(v, out[v.name], rows[v.name])

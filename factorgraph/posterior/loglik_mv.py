@@ -14,7 +14,8 @@ import numpy as np
 
 from factorgraph.graph.gates import precision_matrices
 from factorgraph.graph.nodes import Gate, Node, Variable
-from factorgraph.posterior.sampling import _expand, _Forward, _gated_gamma_precision
+from factorgraph.posterior.samplers.forward import Forward, expand
+from factorgraph.posterior.samplers.mv_gaussian import gated_gamma_precision
 
 _LOG2PI = np.log(2.0 * np.pi)
 
@@ -71,7 +72,7 @@ def _marginal_matrix(full: np.ndarray, r: np.ndarray, lam: np.ndarray, o: np.nda
     return out
 
 
-def mv_gaussian_logpdf(s: _Forward, v, f, frame, y):
+def mv_gaussian_logpdf(s: Forward, v, f, frame, y):
     """y ~ N(m, Λ⁻¹) per row, Λ = αI or diag(α) (a Gamma variable, scalar or ARD), a constant scalar,
     vector or matrix, or a Wishart draw; a row observed by coordinate (``v.coord_mask``) has the marginal
     density of its observed coordinates, log N(y_o | m_o, Σ_oo) with Σ = Λ⁻¹."""
@@ -88,16 +89,16 @@ def mv_gaussian_logpdf(s: _Forward, v, f, frame, y):
             lp = 0.5 * (logdet - D * _LOG2PI - quad)
             return lp if partial is None else _marginal_matrix(lp, r, lam, *partial)
         if isinstance(edge, Gate):  # α[z]: each row's component
-            alpha = _gated_gamma_precision(s, f, edge, frame, v.name)
+            alpha = gated_gamma_precision(s, f, edge, frame, v.name)
         else:
             alpha = s.value(edge)
             if f.params.get("ard"):  # diag(α) over the consumed plate
                 pl = edge.plates
                 alpha = np.moveaxis(alpha, 1 + list(pl).index(f.consumed["precision"]), -1)
                 rest = tuple(p for p in pl if p is not f.consumed["precision"])
-                alpha = _expand(alpha, rest, frame, v.name)
+                alpha = expand(alpha, rest, frame, v.name)
             else:
-                alpha = _expand(alpha, edge.plates, frame, v.name)[..., None]
+                alpha = expand(alpha, edge.plates, frame, v.name)[..., None]
         alpha = np.broadcast_to(alpha, np.broadcast_shapes(alpha.shape, r.shape))  # r lacks S for a constant mean
         lp = 0.5 * (np.log(alpha).sum(-1) - D * _LOG2PI - (alpha * r * r).sum(-1))
         return lp if partial is None else _marginal_diagonal(lp, r, alpha, *partial)
@@ -119,7 +120,7 @@ def mv_gaussian_logpdf(s: _Forward, v, f, frame, y):
     return lp if partial is None else _marginal_diagonal(lp, r, lam, *partial)
 
 
-def mv_gaussian_normal_wishart_logpdf(s: _Forward, v, f, frame, y):
+def mv_gaussian_normal_wishart_logpdf(s: Forward, v, f, frame, y):
     """y ~ N(μ, Λ⁻¹) with (μ, Λ) a normal–Wishart block's joint draw (``"theta"``, ``"theta.precision"``); a
     row observed by coordinate (``v.coord_mask``) has log N(y_o | μ_o, Σ_oo), Σ = Λ⁻¹."""
     edge = f.edges["params"]

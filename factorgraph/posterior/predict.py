@@ -12,18 +12,17 @@ non-conjugate ones included), the data nodes holding D*.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from distributions import Categorical, GaussianGamma, GaussianWishart
 from factorgraph.graph.data import data_plates, swapped
+from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
-from factorgraph.posterior.sampling import _check_draws, _Forward, sample_posterior
+from factorgraph.posterior.samplers.forward import Forward, check_draws
+from factorgraph.posterior.sampling import sample_posterior
 from factors.onehot import OneHot
-
-if TYPE_CHECKING:
-    from factorgraph.posterior.results import Result
 
 
 class FitRecord:
@@ -42,7 +41,7 @@ class FitRecord:
         return f"FitRecord({getattr(self.model, 'name', None)!r})"
 
 
-def predict(result: Result, data: dict[str, Any] | None = None, draws: int = 1000,
+def predict(result: Any, data: dict[str, Any] | None = None, draws: int = 1000,
             seed: int | None = 0) -> dict[str, np.ndarray]:
     """Draws from the posterior predictive of the observed variables of a fit, at new data or at its own.
 
@@ -88,14 +87,12 @@ def predict(result: Result, data: dict[str, Any] | None = None, draws: int = 100
 
     The model keeps its data: the new values hold only while the draws are made.
     """
-    from factorgraph.graph.model import Model
-
     record = getattr(result, "fit_record", None)
     model = getattr(record, "model", None)
     if not isinstance(model, Model):
         raise ModelError("predict needs a fg.Result of fg.infer in this session (it keeps its model; a result "
                          f"loaded from a pickle does not), got {type(result).__name__}")
-    S = _check_draws(draws)
+    S = check_draws(draws)
     if data is not None and not isinstance(data, dict):
         raise ModelError(f"predict: data must be a dict of data-node name -> array, got {type(data).__name__}")
     data = dict(data or {})
@@ -117,7 +114,7 @@ def predict(result: Result, data: dict[str, Any] | None = None, draws: int = 100
     post = sample_posterior(result, S, int(post_seed))
     keep = frozenset(v.name for v in leaves if not set(getattr(v, "data_roles", {}).values()) & set(values))
     with swapped(model, values, keep, caller="predict"):
-        fwd = _Forward(model, S, np.random.default_rng(int(fwd_seed)))
+        fwd = Forward(model, S, np.random.default_rng(int(fwd_seed)))
         fwd.hyper = dict(getattr(result, "hyper", {}))
         for v in model.variables.values():
             if v in leaves:
@@ -133,7 +130,7 @@ def predict(result: Result, data: dict[str, Any] | None = None, draws: int = 100
         return {v.name: fwd.out[v.name] for v in leaves}
 
 
-def _from_q(fwd: _Forward, v: Variable, post: dict[str, np.ndarray], result: Any) -> None:
+def _from_q(fwd: Forward, v: Variable, post: dict[str, np.ndarray], result: Any) -> None:
     fwd.out[v.name] = post[v.name]
     if v.family is GaussianGamma:
         fwd.out[f"{v.name}.tau"] = post[f"{v.name}.tau"]
@@ -143,7 +140,7 @@ def _from_q(fwd: _Forward, v: Variable, post: dict[str, np.ndarray], result: Any
         fwd.precision[v.name] = post[v.name] ** -2.0
 
 
-def _held(fwd: _Forward, v: Variable) -> None:
+def _held(fwd: Forward, v: Variable) -> None:
     """An observed input: its data, as the sampler represents it, on every draw."""
     x = v.value
     if isinstance(x, OneHot):

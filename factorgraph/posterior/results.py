@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from distributions import InverseSqrtGamma
+from factorgraph.graph.derived import DerivedPosterior
 from factorgraph.graph.nodes import ModelError
+from factorgraph.posterior.arviz_io import _import_arviz, to_arviz
+from factorgraph.posterior.sampling import sample_posterior
+from factorgraph.posterior.summary import summary
 
 # what an evidence figure is (docs/maths.md §2)
 LOWER_BOUND = "lower bound"
@@ -113,8 +119,6 @@ class Result:
         if name in self.local and name not in self.posteriors:  # a sharded plate's local variable: collected now
             self.posteriors[name] = self.local[name]()
         if name in self.derived:
-            from factorgraph.graph.derived import DerivedPosterior
-
             node = self.model.tracked[name]
             return DerivedPosterior(name, *self.derived[name], tuple(p.name for p in node.plates))
         try:
@@ -123,8 +127,6 @@ class Result:
             raise KeyError(f"no posterior for {name!r}; latent variables are "
                            f"{sorted([*self.posteriors, *self.local])}") from None
         if name in self.scales:
-            from distributions import InverseSqrtGamma
-
             return InverseSqrtGamma(q)
         return q
 
@@ -141,8 +143,6 @@ class Result:
         q.  A normal–gamma block ``w`` gives ``"w"`` and ``"w.tau"`` drawn jointly; a normal–Wishart block
         ``theta`` gives its means ``"theta"`` and precision matrices ``"theta.precision"`` drawn jointly.
         """
-        from factorgraph.posterior.sampling import sample_posterior
-
         return sample_posterior(self, draws, seed)
 
     def summary(self, prob: float = 0.94, draws: int = 4000, seed: int | None = 0) -> Any:
@@ -153,8 +153,6 @@ class Result:
         Gaussian), else computed from ``draws`` draws of q; the ``exact`` column says which.  Needs
         pandas (``pip install fgvmp[after]``).
         """
-        from factorgraph.posterior.summary import summary
-
         return summary(self, prob, draws, seed)
 
     def to_arviz(self, draws: int = 1000, seed: int | None = 0, prior: bool = False,
@@ -195,8 +193,6 @@ class Result:
         ``az.summary`` describe Monte Carlo error only, not convergence of the fit.  Save with
         ``idata.to_netcdf(path)`` and load with ``az.from_netcdf(path)``.  Needs ``pip install 'fgvmp[after]'``.
         """
-        from factorgraph.posterior.arviz_io import to_arviz
-
         return to_arviz(self, draws, seed, prior, posterior_predictive)
 
     @property
@@ -328,10 +324,6 @@ def compare(results: dict[str, Result], loo: bool | str = False, *, loo_draws: i
 
 def _add_loo(c: Comparison, results: list[Result], loo: bool | str, draws: int, seed: int | None) -> None:
     """The LOO columns of ``fg.compare(..., loo=...)``."""
-    import warnings
-
-    from factorgraph.posterior.arviz_io import _import_arviz
-
     az = _import_arviz()
     if not (loo is True or isinstance(loo, str)):
         raise ModelError(f"compare: loo must be True, False or the name of the observed variable to score, got {loo!r}")

@@ -9,7 +9,7 @@ still come from q's moments where q has them.  The default probability 0.94 foll
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -27,9 +27,6 @@ from distributions import (
 )
 from distributions.gaussian_chain import GaussianChain
 
-if TYPE_CHECKING:
-    from factorgraph.posterior.results import Result
-
 
 def _names(name: str, shape: tuple[int, ...], labels: tuple = ()) -> list[str]:
     """Row labels name[i, j, ...]; ``labels[a]``, where given, names the entries of axis a (a plate's coords)."""
@@ -42,7 +39,7 @@ def _names(name: str, shape: tuple[int, ...], labels: tuple = ()) -> list[str]:
     return [f"{name}[{', '.join(entry(a, i) for a, i in enumerate(ix))}]" for ix in np.ndindex(*shape)]
 
 
-def _plate_labels(result: Result, name: str) -> tuple:
+def _plate_labels(result: Any, name: str) -> tuple:
     """The names of the entries of each plate of variable ``name`` (the model's ``coords``, e.g. the group names of
     ``models.hierarchical_regression``; None for a plate without), as ``to_arviz`` labels them."""
     model = getattr(result, "model", None)
@@ -88,7 +85,7 @@ class _Transformed:
         self.ppf = ppf
 
 
-def summary(result: Result, prob: float = 0.94, draws: int = 4000, seed: int | None = 0) -> Any:
+def summary(result: Any, prob: float = 0.94, draws: int = 4000, seed: int | None = 0) -> Any:
     """The posterior summary table of a fit: see ``Result.summary``."""
     try:
         import pandas as pd
