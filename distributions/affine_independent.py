@@ -19,6 +19,7 @@ from .affine_base_density import BaseDensity
 from .affine_bases import get_base
 from .affine_lattice import component_lattice, convolve, fft_length, lattice_step, offsets, variance_fix
 from .base import Distribution, RngLike, Shape, as_rng, as_shape, describe
+from .mv_gaussian import MvGaussian
 
 
 class AffineIndependent(Distribution):
@@ -144,8 +145,6 @@ class AffineIndependent(Distribution):
 
     def to_gaussian(self):
         """The Gaussian with the same mean and covariance."""
-        from .mv_gaussian import MvGaussian
-
         return MvGaussian(mean=self.mean(), cov=self.cov())
 
     # ------------------------------------------------------------------------------ projections
