@@ -39,7 +39,7 @@ import numpy as np
 
 from distributions import Gamma
 from factorgraph.graph import checks
-from factorgraph.graph.builders import _finish, _plates
+from factorgraph.graph.builder_base import _finish, _plates
 from factorgraph.graph.model import current_model
 from factorgraph.graph.nodes import ModelError, Plate, Variable
 from factors.scale_priors import SCALE_PRIOR, scale_prior_params
