@@ -16,21 +16,12 @@ The engine (``schedules``) sits to the right of this package in the import order
 from distributions import GaussianMixture, MvGaussian
 from factorgraph.graph import data as _data
 from factorgraph.graph.bounds import expected_log_sum_exp, softmax_bound
-from factorgraph.graph.builders import (
-    bernoulli,
-    beta,
-    categorical,
-    dirichlet,
-    gamma,
-    gaussian,
-    gaussian_gamma,
-    mv_gaussian,
-    plate,
-)
+from factorgraph.graph.builders import gamma, gaussian, gaussian_gamma, mv_gaussian, plate
 from factorgraph.graph.convergence import ConvergenceWarning
 from factorgraph.graph.counts import binomial, binomial_logit, multinomial, multinomial_softmax, poisson, poisson_log
 from factorgraph.graph.covariance import gaussian_wishart, wishart
 from factorgraph.graph.derived import deterministic
+from factorgraph.graph.discrete import bernoulli, beta, categorical, dirichlet
 from factorgraph.graph.expressions import dot, select
 from factorgraph.graph.indexing import index
 from factorgraph.graph.model import Model

@@ -1,8 +1,11 @@
-"""The builder API: ``fg.plate``, ``fg.gaussian``, ``fg.gamma``, ``fg.mv_gaussian``, ...
+"""The builder API: ``fg.plate``, ``fg.gaussian``, ``fg.gamma``, ``fg.mv_gaussian``, ``fg.gaussian_gamma``.
 
 Each builder creates a random variable and the factor that is its prior (edge ``out``), with
 parents that are constants, other variables, deterministic expressions or gates.  Everything is
-validated here, when the model is built, so errors name the variable and the offending value.
+validated here, when the model is built, so errors name the variable and the offending value.  What the
+builders share is in ``builder_base``; the discrete variables (``fg.bernoulli``, ``fg.categorical``, their
+priors) are built in ``discrete``, a Wishart precision or a normal–Wishart mean of ``fg.mv_gaussian`` in
+``covariance``.
 """
 
 from __future__ import annotations
@@ -13,36 +16,30 @@ from typing import Any
 import numpy as np
 
 from distributions import (
-    Bernoulli,
-    Beta,
-    Categorical,
-    Dirichlet,
     Gamma,
     Gaussian,
     GaussianGamma,
     MvGaussian,
 )
 from factorgraph.graph import checks
-from factorgraph.graph.gates import constant_param, is_random, param_gates, plated, select_constant
+from factorgraph.graph import covariance as _cov  # a Wishart precision or a normal–Wishart mean
+from factorgraph.graph.builder_base import _check_parent, _finish, _parent_plates, _plates, _scalar_arg, _var_plates
+from factorgraph.graph.gates import constant_param, is_random, param_gates, select_constant
 from factorgraph.graph.model import Model, current_model
 from factorgraph.graph.nodes import (
     Deterministic,
     FactorNode,
     Gate,
-    Indexed,
     ModelError,
-    Node,
     Plate,
     PrecisionOf,
     Variable,
 )
 from factors.data_products import cached_gram
-from factors.discrete import BERNOULLI, BETA, CATEGORICAL, DIRICHLET
 from factors.gamma import GAMMA
 from factors.gaussian import GAUSSIAN
 from factors.mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
 from factors.normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
-from factors.onehot import OneHot
 
 
 class _EventDim:
@@ -55,127 +52,10 @@ class _EventDim:
     def __call__(self) -> int:
         return self.var.event_shape[0]
 
+
 def plate(name: str, size: int) -> Plate:
     """Declare a plate (a named replication axis of the given size) in the active model."""
     return current_model(f"plate {name!r}").add_plate(name, size)
-
-
-# ------------------------------------------------------------------------------------ helpers
-def _plates(model: Model, plates: Sequence[Plate], name: str) -> tuple[Plate, ...]:
-    return checks.plate_list(plates, model, name)
-
-
-def _check_parent(model: Model, x: Any, name: str, edge: str, families: tuple[type, ...]) -> None:
-    node = x.source if isinstance(x, Gate) else x
-    if isinstance(x, Gate) and isinstance(node, np.ndarray):
-        node = None
-    if isinstance(node, Variable | Deterministic | Indexed):
-        if node.model is not model:
-            raise ModelError(f"{name!r}: {edge} {node.name!r} belongs to another model")
-        fam = Gaussian if isinstance(node, Deterministic) else node.family
-        if fam not in families:
-            raise ModelError(f"{name!r}: {edge} must be {' or '.join(f.__name__ for f in families)}, got "
-                             f"{'a Gaussian expression' if isinstance(node, Deterministic) else node.family.__name__} "
-                             f"{node.name!r}")
-    if isinstance(x, Gate) and x.selector.model is not model:
-        raise ModelError(f"{name!r}: the selector {x.selector.name!r} belongs to another model")
-
-
-def _parent_plates(args: Sequence[Any]) -> list[Plate]:
-    out: list[Plate] = []
-    for a in args:
-        if isinstance(a, Gate):
-            if isinstance(a.source, Variable):
-                out += [p for p in a.source.plates if p is not a.plate]
-            out += list(a.selector.plates)
-        elif isinstance(a, Node):
-            out += list(a.plates)
-    return out
-
-
-def _selected_precisions(g: Gate, name: str) -> Gate:
-    """``precision=fg.select(values, z)`` of an ``mv_gaussian``: K positive scalars, K positive vectors (diagonal
-    precisions) or K positive definite matrices, one per category (a flat prior cannot be selected)."""
-    if not isinstance(g.source, np.ndarray):
-        raise ModelError(f"{name!r}: precision {g.source.name!r}[{g.selector.name!r}] must be a Gamma or Wishart "
-                         f"variable, or constants selected with fg.select(values, {g.selector.name!r})")
-    vals = checks.constant(g.source, f"{name!r}: precision (selected by {g.selector.name!r})")
-    what = f"{name!r}: precision of category"
-    if vals.ndim == 3:
-        for k, mat in enumerate(vals):
-            checks.precision_matrix(mat, f"{what} {k}")
-            if not mat.any():
-                raise ModelError(f"{what} {k} is 0: a flat prior cannot be selected")
-    elif vals.ndim in (1, 2):
-        checks.positive(vals, f"{name!r}: precision (selected by {g.selector.name!r})")
-    else:
-        raise ModelError(f"{name!r}: fg.select values for precision must have shape (K,), (K, D) or (K, D, D), "
-                         f"got {vals.shape}")
-    return Gate(np.asarray(vals, float), g.selector, g.plate)
-
-
-def _selector_key(sel: Any) -> tuple:
-    """A gate's selector up to equivalence: z itself, or z gathered by the same labels onto the same plate (two
-    writings of ``z[g]`` in one factor, ``mu[z[g]]`` and ``L[z[g]]``, are one selector)."""
-    if isinstance(sel, Indexed):
-        return (id(sel.source), sel.along, sel.plate, sel.labels.tobytes())
-    return (id(sel),)
-
-
-def _finish(model: Model, var: Variable, ftype: Any, edges: dict[str, Any], params: dict[str, Any],
-            observed: Any, mask: Any, consumed: dict[str, Plate] | None = None) -> Variable:
-    """Attach observations, create the prior factor and register both."""
-    labels_only = isinstance(observed, OneHot)  # observed class labels are held as labels, never as rows × K
-    checks.array_size(var.shape + (() if labels_only else tuple(d or 1 for d in var.event_shape)), repr(var.name))
-    if isinstance(observed, OneHot):  # class labels, checked by checks.integer_labels
-        var.value, var.mask = observed, mask
-    elif observed is not None:
-        value, m = checks.observed_array(observed, mask, var.shape + var.event_shape, var.name,
-                                         len(var.event_shape))
-        var.value, var.mask = value, m
-    elif mask is not None:
-        raise ModelError(f"{var.name!r}: a mask was given without observed data")
-    gates = [a for a in edges.values() if isinstance(a, Gate)] + param_gates(params)
-    if len({_selector_key(g.selector) for g in gates}) > 1:
-        raise ModelError(f"{var.name!r}: all gated arguments of one factor must share one selector")
-    fplates = [*var.plates, *_parent_plates([*edges.values(), *param_gates(params)])]
-    fplates += [g.plate for g in gates]
-    consumed = consumed or {}
-    fplates = [p for p in fplates if p not in consumed.values()]
-    fshape = tuple(p.size for p in model.sorted_plates(fplates))
-    checks.array_size(fshape, f"the prior factor of {var.name!r}")
-    for edge, arg in edges.items():  # constants never add plates (an ARD vector is over components, not plates)
-        if isinstance(arg, np.ndarray) and edge in ftype.edges and edge not in consumed and not params.get("ard"):
-            k = ftype.edges[edge].event_ndims[0]
-            checks.fits(arg.shape[: max(arg.ndim - k, 0)], fshape, f"{var.name!r}: {edge}")
-        elif isinstance(arg, Gate) and isinstance(arg.source, np.ndarray) and edge in ftype.edges:
-            # fg.select(values, z): one row per category, then axes over the variable's last plates, then the
-            # edge's event axes
-            edges[edge] = plated(arg, tuple(var.plates), ftype.edges[edge].event_ndims[0], var.name, edge)
-    factor = FactorNode(ftype, f"{ftype.name}({var.name})", {"out": var, **edges},
-                        model.sorted_plates(fplates), "default", params, consumed)
-    var.prior = factor
-    model.add_variable(var)
-    model.add_factor(factor)
-    return var
-
-
-def _var_plates(model: Model, given: Sequence[Plate], name: str, parents: Sequence[Any]) -> tuple[Plate, ...]:
-    given = _plates(model, given, name)
-    return model.sorted_plates([*given, *_parent_plates(parents)])
-
-
-def _scalar_arg(model: Model, x: Any, name: str, edge: str, families: tuple[type, ...],
-                positive: bool = False) -> Any:
-    if isinstance(x, Gate) and isinstance(x.source, np.ndarray):  # fg.select(values, z): check the values
-        return select_constant(x, name, edge, checks.positive if positive else checks.constant, 0, True)
-    if isinstance(x, Variable | Deterministic | Gate | Indexed):
-        _check_parent(model, x, name, edge, families)
-        return x
-    if isinstance(x, PrecisionOf):
-        raise ModelError(f"{name!r}: {x.variable.name!r}.tau can only be the precision of a Gaussian "
-                         f"whose mean is inner(X, {x.variable.name!r})")
-    return (checks.positive if positive else checks.constant)(x, f"{name!r}: {edge}")
 
 
 # ------------------------------------------------------------------------------------ builders
@@ -236,112 +116,25 @@ def gamma(name: str, shape: Any = 1.0, rate: Any = 1.0, *, plates: Sequence[Plat
     return _finish(model, var, GAMMA, {"rate": rate}, {"shape": a}, observed, mask)
 
 
-def beta(name: str, alpha: Any = 1.0, beta: Any = 1.0, *, plates: Sequence[Plate] = ()) -> Variable:
-    """A Beta variable p ~ Beta(alpha, beta) with constant parameters."""
-    model = current_model(f"beta {name!r}")
-    model.check_name(name)
-    a = constant_param(alpha, name, "alpha", checks.positive)
-    b = constant_param(beta, name, "beta", checks.positive)
-    var = Variable(model, name, Beta, _var_plates(model, plates, name, param_gates({"a": a, "b": b})))
-    for x, what in ((a, "alpha"), (b, "beta")):
-        if not isinstance(x, Gate):
-            checks.fits(x.shape, var.shape, f"{name!r}: {what}")
-    return _finish(model, var, BETA, {}, {"alpha": a, "beta": b}, None, None)
-
-
-def _bernoulli_block(block: np.ndarray, mask: np.ndarray | None, name: str) -> np.ndarray:
-    vals, m = checks.observed_array(block.astype(float) if block.dtype == bool else block, mask, block.shape, name)
-    if np.any(~np.isin(vals[m], (0.0, 1.0))):
-        bad = vals[m][~np.isin(vals[m], (0.0, 1.0))][0].item()
-        raise ModelError(f"observed data of Bernoulli variable {name!r} must be 0/1 or bool, got {bad!r}")
-    return vals
-
-
-def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), observed: Any = None,
-              mask: Any = None, categories: Plate | None = None) -> Variable:
-    """A binary variable x ~ Bernoulli(probs), ``probs`` a constant in (0, 1) or a Beta variable.
-
-    As a selector (``v[x]``: category 0 where x is False, 1 where True) it picks the plate of size 2 of ``v``;
-    ``categories`` names that plate when ``v`` has more than one of size 2."""
-    model = current_model(f"bernoulli {name!r}")
-    model.check_name(name)
-    if categories is not None and (not isinstance(categories, Plate) or categories.size != 2):
-        raise ModelError(f"{name!r}: categories must be a plate of size 2 (False, True), got {categories!r}")
-    if isinstance(probs, Gate) and isinstance(probs.source, np.ndarray):
-        probs = select_constant(probs, name, "probs", checks.open_unit, 0, True)
-    elif not is_random(probs):
-        probs = checks.open_unit(probs, f"{name!r}: probs")
+def _selected_precisions(g: Gate, name: str) -> Gate:
+    """``precision=fg.select(values, z)`` of an ``mv_gaussian``: K positive scalars, K positive vectors (diagonal
+    precisions) or K positive definite matrices, one per category (a flat prior cannot be selected)."""
+    if not isinstance(g.source, np.ndarray):
+        raise ModelError(f"{name!r}: precision {g.source.name!r}[{g.selector.name!r}] must be a Gamma or Wishart "
+                         f"variable, or constants selected with fg.select(values, {g.selector.name!r})")
+    vals = checks.constant(g.source, f"{name!r}: precision (selected by {g.selector.name!r})")
+    what = f"{name!r}: precision of category"
+    if vals.ndim == 3:
+        for k, mat in enumerate(vals):
+            checks.precision_matrix(mat, f"{what} {k}")
+            if not mat.any():
+                raise ModelError(f"{what} {k} is 0: a flat prior cannot be selected")
+    elif vals.ndim in (1, 2):
+        checks.positive(vals, f"{name!r}: precision (selected by {g.selector.name!r})")
     else:
-        _check_parent(model, probs, name, "probs", (Beta,))
-    var = Variable(model, name, Bernoulli, _var_plates(model, plates, name, [probs]))
-    var.category_plate = categories
-    if observed is not None:
-        observed = checks.bool_as_float(observed)
-        if checks.is_dask(observed):  # each chunk is checked when it is computed
-            observed, m = checks.lazy_observed(observed, mask, var.shape, name, 0, _bernoulli_block, (name,))
-            return _finish(model, var, BERNOULLI, {"probs": probs}, {}, observed, m)
-        vals, m = checks.observed_array(observed, mask, var.shape, name)
-        if np.any(~np.isin(vals[m], (0.0, 1.0))):
-            bad = vals[m][~np.isin(vals[m], (0.0, 1.0))][0].item()
-            raise ModelError(f"observed data of Bernoulli variable {name!r} must be 0/1 or bool, got {bad!r}")
-    return _finish(model, var, BERNOULLI, {"probs": probs}, {}, observed, mask)
-
-
-def dirichlet(name: str, concentration: Any, *, plates: Sequence[Plate] = ()) -> Variable:
-    """A probability vector p ~ Dirichlet(concentration) (K = len(concentration))."""
-    model = current_model(f"dirichlet {name!r}")
-    model.check_name(name)
-    a = constant_param(concentration, name, "concentration", checks.positive, 1)
-    vals = a.source if isinstance(a, Gate) else a
-    if vals.ndim < 1:
-        raise ModelError(f"{name!r}: concentration must be a vector (one entry per category), got {concentration!r}")
-    var = Variable(model, name, Dirichlet, _var_plates(model, plates, name, param_gates({"a": a})),
-                   (vals.shape[-1],))
-    if not isinstance(a, Gate):
-        checks.fits(a.shape[:-1], var.shape, f"{name!r}: concentration (without its category axis)")
-    return _finish(model, var, DIRICHLET, {}, {"concentration": a}, None, None)
-
-
-def categorical(name: str, probs: Any, *, plates: Sequence[Plate] = (), observed: Any = None,
-                mask: Any = None, categories: Plate | None = None) -> Variable:
-    """A label z ∈ {0, …, K−1} ~ Categorical(probs); ``probs`` a constant probability vector or a
-    Dirichlet variable.  ``categories`` optionally names the plate its values index (for gates)."""
-    model = current_model(f"categorical {name!r}")
-    model.check_name(name)
-    def simplex(x: Any, what: str) -> np.ndarray:
-        pr = checks.nonnegative(x, what)
-        if pr.ndim < 1 or not np.allclose(pr.sum(-1), 1.0, atol=1e-9):
-            sums = pr.sum(-1).ravel() if pr.ndim else pr.ravel()
-            raise ModelError(f"{what} must be a probability vector (entries summing to 1), got "
-                             f"{checks._show(pr)} (sum {sums[np.argmax(np.abs(sums - 1.0))].item():.6g})")
-        return pr
-
-    if isinstance(probs, Gate) and isinstance(probs.source, np.ndarray):
-        probs = select_constant(probs, name, "probs", simplex, 1, True)
-        K = probs.source.shape[-1]
-    elif is_random(probs):
-        _check_parent(model, probs, name, "probs", (Dirichlet,))
-        K = (probs.source if isinstance(probs, Gate) else probs).event_shape[0]
-    else:
-        probs = simplex(probs, f"{name!r}: probs")
-        K = probs.shape[-1]
-    if categories is not None:
-        if not isinstance(categories, Plate) or categories.size != K:
-            raise ModelError(f"{name!r}: categories must be a plate of size {K}, got {categories!r}")
-    var = Variable(model, name, Categorical, _var_plates(model, plates, name, [probs]), (K,))
-    var.category_plate = categories
-    onehot = None
-    if observed is not None and checks.is_dask(observed):  # one-hot per chunk, checked when computed
-        if mask is not None or isinstance(getattr(observed, "_meta", None), np.ma.MaskedArray):
-            raise ModelError(f"labels of {name!r} are a dask array: missing labels (mask= or a masked array) "
-                             "are not supported with dask data here; give them in memory")
-        checks.observed_array(observed, mask, var.shape, name)
-        onehot, mask = checks.one_hot_labels(observed, K, name)
-    elif observed is not None:
-        lab, m = checks.integer_labels(observed, mask, var.shape, K, name)
-        onehot = OneHot(np.where(m, lab, -1), K)  # the labels, never formed as rows × K (factors.onehot)
-        mask = m
-    return _finish(model, var, CATEGORICAL, {"probs": probs}, {}, onehot, mask)
+        raise ModelError(f"{name!r}: fg.select values for precision must have shape (K,), (K, D) or (K, D, D), "
+                         f"got {vals.shape}")
+    return Gate(np.asarray(vals, float), g.selector, g.plate)
 
 
 def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance: Any = None,
@@ -364,10 +157,6 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
     keeps its observed coordinates' marginal density).  Under a Wishart precision or a normal–Wishart mean
     that density is not Wishart-conjugate, and the model runs NCVMP (``factors.mv_gaussian_wishart_missing``).
     """
-    from factorgraph.graph import (
-        covariance as _cov,  # a Wishart precision or a normal–Wishart mean (factorgraph/graph/covariance.py)
-    )
-
     if _cov.uses_wishart(mean, precision):
         if covariance is not None or sd is not None:
             raise ModelError(f"{name!r}: a Wishart precision or normal–Wishart mean gives the covariance; do not "

@@ -16,7 +16,7 @@ import numpy as np
 from distributions import Beta, Binomial, Dirichlet, Gamma, Gaussian, Multinomial, Poisson
 from distributions.binomial import log_binom
 from factorgraph.graph import checks
-from factorgraph.graph.builders import _check_parent, _finish, _plates, _var_plates
+from factorgraph.graph.builder_base import _check_parent, _finish, _plates, _var_plates
 from factorgraph.graph.gates import is_random, select_constant, source_plates
 from factorgraph.graph.model import Model, current_model
 from factorgraph.graph.nodes import Deterministic, Gate, Indexed, ModelError, Plate, Variable

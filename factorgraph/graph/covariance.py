@@ -18,7 +18,7 @@ import numpy as np
 
 from distributions import GaussianWishart, MvGaussian, Wishart
 from factorgraph.graph import checks
-from factorgraph.graph.builders import _check_parent, _finish, _parent_plates, _plates
+from factorgraph.graph.builder_base import _check_parent, _finish, _parent_plates, _plates
 from factorgraph.graph.model import current_model
 from factorgraph.graph.nodes import Gate, Indexed, ModelError, Plate, Variable
 from factors.mv_gaussian_wishart import MV_GAUSSIAN_WISHART

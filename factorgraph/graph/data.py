@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 
 from factorgraph.graph import checks
+from factorgraph.graph.context import current_model
 from factorgraph.graph.expressions import inner as _inner
-from factorgraph.graph.model import Model, current_model
+from factorgraph.graph.indexing import _labels
 from factorgraph.graph.nodes import Data, Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
 
 _DEPTH = [0]  # nesting of recorded builder calls: only the outermost (the user's) call is recorded
@@ -112,16 +113,6 @@ def _found(args: tuple, kwargs: dict) -> list[tuple[str | int, Data]]:
         (k, a) for k, a in kwargs.items() if isinstance(a, Data)]
 
 
-def _bind_axes(d: Data, plates: tuple[Plate, ...], user: str) -> None:
-    """Record that the leading axes of ``d`` run over ``plates`` (consistently with earlier uses)."""
-    for i, p in enumerate(plates):
-        old = d.axes.get(i)
-        if old is not None and old is not p:
-            raise ModelError(f"data {d.name!r}: axis {i} runs over plate {old.name!r} in one use and over "
-                             f"{p.name!r} in {user}")
-    d.axes.update(enumerate(plates))
-
-
 def recorded(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap a public builder: accept data nodes among its arguments and record the call on the model."""
 
@@ -142,7 +133,7 @@ def recorded(fn: Callable[..., Any]) -> Callable[..., Any]:
                     roles = {key if isinstance(key, str) else list(sig.parameters)[key]: d for key, d in found}
                     for role, d in roles.items():
                         if role in ("observed", "mask") or d.shape[:len(out.plates)] == out.shape and out.plates:
-                            _bind_axes(d, out.plates, f"{out.name!r}")
+                            d.bind_axes(out.plates, f"{out.name!r}")
                 if undo is not None:
                     undo.keep()
         finally:
@@ -178,7 +169,7 @@ def inner(X: Any, w: Any, plates: Any = ()) -> Deterministic:
             raise ModelError(f"data {X.name!r}: axis {i} runs over plate {X.axes[i].name!r} in one use and over "
                              f"{p.name!r} in fg.inner({X.name!r}, ...)")
     det = _inner(X.value, w, plates)
-    _bind_axes(X, rows, f"fg.inner({X.name!r}, ...)")
+    X.bind_axes(rows, f"fg.inner({X.name!r}, ...)")
     det.params["data"] = X.name
     X.uses.append(det)
     return det
@@ -191,7 +182,7 @@ inner.__doc__ = (_inner.__doc__ or "") + """
 
 
 # ------------------------------------------------------------------------------------ set_data
-def set_data(model: Model, values: dict[str, Any], keep: frozenset[str] = frozenset()) -> None:
+def set_data(model: Any, values: dict[str, Any], keep: frozenset[str] = frozenset()) -> None:
     """Replace data by node name (``Model.set_data``); ``keep``: variables whose data may go stale (their
     builders are not re-run: ``fg.predict`` draws them afresh)."""
     if not values:
@@ -227,7 +218,7 @@ def set_data(model: Model, values: dict[str, Any], keep: frozenset[str] = frozen
     model.data_version += 1
 
 
-def _new_sizes(model: Model, new: dict[str, Any]) -> dict[Plate, tuple[int, str]]:
+def _new_sizes(model: Any, new: dict[str, Any]) -> dict[Plate, tuple[int, str]]:
     sizes: dict[Plate, tuple[int, str]] = {}
     for name, arr in new.items():
         d = model.data[name]
@@ -248,7 +239,7 @@ def _new_sizes(model: Model, new: dict[str, Any]) -> dict[Plate, tuple[int, str]
     return sizes
 
 
-def _check_resizable(model: Model, new: dict[str, Any], sizes: dict, resized: dict[Plate, int],
+def _check_resizable(model: Any, new: dict[str, Any], sizes: dict, resized: dict[Plate, int],
                      keep: frozenset[str]) -> None:
     for p, s in resized.items():
         src = sizes[p][1]
@@ -287,7 +278,7 @@ def _check_resizable(model: Model, new: dict[str, Any], sizes: dict, resized: di
                                  f"{v.name!r} was not built by a public builder and cannot be rebuilt")
 
 
-def _indexed(model: Model) -> list[Indexed]:
+def _indexed(model: Any) -> list[Indexed]:
     args = [a for f in model.factors for a in f.edges.values()] + [
         a for d in model.deterministics for a in d.parents.values()]
     seen: dict[int, Indexed] = {}
@@ -298,7 +289,7 @@ def _indexed(model: Model) -> list[Indexed]:
     return list(seen.values())
 
 
-def _update_expressions(model: Model, new: dict[str, Any], resized: dict[Plate, int]) -> None:
+def _update_expressions(model: Any, new: dict[str, Any], resized: dict[Plate, int]) -> None:
     """New inputs of the fg.inner nodes on data, and the sizes of every expression."""
     for d in model.deterministics:
         if d.op.name == "inner":
@@ -321,10 +312,8 @@ def _update_expressions(model: Model, new: dict[str, Any], resized: dict[Plate, 
             d.params = {**d.params, "sizes": tuple(q.size for q in d.plates)}
 
 
-def _update_labels(model: Model, new: dict[str, Any]) -> None:
+def _update_labels(model: Any, new: dict[str, Any]) -> None:
     """New labels of the indexed views ``x[fg.data("g", labels)]``, checked as at construction."""
-    from factorgraph.graph.indexing import _labels
-
     for x in _indexed(model):
         name = getattr(x, "data", None)
         if name in new:
@@ -342,7 +331,7 @@ def _w_plates(d: Deterministic) -> tuple[Plate, ...]:
     return tuple(p for p in w.plates if p is not consumed)
 
 
-def _rerun(model: Model, v: Variable, call: Call, new: dict[str, Any]) -> None:
+def _rerun(model: Any, v: Variable, call: Call, new: dict[str, Any]) -> None:
     """Build a scratch copy of ``v`` from its recorded call with the new data, move its data onto ``v``."""
     sig = inspect.signature(call.fn)
     bound = sig.bind(*call.args, **call.kwargs)
@@ -372,7 +361,7 @@ class _Undo:
 
 
 @contextmanager
-def _scratch(model: Model) -> Iterator[_Undo]:
+def _scratch(model: Any) -> Iterator[_Undo]:
     """Whatever a block adds to the model's containers is removed when it ends (unless it calls ``keep()``)."""
     plates, variables, names = dict(model.plates), dict(model.variables), set(model._names)
     dets, factors = list(model.deterministics), list(model.factors)
@@ -411,7 +400,7 @@ def _transplant(v: Variable, tmp: Variable) -> None:
     v.prior.params.update(params)
 
 
-def _snapshot(model: Model) -> dict[str, Any]:
+def _snapshot(model: Any) -> dict[str, Any]:
     return {
         "sizes": {p: p.size for p in model.plates.values()},
         "data": {k: d.value for k, d in model.data.items()},
@@ -425,7 +414,7 @@ def _snapshot(model: Model) -> dict[str, Any]:
 _NONE = object()
 
 
-def _restore(model: Model, s: dict[str, Any]) -> None:
+def _restore(model: Any, s: dict[str, Any]) -> None:
     for p, size in s["sizes"].items():
         object.__setattr__(p, "size", size)
     for k, value in s["data"].items():
@@ -451,7 +440,7 @@ def _restore(model: Model, s: dict[str, Any]) -> None:
 
 
 @contextmanager
-def swapped(model: Model, values: dict[str, Any], keep: frozenset[str] = frozenset(),
+def swapped(model: Any, values: dict[str, Any], keep: frozenset[str] = frozenset(),
             caller: str = "set_data") -> Iterator[None]:
     """Within the block the model holds ``values`` (see ``set_data``); afterwards everything is as before.
     ``caller`` names the user's call in set_data's errors (``fg.predict``'s are "predict: ...")."""
@@ -472,7 +461,7 @@ def swapped(model: Model, values: dict[str, Any], keep: frozenset[str] = frozens
         model.data_version = version
 
 
-def data_plates(model: Model, names: Any) -> set[Plate]:
+def data_plates(model: Any, names: Any) -> set[Plate]:
     """The plates spanned by the named data nodes."""
     return {p for n in names for p in model.data[n].plates}
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from factorgraph.graph.model import current_model
-from factorgraph.graph.nodes import Deterministic, Gate, ModelError, Node
+from factorgraph.graph.context import current_model
+from factorgraph.graph.nodes import Deterministic, Gate, ModelError, Node, gated_arithmetic_error
 
 
 class DerivedPosterior:
@@ -97,8 +97,6 @@ def deterministic(name: str, expression: Any) -> Deterministic:
     model = current_model(f"deterministic {name!r}")
     model.check_name(name)
     if isinstance(expression, Gate):
-        from factorgraph.graph.expressions import gated_arithmetic_error
-
         raise gated_arithmetic_error(expression, f"deterministic {name!r}")
     if not isinstance(expression, Deterministic):
         what = (f"the {type(expression).__name__.lower()} {expression.name!r}" if isinstance(expression, Node)

@@ -16,12 +16,11 @@ valid DOT text).
 from __future__ import annotations
 
 import shutil
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import networkx as nx
 
 from factorgraph.graph.nodes import Deterministic, Gate, Indexed, Node, Plate, Variable
-
-if TYPE_CHECKING:
-    from factorgraph.graph.model import Model
 
 OBSERVED, PARTIAL = "#b0b0b0", "#dedede"
 
@@ -31,13 +30,13 @@ def _target(a: Any) -> Node | None:
     return a if isinstance(a, Variable | Deterministic) else None
 
 
-def _ids(model: Model) -> dict[str, str]:
+def _ids(model: Any) -> dict[str, str]:
     """Node ids by variable name: ``v<i>`` (plain ids: DOT reads a colon as a port)."""
     names = [*model.variables, *(d.name for d in model.deterministics)]
     return {name: f"v{i}" for i, name in enumerate(names)}
 
 
-def _edges(model: Model) -> list[tuple[str, str, str, bool]]:
+def _edges(model: Any) -> list[tuple[str, str, str, bool]]:
     """(tail id, head id, label, gate?) of every edge, by node ids ``v<i>`` and ``f<index>``."""
     ids = _ids(model)
     out: list[tuple[str, str, str, bool]] = []
@@ -59,7 +58,7 @@ def _edges(model: Model) -> list[tuple[str, str, str, bool]]:
     return out
 
 
-def _nodes(model: Model) -> list[tuple[str, str, str, tuple[Plate, ...]]]:
+def _nodes(model: Any) -> list[tuple[str, str, str, tuple[Plate, ...]]]:
     """(id, label, kind, plates); kind is observed / partial / latent / deterministic / factor."""
     ids = _ids(model)
     out = []
@@ -77,7 +76,7 @@ def _plate_label(p: Plate) -> str:
     return f"{p.name} = {p.size}"
 
 
-def to_graphviz(model: Model) -> Any:
+def to_graphviz(model: Any) -> Any:
     """The model as a ``graphviz.Digraph`` (see the module docstring)."""
     import graphviz
 
@@ -122,7 +121,7 @@ def to_graphviz(model: Model) -> Any:
     return g
 
 
-def to_matplotlib(model: Model, ax: Any = None) -> Any:
+def to_matplotlib(model: Any, ax: Any = None) -> Any:
     """The model drawn with matplotlib through networkx; returns the ``Figure``."""
     if ax is None:
         from matplotlib.figure import Figure
@@ -131,8 +130,6 @@ def to_matplotlib(model: Model, ax: Any = None) -> Any:
         ax = fig.add_subplot()
     else:
         fig = ax.figure
-    import networkx as nx
-
     G = nx.DiGraph()
     nodes = _nodes(model)
     for nid, label, kind, plates in nodes:
@@ -194,7 +191,7 @@ def has_dot() -> bool:
     return shutil.which("dot") is not None
 
 
-def draw(model: Model, backend: str | None = None) -> Any:
+def draw(model: Any, backend: str | None = None) -> Any:
     """``model.draw()``: a ``graphviz.Digraph`` where Graphviz is installed, else a matplotlib ``Figure``."""
     if backend not in (None, "graphviz", "matplotlib"):
         raise ValueError(f"draw: backend must be None, 'graphviz' or 'matplotlib', got {backend!r}")

@@ -9,8 +9,19 @@ import numpy as np
 
 from distributions import Bernoulli, Categorical, Gamma, Gaussian, GaussianGamma, MvGaussian
 from factorgraph.graph import checks
-from factorgraph.graph.model import current_model
-from factorgraph.graph.nodes import Data, Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
+from factorgraph.graph.context import current_model
+from factorgraph.graph.nodes import (
+    Data,
+    Deterministic,
+    Gate,
+    Indexed,
+    ModelError,
+    Node,
+    Plate,
+    Variable,
+    gated_arithmetic_error,
+)
+from factorgraph.graph.scale_terms import on_sigma
 from factors.deterministic import Dot, Inner, Product, Sum
 from factors.plating import expand
 from factors.polynomial import Polynomial
@@ -22,8 +33,6 @@ def _gaussian_operand(x: Any, what: str) -> Node | np.ndarray:
     if isinstance(x, Deterministic):
         return x
     if isinstance(x, Variable) and getattr(x, "scale_prior", None) and x.family is Gamma:
-        from factorgraph.graph.scales import on_sigma
-
         return on_sigma(x, what)
     if isinstance(x, Variable | Indexed):
         if x.family is not Gaussian:
@@ -35,14 +44,6 @@ def _gaussian_operand(x: Any, what: str) -> Node | np.ndarray:
     if isinstance(x, Data):
         return x
     return checks.constant(x, what)
-
-
-def gated_arithmetic_error(g: Gate, what: str = "arithmetic") -> ModelError:
-    """The error for an expression, index or product that takes a gate ``x[z]`` as an operand."""
-    src = g.source.name if isinstance(g.source, Node) else "values"
-    return ModelError(f"{what}: the gate {src}[{g.selector.name}] can only be an argument of a factor; build the "
-                      f"expression on {src} itself (plated over the categories) and gate the result, e.g. "
-                      f"(2.0 * {src})[{g.selector.name}] or fg.inner(X, {src}, [n])[{g.selector.name}]")
 
 
 def _binary(op: Any, stem: str, a: Any, b: Any) -> Deterministic:
@@ -83,8 +84,6 @@ def _data_operand(d: Data, node: Deterministic, role: str, new: list[Plate]) -> 
     ``fg.predict`` can replace it (resizing its plates).  Its axes run over ``new`` (plates found by size)
     and then, numpy-style, the trailing plates of the node; an axis of size 1 on a plate of another size
     (broadcast) is refused: a data operand spans its plates."""
-    from factorgraph.graph.data import _bind_axes
-
     shape = d.shape
     rest = [p for p in node.plates if p not in new]
     k = len(shape) - len(new)
@@ -93,7 +92,7 @@ def _data_operand(d: Data, node: Deterministic, role: str, new: list[Plate]) -> 
         if s != p.size or len(axes) != len(shape):
             raise ModelError(f"{node.op.name}: data {d.name!r} of shape {shape} broadcasts along plate {p.name!r} "
                              f"(size {p.size}); a data operand must span its plates, one entry per element")
-    _bind_axes(d, tuple(axes), f"{node.name!r}")
+    d.bind_axes(tuple(axes), f"{node.name!r}")
     d.uses.append(node)
     return d.name
 

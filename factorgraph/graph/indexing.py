@@ -20,8 +20,18 @@ from typing import Any
 import numpy as np
 
 from factorgraph.graph import checks
-from factorgraph.graph.model import current_model
-from factorgraph.graph.nodes import Data, Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
+from factorgraph.graph.context import current_model
+from factorgraph.graph.nodes import (
+    Data,
+    Deterministic,
+    Gate,
+    Indexed,
+    ModelError,
+    Node,
+    Plate,
+    Variable,
+    gated_arithmetic_error,
+)
 
 
 def index(x: Variable, idx: Any, plate: Plate | None = None, *, along: Plate | None = None) -> Indexed:
@@ -63,8 +73,6 @@ def index(x: Variable, idx: Any, plate: Plate | None = None, *, along: Plate | N
     if isinstance(x, Indexed):
         return _compose(x, idx, plate, along)
     if isinstance(x, Gate):
-        from factorgraph.graph.expressions import gated_arithmetic_error
-
         raise gated_arithmetic_error(x, "index")
     if not isinstance(x, Variable):
         what = "a deterministic expression" if isinstance(x, Deterministic) else repr(x)

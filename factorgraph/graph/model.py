@@ -1,4 +1,8 @@
-"""The model: a context that collects plates, variables and factors, and its networkx graph."""
+"""The model: a context that collects plates, variables and factors, and its networkx graph.
+
+The ``Model`` class sits above what it offers as methods: the node algebra its nodes' operators call
+(``expressions``, ``indexing``), ``set_data`` (``data``) and ``draw`` (``drawing``); none of those import it.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,11 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from factorgraph.graph import context, drawing, expressions, indexing
+from factorgraph.graph import data as _data
+from factorgraph.graph.checks import plate_size
+from factorgraph.graph.context import current_model
 from factorgraph.graph.nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Plate, Variable
-
-_ACTIVE: list[Model] = []
 
 
 class Model:
@@ -50,11 +56,11 @@ class Model:
         return state
 
     def __enter__(self) -> Model:
-        _ACTIVE.append(self)
+        context.enter(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        _ACTIVE.remove(self)
+        context.leave(self)
 
     # ------------------------------------------------------------------------------ registration
     def add_plate(self, name: str, size: int) -> Plate:
@@ -64,8 +70,6 @@ class Model:
             raise ModelError(f"plate {name!r} is declared twice in model {self.name!r}")
         if isinstance(size, bool) or not isinstance(size, int | np.integer) or size <= 0:
             raise ModelError(f"plate {name!r} needs a positive integer size, got {size!r}")
-        from factorgraph.graph.checks import plate_size
-
         plate = Plate(name, plate_size(size, name), len(self.plates))
         self.plates[name] = plate
         return plate
@@ -111,9 +115,24 @@ class Model:
         reuses what the last one compiled (``model.compilations`` does not grow) and gives the result of
         a model built afresh with the new data.  On a ``ModelError`` the model is left as it was.
         """
-        from factorgraph.graph.data import set_data
+        _data.set_data(self, values)
 
-        set_data(self, values)
+    # ------------------------------------------------------------------------------ node algebra
+    # the operators of the model's nodes (nodes.py) are built here: x + y, c * x, -x, x[z] and x[idx]
+    def _sum(self, a: Any, b: Any) -> Deterministic:
+        return expressions.add(a, b)
+
+    def _product(self, a: Any, b: Any) -> Deterministic:
+        return expressions.multiply(a, b)
+
+    def _scaled(self, c: Any, a: Any) -> Deterministic:
+        return expressions.scale(c, a)
+
+    def _gate(self, source: Any, selector: Any) -> Gate:
+        return expressions.gate(source, selector)
+
+    def _index(self, x: Any, labels: Any) -> Indexed:
+        return indexing.index(x, labels)
 
     # ------------------------------------------------------------------------------ inspection
     def __getitem__(self, name: str) -> Variable:
@@ -155,17 +174,11 @@ class Model:
         as boxes labelled with their sizes, gates as dashed edges from the selector), else the same graph
         as a matplotlib ``Figure`` drawn through networkx.  ``backend="matplotlib"`` or ``"graphviz"``
         chooses."""
-        from factorgraph.graph.drawing import draw
-
-        return draw(self, backend)
+        return drawing.draw(self, backend)
 
     def __repr__(self) -> str:
         return (f"Model({self.name!r}: {len(self.variables)} variables, {len(self.factors)} factors, "
                 f"plates {[(p.name, p.size) for p in self.plates.values()]})")
 
 
-def current_model(what: str) -> Model:
-    """The innermost active model, or a clear error naming what was being built."""
-    if not _ACTIVE:
-        raise ModelError(f"{what}: no active model; build variables inside `with fg.Model(...):`")
-    return _ACTIVE[-1]
+__all__ = ["Model", "current_model"]

@@ -3,18 +3,22 @@
 Every node lives under an ordered set of named plates (a plate is a name and a size and maps to one
 numpy axis).  A node's arrays have its plates as leading axes, in the model's declaration order,
 followed by the event axes of its family.
+
+This module is the bottom of the model language: it imports no other module of it.  A node's operators
+(``x + y``, ``c * x``, ``-x``, ``x[z]``, ``x[idx]``) are built by the model that owns the node (``node.model``,
+whose ``_sum``, ``_product``, ``_scaled``, ``_gate`` and ``_index`` call ``expressions`` and ``indexing``), so
+the modules that build and check expressions sit above the node classes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from factorgraph.graph.model import Model
-    from factors.base import FactorType
+from distributions import GaussianGamma
+from factors.base import FactorType
 
 
 class ModelError(ValueError):
@@ -38,39 +42,29 @@ class Node:
 
     name: str
     plates: tuple[Plate, ...]
-    model: Model
+    model: Any
 
     # arithmetic builds deterministic Gaussian expressions; numpy defers to it (x * a[g] with an array x)
     __array_ufunc__ = None
 
     def __add__(self, other: Any) -> Node:
-        from factorgraph.graph.expressions import add
-
-        return add(self, other)
+        return self.model._sum(self, other)
 
     __radd__ = __add__
 
     def __sub__(self, other: Any) -> Node:
-        from factorgraph.graph.expressions import add, scale
-
-        return add(self, scale(-1.0, other))
+        return self.model._sum(self, self.model._scaled(-1.0, other))
 
     def __rsub__(self, other: Any) -> Node:
-        from factorgraph.graph.expressions import add, scale
-
-        return add(other, scale(-1.0, self))
+        return self.model._sum(other, self.model._scaled(-1.0, self))
 
     def __mul__(self, other: Any) -> Node:
-        from factorgraph.graph.expressions import multiply
-
-        return multiply(self, other)
+        return self.model._product(self, other)
 
     __rmul__ = __mul__
 
     def __neg__(self) -> Node:
-        from factorgraph.graph.expressions import scale
-
-        return scale(-1.0, self)
+        return self.model._scaled(-1.0, self)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -94,7 +88,7 @@ class Variable(Node):
         value is observed; ``mask is None`` means fully latent.
     """
 
-    def __init__(self, model: Model, name: str, family: type, plates: tuple[Plate, ...],
+    def __init__(self, model: Any, name: str, family: type, plates: tuple[Plate, ...],
                  event_shape: tuple[int, ...] = ()) -> None:
         self.model = model
         self.name = name
@@ -120,18 +114,12 @@ class Variable(Node):
 
     def __getitem__(self, selector: Any) -> Gate | Indexed:
         if not isinstance(selector, Node):  # constant integer labels: x[idx] gathers x onto a data plate
-            from factorgraph.graph.indexing import index
-
-            return index(self, selector)
-        from factorgraph.graph.expressions import gate
-
-        return gate(self, selector)
+            return self.model._index(self, selector)
+        return self.model._gate(self, selector)
 
     @property
     def tau(self) -> PrecisionOf:
         """The precision τ of a joint normal–gamma variable, for use as a likelihood precision."""
-        from distributions import GaussianGamma
-
         if self.family is not GaussianGamma:
             raise ModelError(f"variable {self.name!r} is {self.family.__name__}, not a normal-gamma "
                              "block: only gaussian_gamma variables have a .tau")
@@ -157,7 +145,7 @@ class Deterministic(Node):
     The ``op`` is a ``factors.deterministic`` operation that knows both directions.
     """
 
-    def __init__(self, model: Model, name: str, op: Any, parents: dict[str, Any],
+    def __init__(self, model: Any, name: str, op: Any, parents: dict[str, Any],
                  plates: tuple[Plate, ...], params: dict[str, Any] | None = None) -> None:
         self.model = model
         self.name = name
@@ -181,9 +169,7 @@ class Deterministic(Node):
         return out
 
     def __getitem__(self, selector: Variable) -> Gate:
-        from factorgraph.graph.expressions import gate
-
-        return gate(self, selector)
+        return self.model._gate(self, selector)
 
     def __repr__(self) -> str:
         return f"<deterministic {self.name!r} plates={[p.name for p in self.plates]}>"
@@ -213,12 +199,18 @@ class Gate:
         return f"<gate {src}[{self.selector.name}]>"
 
     def _no_arithmetic(self, *_: Any) -> None:
-        from factorgraph.graph.expressions import gated_arithmetic_error
-
         raise gated_arithmetic_error(self)
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __neg__ = __truediv__ = _no_arithmetic
     __getitem__ = _no_arithmetic
+
+
+def gated_arithmetic_error(g: Gate, what: str = "arithmetic") -> ModelError:
+    """The error for an expression, index or product that takes a gate ``x[z]`` as an operand."""
+    src = g.source.name if isinstance(g.source, Node) else "values"
+    return ModelError(f"{what}: the gate {src}[{g.selector.name}] can only be an argument of a factor; build the "
+                      f"expression on {src} itself (plated over the categories) and gate the result, e.g. "
+                      f"(2.0 * {src})[{g.selector.name}] or fg.inner(X, {src}, [n])[{g.selector.name}]")
 
 
 @dataclass(eq=False)
@@ -247,7 +239,7 @@ class Indexed(Node):
     Built by ``fg.index`` (or ``x[idx]``).
     """
 
-    def __init__(self, model: Model, name: str, source: Variable, labels: np.ndarray, along: Plate,
+    def __init__(self, model: Any, name: str, source: Variable, labels: np.ndarray, along: Plate,
                  plate: Plate, plates: tuple[Plate, ...]) -> None:
         self.model = model
         self.name = name
@@ -275,9 +267,7 @@ class Indexed(Node):
         if isinstance(labels, Node):
             raise ModelError(f"{self.name!r}[{labels.name!r}]: gate the variable itself, {self.source.name!r}[...]; "
                              "an indexed view can only be indexed again by integer labels")
-        from factorgraph.graph.indexing import index
-
-        return index(self, labels)
+        return self.model._index(self, labels)
 
     def observe(self, value: Any) -> None:
         raise ModelError(f"{self.name!r} is an indexed view of {self.source.name!r} and cannot be observed")
@@ -300,7 +290,7 @@ class Data:
 
     __array_ufunc__ = None  # numpy defers to the operators below
 
-    def __init__(self, model: Model, name: str, value: Any) -> None:
+    def __init__(self, model: Any, name: str, value: Any) -> None:
         self.model = model
         self.name = name
         self.value = value
@@ -315,6 +305,16 @@ class Data:
     def plates(self) -> tuple[Plate, ...]:
         return tuple(self.axes[i] for i in sorted(self.axes))
 
+    def bind_axes(self, plates: tuple[Plate, ...], user: str) -> None:
+        """Record that the leading axes run over ``plates`` (consistently with earlier uses; ``user`` names the
+        use in the error)."""
+        for i, p in enumerate(plates):
+            old = self.axes.get(i)
+            if old is not None and old is not p:
+                raise ModelError(f"data {self.name!r}: axis {i} runs over plate {old.name!r} in one use and over "
+                                 f"{p.name!r} in {user}")
+        self.axes.update(enumerate(plates))
+
     def __repr__(self) -> str:
         return f"<data {self.name!r} shape={self.shape} plates={[p.name for p in self.plates]}>"
 
@@ -322,9 +322,7 @@ class Data:
         """A data node times or plus a random node is an expression (``beta * x``); with anything else
         the result would be a plain array that ``set_data`` could not replace: refused by name."""
         if isinstance(other, Node):
-            from factorgraph.graph.expressions import add
-
-            return add(other, self)
+            return self.model._sum(other, self)
         what = f"another data node ({other.name!r})" if isinstance(other, Data) else f"a constant ({other!r})"
         raise ModelError(f"data {self.name!r}: arithmetic between a data node and {what} is not tracked; compute "
                          f"the array in numpy and declare the result with fg.data, or combine {self.name!r} with a "
@@ -332,9 +330,7 @@ class Data:
 
     def _product(self, other: Any) -> Any:
         if isinstance(other, Node):
-            from factorgraph.graph.expressions import multiply
-
-            return multiply(other, self)
+            return self.model._product(other, self)
         return self._arithmetic(other)
 
     __add__ = __radd__ = _arithmetic
@@ -342,9 +338,7 @@ class Data:
 
     def __sub__(self, other: Any) -> Any:
         if isinstance(other, Node):
-            from factorgraph.graph.expressions import add, scale
-
-            return add(self, scale(-1.0, other))
+            return self.model._sum(self, self.model._scaled(-1.0, other))
         return self._arithmetic(other)
 
     def __neg__(self) -> Any:

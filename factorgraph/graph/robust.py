@@ -9,7 +9,7 @@ import numpy as np
 
 from distributions import Gamma, Gaussian
 from factorgraph.graph import checks
-from factorgraph.graph.builders import _check_parent, _finish, _var_plates
+from factorgraph.graph.builder_base import _check_parent, _finish, _var_plates
 from factorgraph.graph.gates import select_constant
 from factorgraph.graph.model import current_model
 from factorgraph.graph.nodes import Deterministic, Gate, Indexed, ModelError, Plate, Variable

@@ -18,9 +18,10 @@ conjugate; the prior's own term is non-conjugate and runs under NCVMP (Knowles &
 quadrature of its expected log density (see ``factors.scale_priors``).  The evidence stays a lower bound.
 
 Used as a term of a sum or product instead — the non-centred parametrisation ``theta = mu + tau * eta`` — the
-variable becomes one over σ itself (``on_sigma``): its q is the prior tilted by the Gaussian messages of the
-terms, q(σ) ∝ p(σ) exp(η₁σ + η₂σ²) (``distributions.TiltedScale``), the exact mean-field update, so such models
-run under plain VMP with an exact evidence term.  A scale is either an ``sd=`` or such a term, not both.
+variable becomes one over σ itself (``scale_terms.on_sigma``): its q is the prior tilted by the Gaussian
+messages of the terms, q(σ) ∝ p(σ) exp(η₁σ + η₂σ²) (``distributions.TiltedScale``), the exact mean-field
+update, so such models run under plain VMP with an exact evidence term.  A scale is either an ``sd=`` or such
+a term, not both.
 
 ``fg.uniform_scale("sigma", upper=U)`` is σ ~ U(0, U).  Under any Gamma over σ⁻² its expected log prior would
 be −∞ (the Gamma puts mass on σ > U), so its variable's posterior is a Gamma truncated to σ⁻² > U⁻²
@@ -36,13 +37,12 @@ from typing import Any
 
 import numpy as np
 
-from distributions import Gamma, Gaussian
+from distributions import Gamma
 from factorgraph.graph import checks
-from factorgraph.graph.builders import _finish, _plates
+from factorgraph.graph.builder_base import _finish, _plates
 from factorgraph.graph.model import current_model
-from factorgraph.graph.nodes import Gate, ModelError, Plate, Variable
+from factorgraph.graph.nodes import ModelError, Plate, Variable
 from factors.scale_priors import SCALE_PRIOR, scale_prior_params
-from factors.scale_sigma import SCALE_SIGMA
 from factors.uniform_scale import UNIFORM_SCALE, uniform_scale_params
 
 SCALE_BUILDERS = ("fg.half_normal", "fg.half_cauchy", "fg.half_student_t", "fg.exponential", "fg.uniform_scale")
@@ -117,36 +117,3 @@ def uniform_scale(name: str, upper: Any, *, plates: Sequence[Plate] = ()) -> Var
     params = uniform_scale_params(u)
     var.lower = np.broadcast_to(params["lower"], var.shape).copy()
     return _finish(model, var, UNIFORM_SCALE, {}, params, None, None)
-
-
-def on_sigma(var: Variable, what: str) -> Variable:
-    """Make a scale variable a variable over σ itself, for use in a sum or product (θ = μ + τ·η).
-
-    Until then it is a Gamma over σ⁻² (the ``sd=`` of Gaussian terms).  Here its posterior becomes the prior
-    tilted by the Gaussian messages of the terms it enters, q(σ) ∝ p(σ) exp(η₁σ + η₂σ²)
-    (``distributions.TiltedScale``), and its prior factor sends nothing (``factors.scale_sigma``).  A scale
-    can be one or the other, not both: refused when it is already some factor's ``sd=``.
-    """
-    if var.base is not None:
-        return var
-    users = [f.name for f in var.model.factors if f is not var.prior and any(
-        (e.source if isinstance(e, Gate) else getattr(e, "source", e)) is var for e in f.edges.values())]
-    if users:
-        raise ModelError(f"{what}: {var.name!r} is already the sd= of {users[0]!r}; a scale variable is either an "
-                         "sd= (inference works with its precision) or a term of a sum or product (inference works "
-                         "with σ itself), not both")
-    p = var.prior.params
-    shape = var.shape
-    if var.scale_prior == "uniform":
-        upper = np.broadcast_to(p["upper"], shape)
-        base = {"prior": "uniform", "p0": upper, "p1": np.zeros(shape), "const": -np.log(upper)}
-        s0 = upper
-    else:
-        base = {"prior": p["prior"], **{k: np.broadcast_to(np.asarray(p[k], float), shape).copy()
-                                         for k in ("p0", "p1", "const")}}
-        s0 = np.broadcast_to(np.asarray(p["s0"], float), shape)
-    var.family, var.lower, var.base = Gaussian, None, base
-    var.prior.ftype = SCALE_SIGMA
-    var.prior.name = f"{SCALE_SIGMA.name}({var.name})"
-    var.prior.params = {"base": base, "s0": np.array(s0, float), "kind": var.scale_prior}
-    return var

@@ -9,7 +9,7 @@ import numpy as np
 
 from distributions import Categorical, Dirichlet
 from factorgraph.graph import checks
-from factorgraph.graph.builders import _check_parent, _plates
+from factorgraph.graph.builder_base import _check_parent, _plates
 from factorgraph.graph.model import current_model
 from factorgraph.graph.nodes import FactorNode, Indexed, ModelError, Plate, Variable
 from factors.markov_chain import MARKOV_CHAIN

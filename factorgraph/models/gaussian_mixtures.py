@@ -19,8 +19,9 @@ from scipy.special import gammaln
 from scipy.stats import gamma as gamma_dist
 
 from factorgraph.graph import checks
-from factorgraph.graph.builders import categorical, dirichlet, gamma, gaussian, mv_gaussian, plate
+from factorgraph.graph.builders import gamma, gaussian, mv_gaussian, plate
 from factorgraph.graph.covariance import gaussian_wishart
+from factorgraph.graph.discrete import categorical, dirichlet
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
 from factorgraph.posterior.results import Result

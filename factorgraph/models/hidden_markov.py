@@ -7,8 +7,9 @@ from typing import Any
 import numpy as np
 
 from factorgraph.graph import checks
-from factorgraph.graph.builders import categorical, dirichlet, gamma, gaussian, plate
+from factorgraph.graph.builders import gamma, gaussian, plate
 from factorgraph.graph.counts import poisson
+from factorgraph.graph.discrete import categorical, dirichlet
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
 from factorgraph.graph.sequences import markov_chain

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from factorgraph.graph import checks
-from factorgraph.graph.builders import bernoulli, beta, categorical, dirichlet, gamma, gaussian, mv_gaussian, plate
+from factorgraph.graph.builders import gamma, gaussian, mv_gaussian, plate
+from factorgraph.graph.discrete import bernoulli, beta, categorical, dirichlet
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
 from factorgraph.posterior.results import Result
