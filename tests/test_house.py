@@ -38,8 +38,9 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> list[tuple[str, bool]]:
-    """(imported module, inside a function?) for every first-party import of a file, relative ones resolved."""
+def _imports(path: Path) -> list[tuple[str | tuple[str, str], bool]]:
+    """(imported module, or (module, name) of a from-import, inside a function?) for every first-party import of
+    a file, relative ones resolved."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     mod = _module_name(path)
     pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
@@ -55,13 +56,12 @@ def _imports(path: Path) -> list[tuple[str, bool]]:
                 if child.level:
                     up = pkg.split(".")[: len(pkg.split(".")) - (child.level - 1)]
                     base = ".".join(up + ([base] if base else []))
-                # `from package import submodule` imports the submodule
-                found.extend((f"{base}.{a.name}", inner) for a in child.names)
-                found.append((base, inner))
+                # `from package import submodule` imports the submodule; `from module import name`, the module
+                found.extend(((base, a.name), inner) for a in child.names)
             visit(child, inner)
 
     visit(tree, False)
-    return [(m, f) for m, f in found if m.split(".")[0] in PACKAGES]
+    return [(m, f) for m, f in found if (m if isinstance(m, str) else m[0]).split(".")[0] in PACKAGES]
 
 
 def _graph() -> tuple[nx.DiGraph, dict[str, list[str]]]:
@@ -73,7 +73,10 @@ def _graph() -> tuple[nx.DiGraph, dict[str, list[str]]]:
         src = _module_name(p)
         G.add_node(src)
         for target, in_function in _imports(p):
-            while target and target not in modules:  # `from pkg.mod import name` -> pkg.mod
+            if not isinstance(target, str):
+                base, name = target
+                target = f"{base}.{name}" if f"{base}.{name}" in modules else base
+            while target and target not in modules:  # `import pkg.mod.sub` of a non-module -> pkg.mod
                 target = target.rpartition(".")[0]
             if not target or target == src:
                 continue
