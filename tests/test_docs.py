@@ -154,3 +154,20 @@ def test_heading_slugs() -> None:
     assert _slug("`summary()`") == "summary"
     assert _slug("Integrating a scale out: `fg.ScaleQuadrature`") == "integrating-a-scale-out-fgscalequadrature"
     assert _slug("1. The house") == "1-the-house"
+
+
+def test_every_public_name_is_on_a_guide_page() -> None:
+    """Each public name of fg, models, estimators and plots appears on some guide page, not only in the API
+    reference (docs/pages/api/)."""
+    import re
+
+    import factorgraph as fg
+    from factorgraph import estimators, models, plots
+
+    text = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs" / "pages").glob("*.md"))
+    public = {"fg": fg.__all__, "models": models.__all__, "estimators": estimators.__all__,
+              "plots": [n for n in dir(plots) if not n.startswith("_") and callable(getattr(plots, n))
+                        and getattr(getattr(plots, n), "__module__", "") == plots.__name__]}
+    missing = {where: [n for n in names if not re.search(rf"\b{re.escape(n)}\b", text)]
+               for where, names in public.items()}
+    assert not any(missing.values()), f"public names no guide page mentions: {missing}"
