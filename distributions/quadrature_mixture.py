@@ -15,6 +15,7 @@ class QuadratureMixture(Distribution):
 
         E[x] = \sum_g w_g E_g[x],\qquad
         \mathrm{Var}[x] = \sum_g w_g\bigl(\mathrm{Var}_g[x] + E_g[x]^2\bigr) - E[x]^2,\qquad
+        \mathrm{Cov}[x] = \sum_g w_g\bigl(\mathrm{Cov}_g[x] + E_g[x]E_g[x]^\top\bigr) - E[x]E[x]^\top,\qquad
         \log q(x) = \operatorname{logsumexp}_g\bigl(\log w_g + \log q_g(x)\bigr).
 
     The weights are shared by every element of the batch (one node stands for the whole batch), so draws
@@ -64,6 +65,14 @@ class QuadratureMixture(Distribution):
     def var(self) -> np.ndarray:
         m = self.mean()
         return np.maximum(self._avg(np.asarray(q.var()) + np.asarray(q.mean()) ** 2 for q in self._q) - m * m, 0.0)
+
+    def cov(self) -> np.ndarray:
+        r"""Cov[x] = Σ_g w_g (Cov_g[x] + E_g[x] E_g[x]ᵀ) − E[x] E[x]ᵀ, for components with a ``cov`` (vectors)."""
+        if not all(hasattr(q, "cov") for q in self._q):
+            raise AttributeError(f"{type(self._q[0]).__name__} components have no covariance")
+        m = self.mean()
+        second = self._avg(np.asarray(q.cov()) + np.einsum("...i,...j->...ij", q.mean(), q.mean()) for q in self._q)
+        return second - np.einsum("...i,...j->...ij", m, m)
 
     def logpdf(self, x) -> np.ndarray:
         parts = np.stack([np.log(w) + np.asarray(q.logpdf(x)) if w > 0 else np.full(np.shape(q.logpdf(x)), -np.inf)

@@ -8,6 +8,11 @@ An effect that does not vary is shared by all groups (α ~ N(0, λ₀⁻¹); β 
 covariance posterior); ``pooling="none"`` gives each group's effects independent N(0, λ₀⁻¹) priors
 instead of a learned population.  Varying slopes are mean field over the columns of X (updated one
 column at a time, so each step is coordinate ascent).
+
+``scale_prior="half_normal"`` (or ``"half_cauchy"``, ``"exponential"``) puts that prior on the population sds
+σ_α = τ_α^(−1/2), σ_βd instead of a Gamma on the precisions; ``parametrisation="non_centred"`` then writes the
+varying intercepts as α_g = μ_α + σ_α·η_g, η_g ~ N(0, 1), and ``integrate_scale=True`` integrates σ_α out by
+quadrature (``fg.ScaleQuadrature``).
 """
 
 from __future__ import annotations
@@ -19,15 +24,38 @@ import numpy as np
 from distributions import Gaussian
 from factorgraph.graph import checks
 from factorgraph.graph.builders import gamma, gaussian, mv_gaussian, plate
+from factorgraph.graph.derived import deterministic
 from factorgraph.graph.expressions import inner
 from factorgraph.graph.indexing import _labels, index
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
+from factorgraph.graph.scales import exponential, half_cauchy, half_normal
 from factorgraph.posterior.results import Result
-from schedules import infer
+from schedules import ScaleQuadrature, infer
 
 VARYING = ("intercept", "slope")
 POOLING = ("partial", "none")
+# a prior on a population sd σ with scale s (the exponential's rate is 1/s, its mean s)
+SCALE_PRIORS = {"half_normal": half_normal, "half_cauchy": half_cauchy,
+                "exponential": lambda name, scale, plates=(): exponential(name, 1.0 / scale, plates=plates)}
+PARAMETRISATIONS = ("centred", "non_centred")
+
+
+def _scale_options(scale_prior: Any, scale: Any, parametrisation: Any, v: tuple[str, ...], pooling: str) -> float:
+    """Check the population-scale options; the scale s of the sd prior."""
+    if scale_prior is not None and (not isinstance(scale_prior, str) or scale_prior not in SCALE_PRIORS):
+        raise ModelError(f"scale_prior must be None (Gamma priors on the precisions) or one of {sorted(SCALE_PRIORS)}, "
+                         f"got {scale_prior!r}")
+    if not isinstance(parametrisation, str) or parametrisation not in PARAMETRISATIONS:
+        raise ModelError(f"parametrisation must be one of {PARAMETRISATIONS}, got {parametrisation!r}")
+    if parametrisation == "non_centred":
+        if scale_prior is None:
+            raise ModelError("parametrisation='non_centred' needs a scale_prior (e.g. scale_prior='half_normal'): the "
+                             "intercepts are then μ + σ·η with σ that prior's sd")
+        if "intercept" not in v or pooling != "partial":
+            raise ModelError("parametrisation='non_centred' applies to varying intercepts with partial pooling; "
+                             f"here varying={v!r}, pooling={pooling!r}")
+    return checks.positive_number(scale, "scale")
 
 
 def _varying(varying: Any) -> tuple[str, ...]:
@@ -43,16 +71,20 @@ def _varying(varying: Any) -> tuple[str, ...]:
 def hierarchical_regression_model(X: Any, y: Any, groups: Any, varying: Any = ("intercept",), *,
                                   n_groups: int | None = None, pooling: str = "partial",
                                   prior_precision: float = 1e-2, a0: float = 1.0, b0: float = 1.0,
-                                  name: str | None = None) -> Model:
+                                  scale_prior: str | None = None, scale: float = 1.0,
+                                  parametrisation: str = "centred", name: str | None = None) -> Model:
     """The model of ``hierarchical_regression`` (for ``fg.infer`` or ``fg.compare``).
 
     Variables: ``intercept`` (plated over the groups if it varies), ``slope`` (groups × columns if
     slopes vary, else a D-vector), their population ``intercept_mean``, ``intercept_precision``,
-    ``slope_mean``, ``slope_precision`` (with partial pooling) and ``noise_precision``.
+    ``slope_mean``, ``slope_precision`` (with partial pooling) and ``noise_precision``.  With a
+    ``scale_prior`` the population sds ``intercept_sd``, ``slope_sd`` replace the precisions; non-centred,
+    ``intercept_raw`` holds η and ``intercept`` is the named quantity μ_α + σ_α·η_g.
     """
     v = _varying(varying)
     if not isinstance(pooling, str) or pooling not in POOLING:
         raise ModelError(f"pooling must be one of {POOLING}, got {pooling!r}")
+    s = _scale_options(scale_prior, scale, parametrisation, v, pooling)
     ya, hidden = checks.as_float_array(y, "y")
     ya = ya.reshape(-1)
     present = np.isfinite(ya) & (True if hidden is None else ~np.asarray(hidden).reshape(-1))
@@ -82,10 +114,19 @@ def hierarchical_regression_model(X: Any, y: Any, groups: Any, varying: Any = ("
             if pooling == "none":
                 return gaussian(stem, mean=0.0, precision=lam, plates=[g, *plates])
             mean = gaussian(f"{stem}_mean", mean=0.0, precision=lam, plates=plates)
-            prec = gamma(f"{stem}_precision", shape=a0, rate=b0, plates=plates)
-            return gaussian(stem, mean=mean, precision=prec, plates=[g, *plates])
+            if scale_prior is None:
+                prec = gamma(f"{stem}_precision", shape=a0, rate=b0, plates=plates)
+                return gaussian(stem, mean=mean, precision=prec, plates=[g, *plates])
+            sd = SCALE_PRIORS[scale_prior](f"{stem}_sd", s, plates=plates)
+            return gaussian(stem, mean=mean, sd=sd, plates=[g, *plates])
 
-        if "intercept" in v:
+        if "intercept" in v and parametrisation == "non_centred":
+            mean = gaussian("intercept_mean", mean=0.0, precision=lam)
+            sd = SCALE_PRIORS[scale_prior]("intercept_sd", s)
+            raw = gaussian("intercept_raw", mean=0.0, precision=1.0, plates=[g])
+            deterministic("intercept", mean + sd * raw)  # reported per group; the likelihood reads raw[g]
+            terms = [mean + sd * index(raw, g_lab, plate=n)]
+        elif "intercept" in v:
             terms = [index(effect("intercept", []), g_lab, plate=n)]
         else:
             terms = [gaussian("intercept", mean=0.0, precision=lam)]
@@ -144,8 +185,21 @@ def _groups(groups: Any, n_groups: Any) -> tuple[np.ndarray, int, np.ndarray | N
 
 def hierarchical_regression(X: Any, y: Any, groups: Any, varying: Any = ("intercept",), *,
                             n_groups: int | None = None, pooling: str = "partial", prior_precision: float = 1e-2,
-                            a0: float = 1.0, b0: float = 1.0, **infer_options: Any) -> Result:
+                            a0: float = 1.0, b0: float = 1.0, scale_prior: str | None = None, scale: float = 1.0,
+                            parametrisation: str = "centred", integrate_scale: bool = False,
+                            **infer_options: Any) -> Result:
     """Varying-intercept (and optionally varying-slope) linear regression, fitted by VMP.
+
+    The posterior is mean field: the population scales are independent of the group effects they scale,
+    so with few groups, or groups that say little, the intervals of the effects and of the population mean
+    are too narrow and the scale's posterior too confident (docs/pages/how-far.md shows how far on radon and
+    eight schools).  Three options reduce that gap: ``scale_prior="half_normal"`` (a proper prior on the sd,
+    as in Stan and PyMC); ``parametrisation="non_centred"`` (α_g = μ_α + σ_α·η_g), under which mean field is
+    far closer to the exact posterior when the data per group are weak; and ``integrate_scale=True``, which
+    integrates σ_α out by quadrature (``fg.ScaleQuadrature``: one fit of the rest per grid node, so slower,
+    but q(σ_α, rest) = q(σ_α) q(rest | σ_α) keeps their dependence).  Use them when the group-level
+    uncertainty matters (few groups, small groups, a population sd near 0); with many well-measured groups the
+    centred mean field is accurate and fastest.
 
     Parameters
     ----------
@@ -172,6 +226,16 @@ def hierarchical_regression(X: Any, y: Any, groups: Any, varying: Any = ("interc
     prior_precision, a0, b0
         λ₀ of the Gaussian priors on population means and shared effects; shape and rate of the Gamma
         priors on every precision.
+    scale_prior, scale
+        None (Gamma(a0, b0) priors on the population precisions), or ``"half_normal"``, ``"half_cauchy"``,
+        ``"exponential"``: that prior, with scale ``scale`` (the exponential's mean), on the population sds,
+        named ``intercept_sd`` and ``slope_sd``.
+    parametrisation
+        ``"centred"`` (α_g ~ N(μ_α, σ_α²)) or ``"non_centred"`` (α_g = μ_α + σ_α·η_g, η_g ~ N(0, 1); needs a
+        ``scale_prior``; varying intercepts with partial pooling).
+    integrate_scale
+        Integrate ``intercept_sd`` out by ``fg.ScaleQuadrature`` (needs a ``scale_prior`` and varying
+        intercepts with partial pooling).
     infer_options
         Passed to ``fg.infer`` (default ``max_iter=1000``).
 
@@ -184,8 +248,18 @@ def hierarchical_regression(X: Any, y: Any, groups: Any, varying: Any = ("interc
     """
 
     m = hierarchical_regression_model(X, y, groups, varying, n_groups=n_groups, pooling=pooling,
-                                      prior_precision=prior_precision, a0=a0, b0=b0)
+                                      prior_precision=prior_precision, a0=a0, b0=b0, scale_prior=scale_prior,
+                                      scale=scale, parametrisation=parametrisation)
     infer_options.setdefault("max_iter", 1000)
+    if not isinstance(integrate_scale, bool | np.bool_):
+        raise ModelError(f"integrate_scale must be True or False, got {integrate_scale!r}")
+    if integrate_scale:
+        if scale_prior is None or "intercept" not in _varying(varying) or pooling != "partial":
+            raise ModelError("integrate_scale=True integrates the intercepts' population sd out: it needs a "
+                             "scale_prior (e.g. 'half_normal') and varying intercepts with partial pooling")
+        handlers = dict(infer_options.pop("handlers", None) or {})
+        handlers.setdefault("intercept_sd", ScaleQuadrature())
+        infer_options["handlers"] = handlers
     return infer(m, **infer_options)
 
 
@@ -220,9 +294,16 @@ def hierarchical_predictive(result: Result, X_new: Any, groups_new: Any):
         else:
             mean = mean + Xn @ b.mean()
             var = var + np.einsum("nd,de,ne->n", Xn, b.cov(), Xn)
+    return Gaussian(mean=mean, var=var + _noise_variance(tau))
+
+
+def _noise_variance(tau: Any) -> float:
+    """E[1/τ] under q(τ): b/(a − 1) for a Gamma(a, b) with a > 1 (else 1/E[τ]); the weighted average over the
+    nodes of a quadrature mixture (a fit with the scale integrated out)."""
+    if hasattr(tau, "components"):
+        return float(sum(w * _noise_variance(q) for w, q in zip(tau.weights, tau.components, strict=True)))
     shape, rate = float(tau.shape), float(tau.rate)
-    noise = rate / (shape - 1.0) if shape > 1.0 else 1.0 / float(tau.mean())
-    return Gaussian(mean=mean, var=var + noise)
+    return rate / (shape - 1.0) if shape > 1.0 else 1.0 / float(tau.mean())
 
 
 def _codes(groups_new: Any, names: np.ndarray) -> np.ndarray:
