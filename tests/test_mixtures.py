@@ -116,3 +116,20 @@ def test_lda_default_start_reaches_the_best_optimum_from_every_seed():
     best = max(f.elbo for f in fits)
     assert all(f.elbo > best - 1e-3 for f in fits), [f.elbo for f in fits]
     assert all(f.n_iter < 200 for f in fits), [f.n_iter for f in fits]
+
+
+def test_a_bernoulli_selector_between_constant_components_starts_from_them():
+    """x_n ~ N(±3, 1) chosen by a Bernoulli s_n (constants gated by fg.select): the components differ, so s starts
+    from its update given them, and the fit is the exact posterior of s after one sweep."""
+    rng = np.random.default_rng(3)
+    truth = rng.random(40) < 0.4
+    x = np.where(truth, 3.0, -3.0) + rng.normal(size=40)
+    with fg.Model("two-constants") as m:
+        n = fg.plate("n", 40)
+        s = fg.bernoulli("s", 0.5, plates=[n])
+        fg.gaussian("x", fg.select([-3.0, 3.0], s), 1.0, plates=[n], observed=x)
+    r = fg.infer(m, seed=0)
+    assert r.starts == {"s": "priors"}
+    p = r.posterior("s").mean()
+    lr = np.exp(-0.5 * (x - 3.0) ** 2) / (np.exp(-0.5 * (x - 3.0) ** 2) + np.exp(-0.5 * (x + 3.0) ** 2))
+    np.testing.assert_allclose(p, lr, rtol=1e-12)
