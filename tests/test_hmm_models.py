@@ -83,17 +83,20 @@ def test_faithful_hmm_demo_small():
     assert out["transition_K2"][0, 1] > 0.85  # a short wait is followed by a long one
 
 
-def test_hmm_restarts_keep_the_best_bound():
-    """restarts=R returns the best of R seeded fits: never below the single fit with the same first seed."""
+def test_hmm_n_init_keeps_the_best_bound():
+    """n_init=R (default 4) returns the best of the fits from seeds seed … seed + R − 1, and says so in a note;
+    n_init=1 is the single fit from ``seed``."""
     from demos.faithful_hmm import load
 
     y = load()[:120]
-    one = models.hmm(y, 3, "gaussian", seed=0)
-    best = models.hmm(y, 3, "gaussian", seed=0, restarts=4)
-    others = [models.hmm(y, 3, "gaussian", seed=s).elbo for s in range(4)]
+    one = models.hmm(y, 3, "gaussian", seed=0, n_init=1)
+    best = models.hmm(y, 3, "gaussian", seed=0)
+    others = [models.hmm(y, 3, "gaussian", seed=s, n_init=1).elbo for s in range(4)]
+    assert one.elbo == others[0] and not any("start" in n for n in one.notes)
     assert best.elbo == pytest.approx(max(others), abs=1e-9) and best.elbo >= one.elbo - 1e-9
-    with pytest.raises(fg.ModelError, match="restarts"):
-        models.hmm(y, 2, restarts=0)
+    assert any(n.startswith("best of 4 starts (seeds 0…3") for n in best.notes), best.notes
+    with pytest.raises(fg.ModelError, match="n_init"):
+        models.hmm(y, 2, n_init=0)
 
 
 def _hmm_example():
