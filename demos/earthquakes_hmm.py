@@ -5,7 +5,8 @@ The counts are overdispersed (mean 19.4, variance 51.6), and the years of high a
 A K-state Poisson HMM explains both: z_t is a Markov chain over K activity levels and y_t ~ Poisson(λ_{z_t}).
 ``models.hmm(y, K, "poisson")`` puts Dirichlet priors on the initial distribution and the rows of the
 transition matrix and Gamma priors on the rates, and fits q(z) q(π) q(A) q(λ) by variational message passing,
-with q(z) the exact chain posterior given the rest (forward–backward).  The evidence bound ranks K; the
+with q(z) the exact chain posterior given the rest (forward–backward), each K the best of its four starts (the
+default ``n_init``).  The evidence bound ranks K; the
 figure (demos/out/earthquakes_hmm.png) shows the counts and the posterior mean rate Σ_k q(z_t = k) E[λ_k]
 under the best K.  Run ``python demos/earthquakes_hmm.py [--small]`` (``--small``: K = 1…3, no figure).
 """

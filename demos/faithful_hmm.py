@@ -46,13 +46,13 @@ def main(small: bool = False, seed: int = 0) -> dict:
     restarts = 3 if small else 10
     results = {}
     for K in range(1, 4 if small else 5):
-        r = models.hmm(y, K, "gaussian", seed=seed, restarts=restarts)
+        r = models.hmm(y, K, "gaussian", seed=seed, n_init=restarts)
         results[f"K={K}"] = r
         mu = np.sort(np.atleast_1d(r.posterior("mu").mean()))
         print(f"K={K}: ELBO {r.elbo:9.3f} ({r.n_iter} iterations{'' if r.converged else ', NOT converged'}); "
               f"E[μ] = {np.array2string(mu, precision=1)}")
     print(fg.compare(results))
-    mix = models.gaussian_mixture(y[:, None], 2, "diag", restarts=restarts, seed=seed)
+    mix = models.gaussian_mixture(y[:, None], 2, "diag", n_init=restarts, seed=seed)
     print(f"two-component mixture of independent waits (models.gaussian_mixture, its default priors): "
           f"ELBO {mix.elbo:.3f} (the 2-state HMM: {results['K=2'].elbo:.3f})")
     best = max(results, key=lambda k: results[k].elbo)

@@ -47,7 +47,7 @@ def main(small: bool = False, seed: int = 0) -> dict:
     Ks = (1, 2, 3) if small else (1, 2, 3, 4, 5)
     restarts = 2 if small else 5
     print(f"Old Faithful: N = {len(X)}, D = {X.shape[1]} (standardised); K in {list(Ks)}, {restarts} restarts each")
-    results = {f"K={K}": models.gaussian_mixture(X, K, "full", restarts=restarts, seed=seed) for K in Ks}
+    results = {f"K={K}": models.gaussian_mixture(X, K, "full", n_init=restarts, seed=seed) for K in Ks}
     table = fg.compare(results)
     print(table)
     best = table.best()

@@ -15,7 +15,7 @@ random, their true values kept for scoring only (every fit is given NaN there), 
 * **mean fill**: each missing entry is replaced by its column's observed mean and the table fitted as complete.
 
 All three use the same priors (the default V₀ is computed from each method's own input, so V₀ = I — each
-standardised column's variance — is passed to every fit to compare like with like) and ``restarts=``; at 0 %
+standardised column's variance — is passed to every fit to compare like with like) and ``n_init=`` starts; at 0 %
 they are the same fit.  Each is scored on
 
 * the **held-out log density** of the hidden entries given each row's observed entries, under the fit's
@@ -117,7 +117,7 @@ def _priors(D: int) -> dict:
 
 def fit_exact(X: np.ndarray, seen: np.ndarray, restarts: int, seed: int):
     """Missing entries marginalised exactly (``mask=``); X may hold anything (NaN here) at them."""
-    return models.gaussian_mixture(X, K, "full", mask=seen, restarts=restarts, seed=seed,
+    return models.gaussian_mixture(X, K, "full", mask=seen, n_init=restarts, seed=seed,
                                    **_priors(X.shape[1]))
 
 
@@ -126,13 +126,13 @@ def fit_complete_case(X: np.ndarray, seen: np.ndarray, restarts: int, seed: int)
     rows = seen.all(1)
     if rows.sum() < K:
         return None
-    return models.gaussian_mixture(X[rows], K, "full", restarts=restarts, seed=seed, **_priors(X.shape[1]))
+    return models.gaussian_mixture(X[rows], K, "full", n_init=restarts, seed=seed, **_priors(X.shape[1]))
 
 
 def fit_mean_fill(X: np.ndarray, seen: np.ndarray, restarts: int, seed: int):
     """Missing entries replaced by their column's observed mean, then fitted as complete."""
     mean = np.where(seen, X, 0.0).sum(0) / seen.sum(0)
-    return models.gaussian_mixture(np.where(seen, X, mean), K, "full", restarts=restarts, seed=seed,
+    return models.gaussian_mixture(np.where(seen, X, mean), K, "full", n_init=restarts, seed=seed,
                                    **_priors(X.shape[1]))
 
 
@@ -241,7 +241,7 @@ def main(small: bool = False, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     print(f"Wine: N = {N}, D = {D}, K = {K} cultivars; fractions hidden {list(fractions)}, {masks} random "
           f"mask(s) each, {restarts} restart(s) per fit; priors m0 = 0, beta0 = 1, nu0 = {D}, V0 = I")
-    base = models.gaussian_mixture(standardise(raw, np.ones_like(raw, bool)), K, "full", restarts=restarts,
+    base = models.gaussian_mixture(standardise(raw, np.ones_like(raw, bool)), K, "full", n_init=restarts,
                                    seed=seed, **_priors(D))
     ari0 = adjusted_rand_index(base.posterior("z").probs.argmax(-1), y)
     print(f"nothing hidden (the three fits coincide): ARI {ari0:.3f}")

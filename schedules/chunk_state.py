@@ -38,7 +38,8 @@ class ChunkState(SelectorSeeding):
     * ``("elbo", with_global)``: (E[log f] on the plate, local entropies[, off-plate terms]);
     * ``("snap",)``, ``("restore",)``: the engine's backtracking snapshot;
     * ``("seeded",)``, ``("start", seeds)``, ``("info",)``: the start (``sharded_seeding``: the requests
-      ``moments``, ``centred``, ``row``, ``d2``, ``pick``, ``d2max``, ``assign`` of a selector's seeding);
+      ``moments``, ``centred``, ``row``, ``d2``, ``pick``, ``d2max``, ``assign`` of a selector's seeding, and
+      ``prior_support``, ``prior_scores``, ``set_start`` of one started from its components' priors);
     * ``("site", name, what, ...)``: sums over the chunk's sites of a handled global (``site_op``).
     """
 
@@ -69,7 +70,10 @@ class ChunkState(SelectorSeeding):
     def start(self, seeds: dict[str, np.ndarray]) -> None:
         model = self.c.model
         seeds = {k: Bernoulli(probs=r) if model.variables[k].family is Bernoulli else r for k, r in seeds.items()}
-        self.eng.initialise({**self.options["init"], **self.init, **seeds}, np.random.default_rng(self.options["seed"]))
+        # a selector started from its components' priors keeps that start here: whether some component has no
+        # row is for the driver to tell from all chunks (``sharded_seeding.lead_selectors``)
+        self.eng.initialise({**self.options["init"], **self.init, **seeds}, np.random.default_rng(self.options["seed"]),
+                            fallback=False)
 
     def info(self) -> dict:
         c = self.c

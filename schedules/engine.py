@@ -18,7 +18,7 @@ from distributions import Bernoulli, Categorical, Dirichlet, Gamma, Gaussian, Mv
 from distributions.base import Distribution
 from factorgraph.graph import checks
 from factorgraph.graph.convergence import oscillation, unsettled
-from factorgraph.graph.nodes import ModelError, Variable
+from factorgraph.graph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
 
 from . import progress as _progress
 from .backtracking import _RELAX_AFTER, Backtracking, _undamped_share
@@ -26,7 +26,7 @@ from .blas import sweep_threads
 from .compiled import CFactor, Compiled
 from .errors import InferenceError
 from .evidence import Evidence
-from .seeding import categorical_init
+from .seeding import agreement, categorical_init, prior_led, prior_names, supported
 from .updates import PosteriorUpdates, _from_natural
 
 
@@ -62,49 +62,168 @@ class Engine(PosteriorUpdates, Evidence, Backtracking):
                 self.version[v.name] = 0  # statistics of data are computed when first read
         # variables whose prior factor owns their posterior (a Markov chain): variable name -> factor
         self.structured = {f.node.edges["out"].name: f for f in c.factors if f.node.ftype.structured is not None}
+        # how each mixture selector without an init started: "priors" (its update given the components'
+        # distinct priors, the same for every seed), "drawn" (k-means++, random topics or Dirichlet rows,
+        # drawn from the seed) or "drawn, named after the priors" (the update left a component without a row)
+        self.starts: dict[str, str] = {}
 
     # ------------------------------------------------------------------------------ initialisation
-    def initialise(self, init: dict[str, Any], rng: np.random.Generator) -> None:
+    def initialise(self, init: dict[str, Any], rng: np.random.Generator, fallback: bool = True) -> None:
+        """The starting posteriors: ``init``'s, else each variable's prior (``start_parameters``), the mixture
+        selectors (``start_selectors``), the variables whose prior a selector gates, the chains, and last the
+        selectors whose components have distinct priors (``start_from_priors``; ``fallback=False``, a chunk of a
+        sharded plate: without the check, which needs all rows)."""
+        selectors, waiting = self.start_parameters(init)
+        led = self.start_selectors(selectors, rng)
+        for v in waiting:
+            self._start_variable(v, ready=True)
+        for name, f in self.structured.items():
+            if name not in {v.name for v in led}:
+                self._update_structured(self.c.model.variables[name], f, start=True)
+        self.start_from_priors(led, rng, fallback)
+        self._updating = ""
+        self._last.clear()  # the first sweep damps toward nothing, as from any other start
+        self.max_change = 0.0
+        self.changes = {}
+
+    def start_parameters(self, init: dict[str, Any]) -> tuple[list[Variable], list[Variable]]:
+        """Start the latent variables given in ``init``, and those whose start needs no selector, in the model's
+        order: from the prior (``_start_variable``).  Returns the mixture selectors (and categorical chains)
+        left to start and the variables waiting for them (a prior gated by a selector, or reading a variable
+        that waits), each in the model's order."""
         model = self.c.model
         for name in init:
             if name not in model.variables or not model.variables[name].is_latent:
                 raise ModelError(f"init: {name!r} is not a latent variable of model {model.name!r}")
+        selectors, waiting = [], []
         for v in model.variables.values():
             if not v.is_latent or v.name in self.c.dropped:
                 continue
             if v.name in init:
                 self.set_posterior(v, _coerce_init(v, init[v.name]))
-            elif v.family is Categorical and (id(v) in self.c.selector_factors or v.name in self.structured):
-                self.set_posterior(v, Categorical(probs=categorical_init(v, self.c.selector_factors.get(id(v), []),
-                                                                         rng)))
-            elif v.family is Bernoulli and id(v) in self.c.selector_factors:
-                self.set_posterior(v, Bernoulli(probs=categorical_init(v, self.c.selector_factors[id(v)], rng)[..., 1]))
-            elif v.lower is not None:  # its prior alone (a Pareto law over λ) has E[λ] = ∞: start at E[λ] = 4c
-                self.set_posterior(v, TruncatedGamma(shape=1.0, rate=1.0 / (3.0 * v.lower), lower=v.lower))
-            elif v.base is not None:  # a scale on σ: its prior times exp(−σ²/(2s₀²)) at the prior's scale s₀
-                s0 = next(f for f in self.c.factors if f.node is v.prior).params["s0"]
-                kernel = (np.zeros(v.shape), -0.5 / np.broadcast_to(s0, v.shape) ** 2)
-                self.set_posterior(v, TiltedScale.from_natural(*kernel, prior=v.base))
-            elif v.name in self.structured:
-                continue  # a continuous chain starts from its prior chain, built below once its parents have q
+            elif (v.family is Categorical and (id(v) in self.c.selector_factors or v.name in self.structured)
+                  or v.family is Bernoulli and id(v) in self.c.selector_factors):
+                selectors.append(v)
+            elif not self._start_variable(v, ready=False):
+                waiting.append(v)
+        return selectors, waiting
+
+    def _start_variable(self, v: Variable, ready: bool) -> bool:
+        """Start ``v`` from its prior (``_default_init`` where that is improper; a scale or a lower-bounded
+        rate as noted; a continuous chain later, from its prior chain).  Unless ``ready``, a prior gated by a
+        selector, or reading a latent variable with no start yet, leaves ``v`` waiting (returns False)."""
+        if v.lower is not None:  # its prior alone (a Pareto law over λ) has E[λ] = ∞: start at E[λ] = 4c
+            self.set_posterior(v, TruncatedGamma(shape=1.0, rate=1.0 / (3.0 * v.lower), lower=v.lower))
+        elif v.base is not None:  # a scale on σ: its prior times exp(−σ²/(2s₀²)) at the prior's scale s₀
+            s0 = next(f for f in self.c.factors if f.node is v.prior).params["s0"]
+            kernel = (np.zeros(v.shape), -0.5 / np.broadcast_to(s0, v.shape) ** 2)
+            self.set_posterior(v, TiltedScale.from_natural(*kernel, prior=v.base))
+        elif v.name not in self.structured:  # a continuous chain starts from its prior chain, in ``initialise``
+            prior = next(f for f in self.c.factors if f.node is v.prior)
+            if not ready and not self._prior_ready(prior):
+                return False
+            q = v.family.from_natural(*self._prior_natural(v, prior))
+            ok = np.asarray(q.is_proper())
+            if v.mask is not None:
+                ok = ok | v.mask
+            if not np.all(ok):
+                q = _default_init(v)
+            self.set_posterior(v, q)
+        return True
+
+    def _prior_ready(self, prior: CFactor) -> bool:
+        """Whether a prior factor's message can be formed now: no gate, and every latent variable it reads
+        has a start."""
+        if prior.gate is not None:
+            return False
+        for name, a in prior.node.edges.items():
+            if name == "out":
+                continue
+            if isinstance(a, Gate):
+                return False
+            parents = [a] if isinstance(a, Variable) else a.stochastic_parents() if isinstance(
+                a, Deterministic | Indexed) else []
+            if any(p.is_latent and p.name not in self.c.dropped and p.name not in self.q for p in parents):
+                return False
+        return True
+
+    def prior_led(self, v: Variable) -> bool:
+        """Whether selector ``v`` starts from its update given the components' starting posteriors (distinct,
+        informative priors: ``seeding.prior_led``) rather than from a random draw."""
+        return prior_led(v, self.c.selector_factors.get(id(v), []), self.q)
+
+    def start_selectors(self, selectors: list[Variable], rng: np.random.Generator) -> list[Variable]:
+        """Start the mixture selectors, in order: one whose components are told apart by their starting
+        posteriors (``prior_led``) at uniform responsibilities for now (returned: ``start_from_priors`` starts
+        it once every other variable has its start), the others from ``categorical_init``'s draw from
+        ``rng``."""
+        led = []
+        for v in selectors:
+            if self.prior_led(v):
+                K = v.event_shape[0] if v.event_shape else 2
+                r = np.full(v.shape + (K,), 1.0 / K)
+                led.append(v)
             else:
-                prior = next(f for f in self.c.factors if f.node is v.prior)
-                q = v.family.from_natural(*self._prior_natural(v, prior))
-                ok = np.asarray(q.is_proper())
-                if v.mask is not None:
-                    ok = ok | v.mask
-                if not np.all(ok):
-                    q = _default_init(v)
-                self.set_posterior(v, q)
-        for name, f in self.structured.items():
-            self._update_structured(model.variables[name], f, start=True)
-        self.max_change = 0.0
-        self.changes = {}
+                r = categorical_init(v, self.c.selector_factors.get(id(v), []), rng)
+                self.starts[v.name] = "drawn"
+            self._set_start(v, r)
+        return led
+
+    def start_from_priors(self, led: list[Variable], rng: np.random.Generator, fallback: bool = True) -> None:
+        """Start each selector of ``led`` from its update given the components' starting posteriors (their
+        priors): each row mostly to the component whose prior explains it best.  If that leaves a component
+        the most probable label of no row (the data lie far from every prior), and ``fallback``, start it from
+        ``categorical_init``'s draw from ``rng`` instead, its clusters named after the priors (``prior_names``:
+        the matching that agrees best with the priors' scores) unless some labels are observed."""
+        for v in led:
+            r = self.prior_start(v)
+            if not fallback or supported(r):
+                self.starts[v.name] = "priors"
+                continue
+            r = categorical_init(v, self.c.selector_factors.get(id(v), []), rng)
+            self.starts[v.name] = "drawn"
+            if v.mask is None or not v.mask.any():
+                r = r[..., prior_names(agreement(r, self.prior_scores(v)))]
+                self.starts[v.name] = "drawn, named after the priors"
+            self._set_start(v, r)
+            if v.name in self.structured:
+                self._update_structured(v, self.structured[v.name], start=True)
+
+    def _set_start(self, v: Variable, r: np.ndarray) -> None:
+        self.set_posterior(v, Categorical(probs=r) if v.family is Categorical else Bernoulli(probs=r[..., 1]))
+
+    def prior_start(self, v: Variable) -> np.ndarray:
+        """Set q(v) to selector ``v``'s update given the other posteriors (a chain: by forward–backward);
+        returns its responsibilities (elements × K; a chain's smoothed marginals)."""
+        self.update(v)
+        r = np.asarray(self.q[v.name].mean())
+        return r if v.family is Categorical else np.stack([1.0 - r, r], axis=-1)
+
+    def prior_scores(self, v: Variable) -> np.ndarray:
+        """s_nk = E[log p(x_n | θ_k)] summed over the factors ``v`` gates, under the other posteriors
+        (elements × K)."""
+        s = self.selector_total(v)
+        return s if v.family is Categorical else np.stack([np.zeros_like(s), s], axis=-1)
 
     def _prior_natural(self, v: Variable, prior: CFactor) -> tuple:
         zero = v.family._zero_natural(v.shape, v.event_shape)
         m = self.factor_message(prior, "out")
         return tuple(z + a for z, a in zip(zero, m, strict=True))
+
+
+def start_notes(starts: dict[str, str]) -> list[str]:
+    """Notes on the selectors whose components have distinct priors, from how they started (``Engine.starts``)."""
+    notes = []
+    for name, how in starts.items():
+        if how == "priors":
+            notes.append(f"{name!r} started from its update given its components, whose priors (or fixed values) tell "
+                         "them apart: each row mostly to the component that explains it best, the same start for "
+                         "every seed")
+        elif how == "drawn, named after the priors":
+            notes.append(f"{name!r}: its update given its components' distinct priors left a component without a "
+                         "row, so it started from a draw (k-means++ on the data, from the seed) whose clusters are "
+                         "named after the priors they agree with best")
+    return notes
 
 
 def _default_init(v: Variable):
@@ -151,7 +270,7 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
     eng.initialise(init, np.random.default_rng(seed))
     trace: list[float] = []
     eng.trace = trace  # callbacks may read the ELBO history (the current value is last)
-    notes: list[str] = []
+    notes: list[str] = start_notes(eng.starts)
     if warmup:
         for v in warmup:
             eng.update(v)

@@ -82,7 +82,9 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = AUTO,
         ``True``: always; ``False``: never.
     seed
         Seeds the random responsibilities that break the symmetry of a mixture's selector when no
-        ``init`` is given for it (the only randomness in VMP), and SVI's minibatches.
+        ``init`` is given for it (the only randomness in VMP), and SVI's minibatches.  A selector whose
+        components have distinct priors starts from its update given them instead, whatever the seed
+        (``Result.starts`` says how each selector started).
     data
         SVI only: an iterable of batches streamed in place of the model's own rows, each a dict of row
         arrays for the data plate keyed by observed variable name (and, for ``fg.inner`` inputs, by the

@@ -1,8 +1,13 @@
 """Seeding mixture selectors: starting responsibilities that break a mixture's symmetry.
 
-k-means++ (D² sampling) on the observed outputs of the factors a selector gates, a missing entry at its
-column's observed mean; for LDA-like models, where each label gates one observed word, the labels' update
-from random near-uniform topics.  The sharded engine draws the same starts chunk by chunk from these pieces.
+When the components a selector chooses between are told apart by their starting posteriors (distinct,
+informative priors: ``prior_led``), the selector starts from its update given them (the engine makes it), so
+the labels agree with the priors whatever the seed; if that start leaves a component without a single row
+(the data lie far from every prior), the drawn start below is used with its clusters named after the priors
+(``prior_names``).  Otherwise the components are exchangeable and the start is drawn: k-means++ (D² sampling)
+on the observed outputs of the factors a selector gates, a missing entry at its column's observed mean; for
+LDA-like models, where each label gates one observed word, the labels' update from random near-uniform
+topics.  The sharded engine draws the same starts chunk by chunk from these pieces.
 """
 
 from __future__ import annotations
@@ -63,6 +68,86 @@ def categorical_init(v: Variable, factors: list[CFactor], rng: np.random.Generat
             r = r[..., linear_sum_assignment(-agree)[1].argsort()]
         r = np.where(v.mask[..., None], obs, r)
     return r
+
+
+def prior_led(v: Variable, factors: list[CFactor], q: dict[str, Any]) -> bool:
+    """Whether every two components that ``v`` selects are told apart by their starting posteriors.
+
+    The parameters gated by ``v`` in ``factors`` (``theta[z]``: a latent variable at its start ``q``, or a
+    constant) give each component k the means m_k and standard deviations s_k of their elements (a constant:
+    s_k = 0).  Components j and k are distinct when some element has |m_j − m_k| > s_j + s_k: their
+    one-standard-deviation intervals do not overlap.  When every pair is distinct (the priors are informative
+    and not exchangeable: ``mu[1] ~ N(3, 1)``, ``mu[2] ~ N(10, 1)``) the labels have a meaning the data cannot
+    swap, and the selector starts from its update given the components' starting posteriors: each row goes
+    mostly to the component whose prior explains it best.  Exchangeable priors (the same for every
+    component) give False: the start is then drawn (``categorical_init``).
+    """
+    K = v.event_shape[0] if v.event_shape else 2
+    apart = np.zeros((K, K), bool)
+    for mean, sd in _component_moments(v, factors, q):
+        if mean.shape[0] != K:
+            continue
+        gap = np.abs(mean[:, None] - mean[None, :])
+        with np.errstate(invalid="ignore"):
+            apart |= np.any(gap > sd[:, None] + sd[None, :], axis=-1)
+    return K > 1 and bool(apart[np.triu_indices(K, 1)].all())
+
+
+def supported(r: np.ndarray) -> bool:
+    """Whether every component is the most probable label of some element of responsibilities ``r``
+    (elements × K; an all-zero row, a step past a sequence's end, counts for none)."""
+    r = np.asarray(r).reshape(-1, np.shape(r)[-1])
+    return bool(np.all(np.bincount(r[r.sum(-1) > 0].argmax(-1), minlength=r.shape[-1]) > 0))
+
+
+def prior_names(agree: np.ndarray) -> np.ndarray:
+    """The order of a drawn start's clusters that names them after the components' priors: ``r[..., order]``
+    for ``agree[c, k]`` = Σ_n r_nc·s_nk, the agreement of cluster c with component k's prior scores
+    s_nk = E[log p(x_n | θ_k)] under the priors; the matching maximises Σ_c agree[c, k(c)] (Hungarian)."""
+    from scipy.optimize import linear_sum_assignment
+
+    return np.argsort(linear_sum_assignment(-np.asarray(agree))[1])
+
+
+def agreement(r: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """``agree[c, k]`` = Σ_n r_nc·s_nk over the elements of responsibilities ``r`` and prior scores ``scores``
+    (each row's scores shifted to a maximum of 0, which changes no matching), for ``prior_names``."""
+    K = np.shape(r)[-1]
+    s = np.broadcast_to(scores, np.shape(r)).reshape(-1, K)
+    return np.asarray(r).reshape(-1, K).T @ (s - s.max(-1, keepdims=True))
+
+
+def _component_moments(v: Variable, factors: list[CFactor], q: dict[str, Any]):
+    """(means, standard deviations), each (K, elements), of every parameter gated by ``v`` in ``factors``: a
+    latent variable at its posterior in ``q``, a constant with no spread; an expression (``(a + b)[z]``), an
+    observed variable or one with no start yet gives none."""
+    seen = set()
+    for f in factors:
+        for a in f.node.edges.values():
+            if not isinstance(a, Gate) or _selector_source(a.selector) is not v or id(a) in seen:
+                continue
+            seen.add(id(a))
+            src = a.source
+            if isinstance(src, Variable):
+                if src.name not in q or a.plate not in src.plates:
+                    continue
+                try:
+                    mean = np.asarray(q[src.name].mean(), dtype=float)
+                    var = np.asarray(q[src.name].var(), dtype=float)
+                except NotImplementedError:  # a posterior without moments tells nothing apart
+                    continue
+                axis = src.plates.index(a.plate)
+                if var.shape != mean.shape:
+                    continue
+            elif isinstance(src, np.ndarray | float | int):
+                mean = np.asarray(src, dtype=float)
+                axis = a.value_plates().index(a.plate)
+                var = np.zeros_like(mean)
+            else:
+                continue
+            K = mean.shape[axis]
+            yield (np.moveaxis(mean, axis, 0).reshape(K, -1),
+                   np.sqrt(np.maximum(np.moveaxis(var, axis, 0), 0.0)).reshape(K, -1))
 
 
 def token_selector(v: Variable, factors: list[CFactor]) -> bool:
@@ -173,5 +258,5 @@ def _gated_data(v: Variable, factors: list[CFactor]) -> np.ndarray | None:
     return data / np.where(scale > 0, scale, 1.0)
 
 
-__all__ = ["categorical_init", "gated_rows", "gathered_selectors", "observed_centre", "token_responsibilities",
-           "token_selector", "token_topics"]
+__all__ = ["agreement", "categorical_init", "gated_rows", "gathered_selectors", "observed_centre", "prior_led",
+           "prior_names", "supported", "token_responsibilities", "token_selector", "token_topics"]

@@ -20,10 +20,10 @@ from factorgraph.graph.nodes import ModelError
 
 from . import progress as _progress
 from .blas import _one_thread_blas
-from .engine import _iterate, _unconverged_text
+from .engine import _iterate, _unconverged_text, start_notes
 from .sharded_backends import backend_for
 from .sharded_engine import ShardedEngine
-from .sharded_seeding import seed_selectors
+from .sharded_seeding import lead_selectors, seed_selectors
 from .sharding import Sharding, _Slot, skeleton
 
 
@@ -37,9 +37,12 @@ def run_sharded(model, algorithm, sh: Sharding, max_iter: int, tol, param_tol, i
                "local_init": local_init, "handlers": handlers, "n_rows": sh.plate.size}
     backend = backend_for(blob, sh, options)
     n = sh.n_chunks
-    names = backend.call([[("seeded",)]] * n)[0][0]
-    seeds = seed_selectors(backend, sh, names, np.random.default_rng(seed), model) if names else [{} for _ in range(n)]
+    answers = [a[0] for a in backend.call([[("seeded",)]] * n)]  # labels observed in any chunk count for all
+    names = [(name, kind, led, any(a[j][3] for a in answers)) for j, (name, kind, led, _) in enumerate(answers[0])]
+    rng = np.random.default_rng(seed)
+    seeds = seed_selectors(backend, sh, names, rng, model) if names else [{} for _ in range(n)]
     infos = [i[0] for i in backend.call([[("start", seeds[i]), ("info",)] for i in range(n)])]
+    starts = lead_selectors(backend, sh, names, rng, model) if names else {}
     _same_schedule(infos, sh)
     info = infos[0]
     eng = ShardedEngine(backend, info, algorithm, model, handlers)
@@ -58,7 +61,7 @@ def run_sharded(model, algorithm, sh: Sharding, max_iter: int, tol, param_tol, i
             it, converged, reason = _iterate(eng.c, eng, trace, max_iter, tol, param_tol, callbacks, bar, single,
                                              warnings)
         bar.close()
-    notes = []
+    notes = start_notes(starts)
     if eng.raised:
         notes.append(f"backtracking raised damping to {eng.raised}")
     unconverged = [] if converged else [_unconverged_text(eng.c, eng, trace, it, reason, tol, param_tol)]
@@ -72,7 +75,7 @@ def run_sharded(model, algorithm, sh: Sharding, max_iter: int, tol, param_tol, i
                  f"({backend.name}); {report['bytes_per_sweep']:.0f} bytes moved per sweep")
     return {"engine": eng, "elbo_trace": np.array(trace), "n_iter": it, "converged": converged,
             "time": time.perf_counter() - t0, "warnings": warnings, "notes": notes, "unconverged": unconverged,
-            "sharding": report, "backend": backend}
+            "sharding": report, "backend": backend, "starts": starts}
 
 
 def collect_local(backend, v, sh: Sharding):

@@ -116,3 +116,64 @@ def test_lda_default_start_reaches_the_best_optimum_from_every_seed():
     best = max(f.elbo for f in fits)
     assert all(f.elbo > best - 1e-3 for f in fits), [f.elbo for f in fits]
     assert all(f.n_iter < 200 for f in fits), [f.n_iter for f in fits]
+
+
+def _three_clusters(seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.permutation(np.r_[rng.normal(-5, 1, 100), rng.normal(0, 1, 100), rng.normal(5, 1, 100)])
+
+
+def test_distinct_prior_means_name_the_components():
+    """Components with distinct, informative prior means (μ_k ~ N(m0_k, 1), m0 = (5, −5, 0)): z starts from its
+    update given the priors, so for every seed component k takes the cluster near m0_k (a k-means++ start
+    orders the clusters as the seed falls); one start runs, as every other would repeat it.  With the same
+    prior for each component (the default) the start is k-means++, drawn from the seed."""
+    x = _three_clusters()
+    m0 = np.array([5.0, -5.0, 0.0])
+    for seed in (0, 1, 2, 3):
+        r = models.mixture("gaussian", 3, x, prior={"m0": m0, "l0": 1.0}, seed=seed)
+        assert r.starts == {"z": "priors"}
+        np.testing.assert_allclose(r.posterior("mu").mean(), m0, atol=0.3)
+    assert any(n.startswith("1 start of n_init=4") for n in r.notes), r.notes
+    assert models.mixture("gaussian", 3, x, n_init=1).starts == {"z": "drawn"}
+
+
+def test_priors_far_from_the_data_name_the_drawn_clusters():
+    """Prior means (40, 50, 60) far from clusters at −5, 0 and 5: the update given the priors sends every row
+    to the component at 40, so the start is k-means++ with its clusters named after the priors they agree with
+    best — the lowest cluster to the lowest prior mean — and the components keep the priors' order."""
+    x = _three_clusters()
+    for seed in (0, 1, 2):
+        r = models.mixture("gaussian", 3, x, prior={"m0": np.array([40.0, 50.0, 60.0]), "l0": 4.0}, seed=seed,
+                           n_init=1)
+        assert r.starts == {"z": "drawn, named after the priors"}
+        assert any("left a component without a row" in n for n in r.notes)
+        assert np.all(np.diff(r.posterior("mu").mean()) > 0)
+
+
+def test_a_bernoulli_selector_between_constant_components_starts_from_them():
+    """x_n ~ N(±3, 1) chosen by a Bernoulli s_n (constants gated by fg.select): the components differ, so s starts
+    from its update given them, and the fit is the exact posterior of s after one sweep."""
+    rng = np.random.default_rng(3)
+    truth = rng.random(40) < 0.4
+    x = np.where(truth, 3.0, -3.0) + rng.normal(size=40)
+    with fg.Model("two-constants") as m:
+        n = fg.plate("n", 40)
+        s = fg.bernoulli("s", 0.5, plates=[n])
+        fg.gaussian("x", fg.select([-3.0, 3.0], s), 1.0, plates=[n], observed=x)
+    r = fg.infer(m, seed=0)
+    assert r.starts == {"s": "priors"}
+    p = r.posterior("s").mean()
+    lr = np.exp(-0.5 * (x - 3.0) ** 2) / (np.exp(-0.5 * (x - 3.0) ** 2) + np.exp(-0.5 * (x + 3.0) ** 2))
+    np.testing.assert_allclose(p, lr, rtol=1e-12)
+
+
+def test_gaussian_mixture_keeps_the_best_of_its_starts():
+    """n_init=3 returns the best of the single starts from seeds 5, 6 and 7, and a note with their bounds."""
+    X = _two_clusters()
+    single = [models.gaussian_mixture(X, 3, "full", seed=s, n_init=1).elbo for s in (5, 6, 7)]
+    r = models.gaussian_mixture(X, 3, "full", seed=5, n_init=3)
+    assert r.elbo == pytest.approx(max(single), abs=1e-8)
+    assert any(n.startswith("best of 3 starts (seeds 5…7; ELBOs") for n in r.notes), r.notes
+    with pytest.raises(fg.ModelError, match="n_init"):
+        models.gaussian_mixture(X, 2, n_init=1.5)

@@ -121,7 +121,7 @@ class VariationalGaussianMixture(DensityMixin, _Fitted, BaseEstimator):
         if not isinstance(seed, int | np.integer):
             raise ValueError(f"random_state must be an integer seed, got {seed!r}")
         r = _run(lambda: _gm.gaussian_mixture(
-            X, K, self.covariance_type, restarts=self.n_init, seed=int(seed), max_iter=self.max_iter, tol=self.tol,
+            X, K, self.covariance_type, n_init=self.n_init, seed=int(seed), max_iter=self.max_iter, tol=self.tol,
             concentration=self.weight_concentration_prior, mean_prior=self.mean_prior,
             beta=self.mean_precision_prior, dof=self.degrees_of_freedom_prior, scale=scale,
             mask=mask))

@@ -24,8 +24,8 @@ from factorgraph.graph.covariance import gaussian_wishart
 from factorgraph.graph.discrete import categorical, dirichlet
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
+from factorgraph.models.starts import best_of_starts
 from factorgraph.posterior.results import Result
-from schedules import infer
 
 _LOG_PI = float(np.log(np.pi))
 _LOG_2PI = float(np.log(2.0 * np.pi))
@@ -139,24 +139,21 @@ def gaussian_mixture_model(X: Any, K: int, covariance: str = "full", *, concentr
     return m
 
 
-def gaussian_mixture(X: Any, K: int, covariance: str = "full", *, restarts: int = 1, seed: int = 0,
+def gaussian_mixture(X: Any, K: int, covariance: str = "full", *, n_init: int = 4, seed: int | None = 0,
                      max_iter: int = 500, tol: float = 1e-9, mask: Any = None, **priors: Any) -> Result:
     """Fit a Bayesian Gaussian mixture with K components by variational message passing.
 
-    The responsibilities start from a k-means++ seeding of the data (``seed``; a missing entry stands at
-    its column's observed mean); with ``restarts`` > 1 the fit is repeated from different seeds and the one
-    with the highest ELBO is returned (VB finds local optima).  ``mask`` (True = observed; (N,) rows or
-    (N, D) entries) marks missing data, and ``priors`` go to
-    ``gaussian_mixture_model``.  Use ``mixture_predictive`` for the posterior predictive density.
+    The components share one prior, so the labels are exchangeable and VB finds local optima that differ in
+    where the responsibilities start (a k-means++ seeding of the data; a missing entry stands at its column's
+    observed mean): the fit is run from ``n_init`` starts (seeds ``seed``, ``seed + 1``, …) and the one with
+    the highest ELBO is returned, with a note in ``Result.notes`` giving every start's bound
+    (``factorgraph.models.starts``); ``n_init=1`` runs the single start ``seed``.  ``mask`` (True = observed;
+    (N,) rows or (N, D) entries) marks missing data, and ``priors`` go to ``gaussian_mixture_model``.  Use
+    ``mixture_predictive`` for the posterior predictive density.
     """
 
-    best = None
-    for r in range(max(1, int(restarts))):
-        res = infer(gaussian_mixture_model(X, K, covariance, mask=mask, **priors), max_iter=max_iter, tol=tol,
-                    seed=seed + r)
-        if best is None or res.elbo > best.elbo:
-            best = res
-    return best
+    model = gaussian_mixture_model(X, K, covariance, mask=mask, **priors)
+    return best_of_starts(model, n_init, seed, "gaussian_mixture", max_iter=max_iter, tol=tol)
 
 
 class MixturePredictive:

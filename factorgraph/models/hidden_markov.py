@@ -13,8 +13,8 @@ from factorgraph.graph.discrete import categorical, dirichlet
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
 from factorgraph.graph.sequences import markov_chain
+from factorgraph.models.starts import best_of_starts
 from factorgraph.posterior.results import Result
-from schedules import infer
 
 EMISSIONS = ("gaussian", "poisson", "categorical")
 
@@ -78,7 +78,7 @@ def hmm_model(y: Any, K: int, emission: str = "gaussian", concentration: float =
 
 
 def hmm(y: Any, K: int, emission: str = "gaussian", *, concentration: float = 1.0, max_iter: int = 500,
-        tol: float = 1e-8, seed: int | None = 0, restarts: int = 1) -> Result:
+        tol: float = 1e-8, seed: int | None = 0, n_init: int = 4) -> Result:
     """A variational Bayesian hidden Markov model with K states (MacKay 1997; Beal 2003, ch. 3).
 
     z_1 ~ Cat(π), z_t | z_{t−1} ~ Cat(A[z_{t−1}]), π and the rows of A ~ Dirichlet(concentration), and
@@ -94,15 +94,12 @@ def hmm(y: Any, K: int, emission: str = "gaussian", *, concentration: float = 1.
     (``fg.compare``); ``result.posterior("z").mean()`` holds the smoothed marginals (sequences × steps × K).
     K = 1 is the model without a chain (i.i.d. emissions).
 
-    ``restarts`` fits from that many random starts of q(z) (seeds ``seed``, ``seed + 1``, …) and returns the
-    fit with the highest bound: VB for mixtures and HMMs has local optima, and comparing K by the bound needs
-    each K's best.
+    The states are exchangeable (the same prior for each), so VB has local optima that differ in where q(z)
+    starts: the fit is run from ``n_init`` starts of q(z) (k-means++ on the data, seeds ``seed``,
+    ``seed + 1``, …) and the one with the highest bound is returned, with a note in ``Result.notes`` giving
+    every start's bound (``factorgraph.models.starts``); ``n_init=1`` runs the single start ``seed``.
+    Comparing K by the bound needs each K's best.
     """
 
-    restarts = checks.positive_int(restarts, "hmm: restarts")
     model = hmm_model(y, K, emission, concentration)
-    if K == 1 or restarts == 1:
-        return infer(model, max_iter=max_iter, tol=tol, seed=seed)
-    base = 0 if seed is None else int(seed)
-    fits = [infer(model, max_iter=max_iter, tol=tol, seed=base + i) for i in range(restarts)]
-    return max(fits, key=lambda r: r.elbo)
+    return best_of_starts(model, n_init, seed, "hmm", max_iter=max_iter, tol=tol)

@@ -18,8 +18,8 @@ from factorgraph.graph.builders import gamma, gaussian, mv_gaussian, plate
 from factorgraph.graph.discrete import bernoulli, beta, categorical, dirichlet
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
+from factorgraph.models.starts import best_of_starts
 from factorgraph.posterior.results import Result
-from schedules import infer
 
 FAMILIES = ("gaussian", "mv_gaussian", "bernoulli", "categorical")
 
@@ -91,15 +91,22 @@ def mixture_model(family: str, K: int, data: Any, *, mask: Any = None, concentra
 
 def mixture(family: str, K: int, data: Any, *, mask: Any = None, concentration: float = 1.0,
             prior: dict[str, Any] | None = None, seed: int | None = 0, max_iter: int = 500,
-            tol: float = 1e-10) -> Result:
+            tol: float = 1e-10, n_init: int = 4) -> Result:
     """Fit a K-component mixture of ``family`` to ``data`` by VMP (see ``mixture_model`` for the model).
 
     Returns the ``Result``: posteriors ``"pi"``, ``"z"`` (responsibilities) and the component parameters
     (``"mu"``, ``"tau"``/``"alpha"``, ``"p"`` or ``"phi"``), and the evidence lower bound.
+
+    With the same prior for every component the labels are exchangeable and VB has local optima that differ
+    in where q(z) starts: the fit is run from ``n_init`` starts (k-means++ on the data, seeds ``seed``,
+    ``seed + 1``, …) and the one with the highest bound is returned, with a note in ``Result.notes`` giving
+    every start's bound (``factorgraph.models.starts``); ``n_init=1`` runs the single start ``seed``.  Priors
+    that tell the components apart (``prior={"m0": [-5.0, 0.0, 5.0]}`` with a small enough ``1/l0``) start
+    q(z) from them instead, the same for every seed, so one start is run.
     """
 
-    return infer(mixture_model(family, K, data, mask=mask, concentration=concentration, prior=prior),
-                 seed=seed, max_iter=max_iter, tol=tol)
+    model = mixture_model(family, K, data, mask=mask, concentration=concentration, prior=prior)
+    return best_of_starts(model, n_init, seed, "mixture", max_iter=max_iter, tol=tol)
 
 
 __all__ = ["FAMILIES", "mixture", "mixture_model"]

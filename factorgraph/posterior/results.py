@@ -59,6 +59,10 @@ class Result:
     hyper
         Hyperparameters learned by global handlers (``learn=``), by handled variable; see
         ``hyperparameters``.
+    starts
+        How each mixture selector without an ``init`` started: ``"priors"`` (its update given its
+        components' distinct priors, the same for every seed), ``"drawn"`` (from the seed) or ``"drawn,
+        named after the priors"``.
     """
 
     model_name: str
@@ -92,6 +96,10 @@ class Result:
     local: dict[str, Any] = field(default_factory=dict)  # name -> function collecting its posterior
     # fg.deterministic nodes: name -> (E_q[y], Var_q[y]) over the node's plates (factorgraph/graph/derived.py)
     derived: dict[str, tuple] = field(default_factory=dict)
+    # how each mixture selector without an init started (message passing): "priors" (its update given its
+    # components' distinct priors: the same start for every seed), "drawn" (from the seed: k-means++, random
+    # topics or Dirichlet rows) or "drawn, named after the priors"
+    starts: dict[str, str] = field(default_factory=dict)
     # the fitted model (for to_arviz's observed data and log-likelihoods); set by fg.infer
     model: Any = field(default=None, repr=False, compare=False)
 

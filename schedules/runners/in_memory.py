@@ -104,6 +104,7 @@ def run_in_memory(model: Model, algorithm: Any, options: RunOptions) -> Result:
     # for fg.predict: the model and the data of the fit (set_data may replace them later)
     result.fit_record = FitRecord(model, {k: d.value for k, d in model.data.items()}, model.data_version)
     result.joint.update(eng.joint)
+    result.starts.update(eng.starts)
     result.model = model
     result.derived = derived_moments(eng.node_stats, model)  # fg.deterministic nodes: exact moments under q
     result.hyper.update(hyper)

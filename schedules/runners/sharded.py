@@ -40,6 +40,7 @@ def run_sharded_fit(model: Model, algorithm: Any, options: RunOptions, sh: Shard
     result = Result(model.name, algorithm.name, dict(eng.q), float(trace[-1]), kind, trace, out["n_iter"],
                     out["converged"], out["time"], 0.0, out["warnings"], 0.0, notes)
     result.sharding = out["sharding"]
+    result.starts.update(out["starts"])
     result.joint.update(eng.joint)
     result.local.update({n: collect_local(out["backend"], model.variables[n], sh)
                          for n, loc in eng.local.items() if loc})
