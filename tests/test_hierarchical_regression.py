@@ -138,3 +138,67 @@ def test_missing_outcomes_drop_out(varying):
             np.testing.assert_allclose(r.posterior(k).mean(), dropped.posterior(k).mean(), rtol=1e-7, atol=1e-9)
     with pytest.raises(fg.ModelError, match="y must be finite or NaN"):
         models.hierarchical_regression(X, np.where(gone, np.inf, y), g, varying)
+
+
+# ------------------------------------------------------------------ population scales: priors, non-centred, integrated
+def _small_groups(seed: int = 0, G: int = 6, N: int = 60):
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, G, N)
+    x = rng.normal(size=N)
+    y = rng.normal(1.0, 0.4, G)[g] + 0.3 * x + rng.normal(0.0, 1.0, N)
+    return x, y, g
+
+
+def test_a_scale_prior_is_the_hand_written_model() -> None:
+    x, y, g = _small_groups()
+    r = models.hierarchical_regression(x, y, g, scale_prior="half_normal", scale=2.0, tol=1e-12)
+    with fg.Model("by hand") as m:
+        n, grp = fg.plate("n", len(y)), fg.plate("groups", 6)
+        mu = fg.gaussian("intercept_mean", 0.0, precision=1e-2)
+        a = fg.gaussian("intercept", mean=mu, sd=fg.half_normal("intercept_sd", 2.0), plates=[grp])
+        b = fg.mv_gaussian("slope", mean=0.0, precision=1e-2, dim=1)
+        fg.gaussian("y", mean=a[g] + fg.inner(x[:, None], b, [n]), precision=fg.gamma("noise_precision", 1.0, 1.0),
+                    plates=[n], observed=y)
+    h = fg.infer(m, tol=1e-12, max_iter=1000)
+    assert r.converged and h.converged
+    assert r.elbo == pytest.approx(h.elbo, abs=1e-9)
+    np.testing.assert_allclose(r.posterior("intercept").mean(), h.posterior("intercept").mean(), atol=1e-8)
+    np.testing.assert_allclose(r.posterior("intercept_sd").mean(), h.posterior("intercept_sd").mean(), atol=1e-8)
+
+
+def test_non_centred_intercepts_report_the_named_effects_and_predict() -> None:
+    x, y, g = _small_groups(1)
+    r = models.hierarchical_regression(x, y, g, scale_prior="half_normal", parametrisation="non_centred", tol=1e-12)
+    assert r.converged and {"intercept_raw", "intercept_sd", "intercept_mean"} <= set(r.posteriors)
+    mu, sd, raw = r.posterior("intercept_mean"), r.posterior("intercept_sd"), r.posterior("intercept_raw")
+    # α_g = μ + σ·η_g under the factorised q: E[α_g] = E[μ] + E[σ]E[η_g]
+    np.testing.assert_allclose(r.posterior("intercept").mean(), mu.mean() + sd.mean() * raw.mean(), rtol=1e-10)
+    pred = models.hierarchical_predictive(r, x[:4], g[:4])
+    np.testing.assert_allclose(pred.mean(), np.asarray(r.posterior("intercept").mean())[g[:4]]
+                               + x[:4] * float(r.posterior("slope").mean()[0]), rtol=1e-10)
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"parametrisation": "non_centred"}, "needs a scale_prior"),
+    ({"scale_prior": "half_normal", "parametrisation": "non_centred", "pooling": "none"}, "partial pooling"),
+    ({"scale_prior": "lognormal"}, "scale_prior must be"),
+    ({"parametrisation": "noncentered"}, "parametrisation must be"),
+    ({"scale_prior": "half_normal", "scale": -1.0}, "scale"),
+    ({"integrate_scale": True}, "needs a scale_prior"),
+    ({"scale_prior": "half_normal", "integrate_scale": "yes"}, "integrate_scale must be"),
+])
+def test_scale_options_are_checked(kw, match) -> None:
+    x, y, g = _small_groups()
+    with pytest.raises(fg.ModelError, match=match):
+        models.hierarchical_regression(x, y, g, **kw)
+
+
+@pytest.mark.slow
+def test_integrating_the_intercepts_scale_out() -> None:
+    x, y, g = _small_groups(2, G=4, N=24)
+    r = models.hierarchical_regression(x, y, g, scale_prior="half_normal", parametrisation="non_centred",
+                                       integrate_scale=True)
+    mf = models.hierarchical_regression(x, y, g, scale_prior="half_normal", parametrisation="non_centred")
+    assert type(r.posterior("intercept_sd")).__name__ == "GridDensity"
+    assert r.elbo >= mf.elbo - 1e-6  # the quadrature's bound is at least the mean-field one
+    assert np.all(np.isfinite(models.hierarchical_predictive(r, x[:3], g[:3]).mean()))
