@@ -39,13 +39,12 @@ from __future__ import annotations
 from functools import partial
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from distributions import Gamma, MvGaussian, Wishart
 from distributions.gaussian_chain import ChainResiduals, GaussianChain
 
 from .base import FactorType, Moments
-from .kernels.kalman import kalman_smooth, sample_chains
+from .kernels.kalman import covariance_root, kalman_smooth, sample_chains
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 _EDGES = dict(out=MvGaussian, initial_mean=MvGaussian, initial_precision=Wishart, transition=MvGaussian)
@@ -200,16 +199,12 @@ def _shared(a: np.ndarray, event: int) -> np.ndarray:
 
 
 def _covariance_root(P: np.ndarray, what: str) -> tuple[np.ndarray, float]:
-    """(U, log|P|) for an SPD precision P: U lower triangular with UUᵀ = P⁻¹ and UᵀPU = I to rounding.  With Π
-    the reversal permutation and ΠPΠ = LLᵀ (Cholesky), P = VVᵀ with V = ΠLΠ upper triangular, and U = V⁻ᵀ."""
-    rev = P[::-1, ::-1]
-    try:
-        low = np.linalg.cholesky(rev)
-    except np.linalg.LinAlgError:
-        raise FloatingPointError(f"the chain's {what} {P.tolist()} is not positive definite") from None
-    V = low[::-1, ::-1]
-    U = solve_triangular(V, np.eye(P.shape[-1]), lower=False).T
-    return np.ascontiguousarray(U), float(2.0 * np.log(np.diagonal(low)).sum())
+    """(U, log|P|): U lower triangular with UUᵀ = P⁻¹ (``kernels.kalman.covariance_root``); a P that is not
+    positive definite is named."""
+    U, logdet = covariance_root(np.ascontiguousarray(P, dtype=float))
+    if np.isnan(logdet):
+        raise FloatingPointError(f"the chain's {what} {np.asarray(P).tolist()} is not positive definite")
+    return U, float(logdet)
 
 
 def chain_posterior(m: Moments, p: dict, potentials, independent: bool = False) -> GaussianChain:

@@ -66,6 +66,37 @@ def _cholesky(a: np.ndarray, out: np.ndarray) -> float:
 
 
 @njit(cache=True)
+def covariance_root(P: np.ndarray) -> tuple[np.ndarray, float]:
+    """(U, log|P|) for an SPD precision P: U lower triangular with UUᵀ = P⁻¹ (so UᵀPU = I to rounding), from
+    the upper-triangular factor P = VVᵀ (Cholesky in reverse order) as U = V⁻ᵀ; log|P| is nan if P is not
+    positive definite."""
+    D = P.shape[0]
+    V = np.zeros((D, D))
+    logdet = 0.0
+    for j in range(D - 1, -1, -1):
+        s = P[j, j]
+        for k in range(j + 1, D):
+            s -= V[j, k] * V[j, k]
+        if not s > 0.0:
+            return np.zeros((D, D)), np.nan
+        V[j, j] = np.sqrt(s)
+        logdet += 2.0 * np.log(V[j, j])
+        for i in range(j):
+            s = 0.5 * (P[i, j] + P[j, i])
+            for k in range(j + 1, D):
+                s -= V[i, k] * V[j, k]
+            V[i, j] = s / V[j, j]
+    U = np.zeros((D, D))  # U = V⁻ᵀ: solve V W = I (W upper triangular), U = Wᵀ
+    for c in range(D):
+        for i in range(c, -1, -1):
+            s = 1.0 if i == c else 0.0
+            for k in range(i + 1, c + 1):
+                s -= V[i, k] * U[c, k]
+            U[c, i] = s / V[i, i]
+    return U, logdet
+
+
+@njit(cache=True)
 def _lq(M: np.ndarray, rows: int, kend: int, band: int) -> None:
     """Householder reflections from the right: for k < kend, zero M[k, k+1:] and make M[k, k] ≥ 0, applying
     each reflection to the rows k..rows−1 (rows above k are already zero from column k on).  Row k is taken
