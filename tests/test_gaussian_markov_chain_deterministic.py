@@ -129,7 +129,7 @@ def test_elbo_bounds_the_evidence_with_a_gamma_noise_precision(y):
     res = fg.infer(m, max_iter=200, tol=1e-12)
     trace = np.asarray(res.elbo_trace)
     assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:])), np.diff(trace).min()
-    u = np.linspace(np.log(1e4), np.log(1e16), 3001)  # u = log τ
+    u = np.linspace(np.log(1e4), np.log(1e16), 401)  # u = log τ (the sum is converged to 1e-13 here)
     tau_grid = np.exp(u)
     log_prior = a * np.log(b) - gammaln(a) + a * u - b * tau_grid  # log p(τ) + log |dτ/du|
     log_lik = np.array([_kalman_loglik(y, s) for s in tau_grid])
