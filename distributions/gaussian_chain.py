@@ -2,11 +2,31 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .base import ChainPosterior
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+class ChainResiduals(NamedTuple):
+    r"""The residual sums of a Gaussian chain about the dynamics (m₀, A) it was smoothed with, each per sequence
+    (batch + (D, D)) and accurate to rounding relative to its own size (so nearly deterministic dynamics keep
+    their evidence): with η_t = x_{t+1} − A x_t,
+
+    .. math::
+
+        E_0 = E[(x_1 - m_0)(x_1 - m_0)^\top],\quad W = \sum_t E[\eta_t\eta_t^\top],\quad
+        X = \sum_t E[x_t\eta_t^\top].
+    """
+
+    initial_mean: np.ndarray
+    transition: np.ndarray
+    initial: np.ndarray
+    noise: np.ndarray
+    cross: np.ndarray
 
 
 class GaussianChain(ChainPosterior):
@@ -24,7 +44,7 @@ class GaussianChain(ChainPosterior):
 
         H[q] = \tfrac{LD}{2}(1 + \log 2\pi) - \tfrac12\log|\Lambda|.
 
-    Built by the Kalman filter and Rauch–Tung–Striebel smoother in information form (the q of
+    Built by the square-root Kalman filter and Rauch–Tung–Striebel smoother (the q of
     ``fg.gaussian_markov_chain``).
 
     Parameters
@@ -40,18 +60,22 @@ class GaussianChain(ChainPosterior):
     sampler : callable, optional
         ``sampler(draws, rng)`` → joint draws of shape (draws,) + batch + (T, D) (forward filtering,
         backward sampling).  Without it steps are drawn independently from their marginals.
+    residuals : ChainResiduals, optional
+        The residual sums about the chain's own dynamics (the smoother's); without them the factor's evidence
+        is formed from the moments above.
     """
 
     event_ndims = (1, 2)
 
     def __init__(self, mean: np.ndarray, second: np.ndarray, pair: np.ndarray, log_normalizer: np.ndarray,
-                 joint_entropy: np.ndarray, sampler=None) -> None:
+                 joint_entropy: np.ndarray, sampler=None, residuals: ChainResiduals | None = None) -> None:
         self._mean = np.asarray(mean, dtype=float)
         self.second = np.asarray(second, dtype=float)
         self.pair = np.asarray(pair, dtype=float)
         self.log_normalizer = np.asarray(log_normalizer, dtype=float)
         self.joint_entropy = np.asarray(joint_entropy, dtype=float)
         self._sampler = sampler
+        self.residuals = residuals
 
     @classmethod
     def independent(cls, mean: np.ndarray, second: np.ndarray) -> GaussianChain:

@@ -20,9 +20,18 @@ The messages are its gradients: to P₀ (−½(…), ½), to m₀ (P̄₀x̄_1, 
 The factor owns the posterior of x (``structured``): given the node potentials (h_t, J_t) that the other
 factors send to x_t, q(x) ∝ exp(E[log f] + Σ_t h_tᵀx_t − ½x_tᵀJ_tx_t) is Gaussian and Markov with
 diagonal precision blocks J_t + P̄₀[t = 1] + Q̄[t ≥ 2] + E[AᵀQA][t < L] and off-diagonal blocks −Q̄Ā, where
-E[AᵀQA] = ĀᵀQ̄Ā + Σ_i Q̄_ii Cov a_i; it is found exactly by the information filter and the
-Rauch–Tung–Striebel smoother (``kernels/kalman.py``, O(L·D³); Beal 2003, ch. 5).  Its entropy is
-½LD(1 + log 2π) − ½ log|Λ|.  With every parameter a constant, the ELBO is the exact log-likelihood.
+E[AᵀQA] = ĀᵀQ̄Ā + M, M = Σ_i Q̄_ii Cov a_i: the chain (m̄₀, P̄₀, Ā, Q̄) with the extra potential
+exp(−½x_tᵀMx_t) at t < L.  It is found exactly by the square-root Kalman filter and Rauch–Tung–Striebel
+smoother (``kernels/kalman.py``, O(L·D³); Beal 2003, ch. 5), which also returns the residual sums about
+(m̄₀, Ā) — E₀ = E[(x_1 − m̄₀)(x_1 − m̄₀)ᵀ], W₀ = Σ_t E[η_tη_tᵀ], X = Σ_t E[x_{t−1}η_tᵀ] with η_t = x_t − Āx_{t−1}
+— to relative accuracy, and log|Λ| = log|P̄₀| + (L − 1) log|Q̄| + Σ_t log|G_t|.  Its entropy is
+½LD(1 + log 2π) − ½ log|Λ|.  The evidence and the messages to P₀ and Q take their residuals from these sums,
+re-centred on the current moments (Δ = Ā_q − Ā, d = m̄₀_q − m̄₀, both 0 when q is current):
+
+    E[(x_1 − m₀)(x_1 − m₀)ᵀ] = E₀ + ē₀dᵀ + dē₀ᵀ + ddᵀ + Cov m₀,   W = W₀ + ΔX + XᵀΔᵀ + ΔS₀₀Δᵀ + diag_i tr(S₀₀ Cov a_i),
+
+so that with every parameter a constant the ELBO is the exact log-likelihood to rounding, however nearly
+deterministic the dynamics (Q̄ ≫ the other precisions), where differences of second moments would lose it.
 """
 
 from __future__ import annotations
@@ -32,10 +41,10 @@ from functools import partial
 import numpy as np
 
 from distributions import Gamma, MvGaussian, Wishart
-from distributions.gaussian_chain import GaussianChain
+from distributions.gaussian_chain import ChainResiduals, GaussianChain
 
 from .base import FactorType, Moments
-from .kernels.kalman import kalman_smooth, sample_chains
+from .kernels.kalman import covariance_root, kalman_smooth, sample_chains
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 _EDGES = dict(out=MvGaussian, initial_mean=MvGaussian, initial_precision=Wishart, transition=MvGaussian)
@@ -84,24 +93,34 @@ def _sums(q: GaussianChain, lengths: np.ndarray) -> tuple:
     return mu[..., 0, :], m2[..., 0, :, :], s11, s00, s10, np.asarray(lengths, dtype=float)
 
 
-def _w(abar: np.ndarray, acov: np.ndarray, s11, s00, s10) -> np.ndarray:
-    """W = S₁₁ − ĀS₁₀ᵀ − S₁₀Āᵀ + E[AS₀₀Aᵀ], E[AS₀₀Aᵀ]_ij = ā_iᵀS₀₀ā_j + δ_ij tr(S₀₀ Cov a_i)."""
-    cross = abar @ np.swapaxes(s10, -1, -2)
-    w = s11 - cross - np.swapaxes(cross, -1, -2) + abar @ s00 @ np.swapaxes(abar, -1, -2)
-    return w + np.einsum("...ij,...kji->...k", s00, acov)[..., :, None] * np.eye(abar.shape[-1])
-
-
 def _aqa(qbar: np.ndarray, abar: np.ndarray, acov: np.ndarray) -> np.ndarray:
     """E[AᵀQA] = ĀᵀQ̄Ā + Σ_i Q̄_ii Cov a_i."""
     diag = np.diagonal(qbar, axis1=-2, axis2=-1)
     return np.swapaxes(abar, -1, -2) @ qbar @ abar + np.einsum("...i,...ijk->...jk", diag, acov)
 
 
-def _initial_residual(m: Moments, x1: np.ndarray, xx1: np.ndarray) -> np.ndarray:
-    """E[(x_1 − m₀)(x_1 − m₀)ᵀ] = E[x_1x_1ᵀ] − x̄_1m̄₀ᵀ − m̄₀x̄_1ᵀ + E[m₀m₀ᵀ]."""
+def _residuals(q: GaussianChain, m: Moments, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(r, W, L): r = E[(x_1 − m₀)(x_1 − m₀)ᵀ] and W = Σ_{t≥2} E[(x_t − Ax_{t−1})(x_t − Ax_{t−1})ᵀ] under q and
+    the current moments of m₀ and A, from the chain's residual sums about its own (m̄₀, Ā) (module docstring);
+    a chain without them (a starting q) is taken about (0, 0): E₀ = E[x_1x_1ᵀ], W₀ = S₁₁, X = S₁₀ᵀ."""
+    x1, xx1, s11, s00, s10, L = _sums(q, lengths)
+    abar, acov = _transition(m)
     m01, m02 = m["initial_mean"]
-    c = x1[..., :, None] * m01[..., None, :]
-    return xx1 - c - np.swapaxes(c, -1, -2) + m02
+    res = q.residuals
+    if res is None:
+        anchor_m0, anchor_a, e00, w0, cross = 0.0, 0.0, xx1, s11, np.swapaxes(s10, -1, -2)
+    else:
+        anchor_m0, anchor_a, e00, w0, cross = res
+    d = anchor_m0 - m01
+    e0 = x1 - anchor_m0
+    c = e0[..., :, None] * d[..., None, :]
+    cov_m0 = m02 - m01[..., :, None] * m01[..., None, :]
+    r = e00 + c + np.swapaxes(c, -1, -2) + d[..., :, None] * d[..., None, :] + cov_m0
+    delta = anchor_a - abar
+    dx = delta @ cross
+    w = w0 + dx + np.swapaxes(dx, -1, -2) + delta @ s00 @ np.swapaxes(delta, -1, -2)
+    w = w + np.einsum("...ij,...kji->...k", s00, acov)[..., :, None] * np.eye(abar.shape[-1])
+    return r, w, L
 
 
 def _rules(ft: FactorType) -> None:
@@ -113,8 +132,7 @@ def _rules(ft: FactorType) -> None:
 
     @ft.rule("initial_precision", "vmp")
     def to_initial_precision(m: Moments, p: dict) -> tuple:
-        x1, xx1, *_ = _sums(_chain(m, p), p["lengths"])
-        r = _initial_residual(m, x1, xx1)
+        r, _, _ = _residuals(_chain(m, p), m, p["lengths"])
         return -0.5 * r, np.full(r.shape[:-2], 0.5)
 
     @ft.rule("transition", "vmp")
@@ -130,8 +148,7 @@ def _rules(ft: FactorType) -> None:
 
     @ft.rule("noise_precision", "vmp")
     def to_noise_precision(m: Moments, p: dict) -> tuple:
-        _, _, s11, s00, s10, L = _sums(_chain(m, p), p["lengths"])
-        w = _w(*_transition(m), s11, s00, s10)
+        _, w, L = _residuals(_chain(m, p), m, p["lengths"])
         if p.get("noise") == "diag":
             return -0.5 * np.diagonal(w, axis1=-2, axis2=-1), np.broadcast_to(0.5 * (L - 1.0)[..., None],
                                                                                 w.shape[:-1]).copy()
@@ -165,12 +182,10 @@ def _rules(ft: FactorType) -> None:
 
     @ft.evidence(kind="exact")
     def evidence(m: Moments, p: dict) -> np.ndarray:
-        x1, xx1, s11, s00, s10, L = _sums(_chain(m, p), p["lengths"])
+        r, w, L = _residuals(_chain(m, p), m, p["lengths"])
         P0, ldP0 = m["initial_precision"]
         qbar, ldQ = _noise(m, p)
-        D = x1.shape[-1]
-        r = _initial_residual(m, x1, xx1)
-        w = _w(*_transition(m), s11, s00, s10)
+        D = r.shape[-1]
         return (0.5 * ldP0 - 0.5 * np.einsum("...ij,...ji->...", P0, r) + 0.5 * (L - 1.0) * ldQ
                 - 0.5 * np.einsum("...ij,...ji->...", qbar, w) - 0.5 * L * D * _LOG_2PI)
 
@@ -183,10 +198,24 @@ def _shared(a: np.ndarray, event: int) -> np.ndarray:
     return a.reshape((-1,) + a.shape[a.ndim - event:])[0] if a.ndim > event else a
 
 
+def _covariance_root(P: np.ndarray, what: str) -> tuple[np.ndarray, float]:
+    """(U, log|P|): U lower triangular with UUᵀ = P⁻¹ (``kernels.kalman.covariance_root``); a P that is not
+    positive definite is named."""
+    U, logdet = covariance_root(np.ascontiguousarray(P, dtype=float))
+    if np.isnan(logdet):
+        raise FloatingPointError(f"the chain's {what} {np.asarray(P).tolist()} is not positive definite")
+    return U, float(logdet)
+
+
 def chain_posterior(m: Moments, p: dict, potentials, independent: bool = False) -> GaussianChain:
-    """q(x) given the node potentials (η₁ batch + (T, D), η₂ batch + (T, D, D)): the information filter and
+    """q(x) given the node potentials (η₁ batch + (T, D), η₂ batch + (T, D, D)): the square-root filter and
     RTS smoother over all sequences at once.  ``potentials=None`` gives the prior chain (no other factor), or
-    with ``independent`` the q with independent steps and the moments in ``m["out"]``."""
+    with ``independent`` the q with independent steps and the moments in ``m["out"]``.
+
+    The chain is (m̄₀, P̄₀, Ā, Q̄) with the potentials J_t + M[t < L] (M = Σ_i Q̄_ii Cov a_i); with the kernel's
+    Σ_t log|G_t| and log ∫ p(x) Π_t φ_t, log|Λ| = log|P̄₀| + (L − 1) log|Q̄| + Σ_t log|G_t| and
+    log Z = log ∫ p(x) Π_t φ_t + ½m̄₀ᵀP̄₀m̄₀ + ½LD log 2π − ½ log|P̄₀| − ½(L − 1) log|Q̄|
+    (Z = ∫ exp(−½xᵀΛx + (h + P̄₀m̄₀e₁)ᵀx) dx)."""
     lengths = p["lengths"]
     if potentials is None and independent:
         mu, m2 = (np.asarray(a, dtype=float) for a in m["out"])
@@ -194,10 +223,13 @@ def chain_posterior(m: Moments, p: dict, potentials, independent: bool = False) 
         return GaussianChain.independent(np.where(valid[..., None], mu, 0.0), np.where(valid[..., None, None], m2, 0.0))
     D = p["D"]
     P0 = _shared(m["initial_precision"][0], 2)
-    h0 = P0 @ _shared(m["initial_mean"][0], 1)
+    m0 = np.ascontiguousarray(_shared(m["initial_mean"][0], 1))
     qbar = _shared(_noise(m, p)[0], 2)
     abar, acov = (_shared(a, k) for a, k in zip(_transition(m), (2, 3), strict=True))
-    B, aqa = qbar @ abar, _aqa(qbar, abar, acov)
+    abar = np.ascontiguousarray(abar)
+    extra = np.ascontiguousarray(np.einsum("i,ijk->jk", np.diagonal(qbar), acov))
+    U0, ld0 = _covariance_root(P0, "initial precision E[P₀]")
+    UQ, ldq = _covariance_root(qbar, "noise precision E[Q]")
     shape = tuple(p["shape"])  # sequences + (T,)
     if potentials is None:
         h, J = np.zeros(shape + (D,)), np.zeros(shape + (D, D))
@@ -209,17 +241,20 @@ def chain_posterior(m: Moments, p: dict, potentials, independent: bool = False) 
     lens = np.ascontiguousarray(np.broadcast_to(lengths, batch).reshape(-1), dtype=np.int64)
     fh = np.ascontiguousarray(h.reshape((-1, T, D)))
     fJ = np.ascontiguousarray(J.reshape((-1, T, D, D)))
-    args = tuple(np.ascontiguousarray(a) for a in (P0, h0, qbar, aqa, B))
-    mean, second, pair, logz, logdet, bad = kalman_smooth(fh, fJ, lens, *args)
+    args = (m0, U0, abar, UQ, extra)
+    mean, second, pair, resid, logphi, logdetg, bad = kalman_smooth(fh, fJ, lens, *args)
     if bad[0] >= 0:
-        raise FloatingPointError(f"sequence {int(bad[0])}, step {int(bad[1])}: the filtered precision is not "
-                                 "positive definite (an improper or degenerate chain posterior)")
+        raise FloatingPointError(f"sequence {int(bad[0])}, step {int(bad[1])}: the filtered distribution is "
+                                 "improper (a potential of negative precision outweighs what the steps up to it "
+                                 "know about the state)")
+    logdet = ld0 + (lens - 1.0) * ldq + logdetg
     entropy = 0.5 * lens * D * (1.0 + _LOG_2PI) - 0.5 * logdet
-
+    logz = logphi + 0.5 * m0 @ P0 @ m0 + 0.5 * lens * D * _LOG_2PI - 0.5 * ld0 - 0.5 * (lens - 1.0) * ldq
+    residuals = ChainResiduals(m0, abar, *(resid[:, k].reshape(batch + (D, D)) for k in range(3)))
     sampler = partial(_draw_chains, fh, fJ, lens, args, batch, T, D)  # a partial pickles; a closure does not
     return GaussianChain(mean.reshape(batch + (T, D)), second.reshape(batch + (T, D, D)),
                          pair.reshape(batch + (T, D, D)), logz.reshape(batch), entropy.reshape(batch),
-                         sampler=sampler)
+                         sampler=sampler, residuals=residuals)
 
 
 _rules(GAUSSIAN_MARKOV_CHAIN)

@@ -71,8 +71,9 @@ def gaussian_markov_chain(name: str, initial_mean: Any = 0.0, initial_precision:
     Notes
     -----
     The posterior q(x) is the exact Gaussian chain given the other messages into x (observations such as
-    ``fg.gaussian("y", mean=fg.inner(c, x), precision=r, plates=[t], observed=y)``): the information filter
-    and Rauch–Tung–Striebel smoother, O(T·D³).  ``result.posterior(name)`` is a ``GaussianChain`` with the
+    ``fg.gaussian("y", mean=fg.inner(c, x), precision=r, plates=[t], observed=y)``): the square-root Kalman
+    filter and Rauch–Tung–Striebel smoother, O(T·D³), exact to rounding also for nearly deterministic
+    dynamics.  ``result.posterior(name)`` is a ``GaussianChain`` with the
     smoothed means ``mean()``, covariances ``cov()`` and lag-one covariances ``lag_one_cov()``.  With every
     parameter a constant the ELBO is the exact log-likelihood (the prediction-error decomposition).
     """
