@@ -19,7 +19,7 @@ NO_TEST = "<!-- no-test -->"
 FENCE = re.compile(r"^(`{3,})(.*)$")
 
 # guide pages that teach by example: each must hold at least one block that runs
-GUIDES = ["index.md", "getting-started.md", "models.md", "algorithms.md", "handlers.md", "evidence.md",
+GUIDES = ["index.md", "getting-started.md", "models.md", "algorithms.md", "handlers.md", "evidence.md", "how-far.md",
           "after-the-fit.md", "scaling.md"]
 
 
