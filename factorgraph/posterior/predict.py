@@ -20,7 +20,7 @@ from distributions import Categorical, GaussianGamma, GaussianWishart
 from factorgraph.graph.data import data_plates, swapped
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
-from factorgraph.posterior.samplers.forward import Forward, check_draws
+from factorgraph.posterior.samplers.forward import Forward, check_draws, check_seed
 from factorgraph.posterior.sampling import sample_posterior
 from factors.onehot import OneHot
 
@@ -92,7 +92,8 @@ def predict(result: Any, data: dict[str, Any] | None = None, draws: int = 1000,
     if not isinstance(model, Model):
         raise ModelError("predict needs a fg.Result of fg.infer in this session (it keeps its model; a result "
                          f"loaded from a pickle does not), got {type(result).__name__}")
-    S = check_draws(draws)
+    S = check_draws(draws, "predict")
+    seed = check_seed(seed, "predict")
     if data is not None and not isinstance(data, dict):
         raise ModelError(f"predict: data must be a dict of data-node name -> array, got {type(data).__name__}")
     data = dict(data or {})

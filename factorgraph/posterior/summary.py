@@ -26,6 +26,8 @@ from distributions import (
     TiltedScale,
 )
 from distributions.gaussian_chain import GaussianChain
+from factorgraph.graph import checks
+from factorgraph.posterior.samplers import check_draws, check_seed
 
 
 def _names(name: str, shape: tuple[int, ...], labels: tuple = ()) -> list[str]:
@@ -92,8 +94,9 @@ def summary(result: Any, prob: float = 0.94, draws: int = 4000, seed: int | None
     except ImportError:
         raise ImportError("result.summary() needs pandas: pip install 'fgvmp[after]' (or pip install pandas)") \
             from None
-    if not (isinstance(prob, float | int) and 0.0 < prob < 1.0):
-        raise ValueError(f"summary: prob must lie in (0, 1), got {prob!r}")
+    prob = checks.number(prob, "summary: prob (in (0, 1))", low=0.0, high=1.0, low_open=True, high_open=True)
+    draws = check_draws(draws, "summary")
+    seed = check_seed(seed, "summary")
     lo, hi = (1.0 - prob) / 2.0, (1.0 + prob) / 2.0
     cols = ["mean", "sd", f"{100 * lo:g}%", f"{100 * hi:g}%", "exact"]
     rows: list[list[Any]] = []
