@@ -12,6 +12,7 @@ from typing import Any
 from factorgraph.graph import checks
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
+from factorgraph.posterior.fitted_data import observed_digest
 from factorgraph.posterior.results import Result
 
 from .algorithms import default_algorithm
@@ -104,4 +105,7 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = AUTO,
                          warmup=warmup, damping=damping, handlers=handlers, callbacks=callbacks, progress=progress,
                          seed=seed, data=data, note=note)
     options = algorithm.admit(model, options).validated()
-    return pick_runner(algorithm, options).run(model, options)
+    result = pick_runner(algorithm, options).run(model, options)
+    if options.data is None:  # the data fitted are the model's own (not a stream of batches): fg.compare checks them
+        result.data_digest = observed_digest(model)
+    return result

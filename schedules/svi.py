@@ -31,6 +31,7 @@ import numpy as np
 from factorgraph.graph import checks, convergence
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
+from factorgraph.posterior.predict import FitRecord
 from factorgraph.posterior.results import LOWER_BOUND, STOCHASTIC, Result
 
 from . import progress as _progress
@@ -94,7 +95,10 @@ class SVI:
     smoothing
         Weight of the past in the moving average of the running bound (0: no smoothing).
     exact_elbo
-        For in-memory data, end with one full pass that computes the exact ELBO (see above).
+        For in-memory data, end with one full pass that computes the exact ELBO (see above) and the local
+        posteriors of every row.  Without it the Result holds the global posteriors only.  A fit of in-memory
+        rows keeps its model and data (``result.to_arviz``, ``fg.compare(loo=True)``, ``fg.predict``, and the
+        data check of ``fg.compare``); a streamed fit keeps neither (its batches are gone).
     """
 
     batch_size: int
@@ -261,6 +265,9 @@ def run_svi(model: Model, alg: SVI, data: Iterable | None, max_iter: int, init: 
                  time.perf_counter() - t0, 0.0, warnings, se, notes)
     res.elbo_estimate = float(smooth) if smooth is not None else float("nan")
     res.elbo_estimates = np.array(raw)
+    if not stream:  # fitted to the model's own rows: to_arviz, LOO and fg.predict read the model and its data
+        res.model = model
+        res.fit_record = FitRecord(model, {k: d.value for k, d in model.data.items()}, model.data_version)
     if not np.isfinite(res.elbo):
         convergence.warn(f"{model.name}: SVI ran no step; no evidence figure")
     return res

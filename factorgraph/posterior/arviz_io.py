@@ -15,10 +15,12 @@ from typing import Any
 import numpy as np
 
 from distributions import Categorical
+from factorgraph.graph import checks
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError, Variable
 from factorgraph.posterior.loglik import labels, observed_plates, pointwise_log_likelihood, present_entries
 from factorgraph.posterior.predict import predict
+from factorgraph.posterior.samplers import check_draws, check_seed
 from factorgraph.posterior.sampling import sample_prior
 from factors.onehot import OneHot
 
@@ -31,6 +33,16 @@ def _import_arviz():
     except ImportError:
         raise ImportError("to_arviz needs ArviZ: pip install 'fgvmp[after]' (or pip install arviz)") from None
     return az
+
+
+def without_data(result: Any) -> str:
+    """Why a Result holds no fitted model (``result.model`` is None), for the messages of to_arviz and compare."""
+    if getattr(result, "algorithm", None) == "svi":
+        return ("this fit by fg.SVI was made on streamed batches (fg.infer(data=...)), which it does not keep: it "
+                "holds the global posteriors only, with no data to score")
+    if getattr(result, "sharding", None) is not None:
+        return "a sharded fit (dask data) keeps its rows' posteriors with their chunks and does not hand them over"
+    return "this Result holds none (it was not made by fg.infer)"
 
 
 def _event_dims(model: Model, name: str, v: Variable | None, ndim: int) -> list[str]:
@@ -90,10 +102,14 @@ def _log_likelihood(model: Model, draws: dict[str, np.ndarray], hyper: dict) -> 
 def to_arviz(result: Any, draws: int = 1000, seed: int | None = 0, prior: bool = False,
              posterior_predictive: bool = False) -> Any:
     """The fit as an ``arviz.InferenceData``: see ``Result.to_arviz``."""
+    draws = check_draws(draws, "to_arviz")
+    seed = check_seed(seed, "to_arviz")
+    prior = checks.flag(prior, "to_arviz: prior")
+    posterior_predictive = checks.flag(posterior_predictive, "to_arviz: posterior_predictive")
     az = _import_arviz()
     model = result.model
     if model is None:
-        raise ModelError("to_arviz needs the fitted model; this Result was not made by fg.infer")
+        raise ModelError(f"to_arviz needs the model and the data of the fit: {without_data(result)}")
     post = result.sample(draws, seed)
     tracked = getattr(model, "tracked", {})
     names = [n for n in post if n in model.variables or n.rsplit(".", 1)[0] in model.variables or n in tracked]
@@ -112,7 +128,16 @@ def to_arviz(result: Any, draws: int = 1000, seed: int | None = 0, prior: bool =
         m = seen.reshape(v.shape + (1,) * (y.ndim - len(v.shape)))
         obs_data[v.name] = np.where(m, y, np.nan)
         dims.setdefault(v.name, _dims(model, v.name, y.ndim, 0))
-    loglik, ll_dims, coords = _log_likelihood(model, post, result.hyper)
+    try:
+        loglik, ll_dims, coords = _log_likelihood(model, post, result.hyper)
+    except ModelError as e:
+        absent = [n for n, v in model.variables.items() if v.is_latent and n not in post]
+        if not absent:
+            raise
+        svi = ("; a fit by fg.SVI(exact_elbo=False) keeps only its global posteriors (the default exact_elbo=True "
+               "fits every row's local ones in a final pass)") if result.algorithm == "svi" else ""
+        raise ModelError(f"to_arviz: the log-likelihood needs draws of latent variables this Result has no posterior "
+                         f"for, among {absent} ({e}){svi}") from None
     groups: dict[str, Any] = {"posterior": posterior, "observed_data": obs_data, "log_likelihood": loglik}
     if prior:
         pri = sample_prior(model, draws, seed)
@@ -136,4 +161,4 @@ def to_arviz(result: Any, draws: int = 1000, seed: int | None = 0, prior: bool =
     return idata
 
 
-__all__ = ["to_arviz"]
+__all__ = ["to_arviz", "without_data"]
