@@ -64,7 +64,7 @@ def test_summary_and_arviz_carry_the_named_node():
     assert np.all(rows["3%"].to_numpy() < rows["mean"].to_numpy())
     idata = r.to_arviz(draws=300, seed=0)
     assert idata.posterior["theta"].dims == ("chain", "draw", "school")
-    assert idata.posterior["theta"].shape == (1, 300, 8)
+    assert idata.posterior["theta"].shape == (4, 75, 8)
 
 
 def test_linear_predictor_moments_and_fusion():

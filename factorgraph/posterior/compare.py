@@ -76,7 +76,8 @@ def compare(results: dict[str, Result], loo: bool | str = False, *, loo_draws: i
         Fits by model name.
     loo
         ``True``: add the columns ``elpd_loo`` (Σ_i log p(y_i | y_−i) estimated by Pareto-smoothed
-        importance sampling of ``loo_draws`` draws of each q, ``az.loo`` on ``result.to_arviz()``), its
+        importance sampling of ``loo_draws`` draws of each q: ``az.loo`` on ``result.to_arviz(loo_draws, seed,
+        chains=1)``, one chain of independent draws, whose relative efficiency is 1), its
         standard error, ``p_loo`` and ``dse``, the standard error of each model's elpd difference from the
         best model by LOO (paired over the observations: √N·sd_i(elpd_i − elpd_i^best); NaN for a model
         whose observations differ in number).  A model with
@@ -186,7 +187,7 @@ def _add_loo(c: Comparison, results: list[Result], loo: bool | str, draws: int, 
         if r.model is None:
             raise ModelError(f"compare: LOO scores each fit's own data, and {name!r} has none: {without_data(r)}")
     for name, r in zip(c.names, results, strict=True):
-        idata = r.to_arviz(draws, seed)
+        idata = r.to_arviz(draws, seed, chains=1)  # independent draws: relative efficiency 1, any number of them
         lls = list(idata.log_likelihood.data_vars)
         if var is None and len(lls) > 1:
             raise ModelError(f"compare: {name!r} has several observed variables {lls}; name the one to score, "

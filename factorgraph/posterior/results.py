@@ -157,7 +157,7 @@ class Result:
         return summary(self, prob, draws, seed)
 
     def to_arviz(self, draws: int = 1000, seed: int | None = 0, prior: bool = False,
-                 posterior_predictive: bool = False) -> Any:
+                 posterior_predictive: bool = False, chains: int = 4) -> Any:
         """The fit as an ``arviz.InferenceData``, for ArviZ's summaries, plots, LOO and WAIC.
 
         Parameters
@@ -173,13 +173,19 @@ class Result:
             Also add a ``posterior_predictive`` group: ``draws`` replicates of the observed variables that are
             leaves, y⁽ˢ⁾ ~ p(y | θ⁽ˢ⁾) with θ⁽ˢ⁾ ~ q (``fg.predict(result, draws=draws, seed=seed)``), for
             posterior predictive checks (``az.plot_ppc``).
+        chains
+            The S draws are split into this many chains of S/chains consecutive draws each (``draws`` must be
+            a multiple of it).  They are independent draws of q either way; the split gives ArviZ's
+            diagnostics chains to compare, so ``az.summary`` shows R-hat ≈ 1 and ESS ≈ S (the Monte Carlo
+            error of the draws) instead of warning that one chain cannot be checked.
 
         Returns
         -------
         arviz.InferenceData
-            ``posterior``: one chain of S independent draws from q, variables named as in the model (a
+            ``posterior``: S independent draws from q as ``chains`` chains, variables named as in the model (a
             normal–gamma block ``w`` adds ``"w.tau"``), dims named after the plates and event axes
-            ``<name>_dim_<i>`` (a Dirichlet's categories: its Categoricals' category plate), coords 0..size−1;
+            ``<name>_dim_<i>`` (a Dirichlet's categories: its Categoricals' category plate), coords 0..size−1 (or
+            the model's ``coords``: group names, the columns of a DataFrame X of ``fg.inner``);
             ``observed_data``: the observed variables, NaN where missing; ``log_likelihood``: log p(y_i | θ⁽ˢ⁾)
             per observation and draw (``factorgraph.posterior.loglik``): with the observation's plates as dims, a
             mixture's rows marginalised over their label, and for a variable with missing entries only its
@@ -191,10 +197,11 @@ class Result:
         of the draws from q with weights 1/p(y_i | θ) (Vehtari, Gelman & Gabry 2017); it treats q as the
         posterior, so it scores the model *as fitted by this approximation*.  With several observed variables
         name one (``az.loo(idata, var_name="y")``).  The draws are independent: R-hat and ESS of
-        ``az.summary`` describe Monte Carlo error only, not convergence of the fit.  Save with
+        ``az.summary`` describe Monte Carlo error only (R-hat ≈ 1, ESS ≈ S), not convergence of the fit;
+        judge that from ``result.converged`` and ``elbo_trace``.  Save with
         ``idata.to_netcdf(path)`` and load with ``az.from_netcdf(path)``.  Needs ``pip install 'fgvmp[after]'``.
         """
-        return to_arviz(self, draws, seed, prior, posterior_predictive)
+        return to_arviz(self, draws, seed, prior, posterior_predictive, chains)
 
     @property
     def time_per_iter(self) -> float:
