@@ -146,15 +146,23 @@ class Result:
         """
         return sample_posterior(self, draws, seed)
 
-    def summary(self, prob: float = 0.94, draws: int = 4000, seed: int | None = 0) -> Any:
+    def summary(self, prob: float = 0.94, draws: int = 4000, seed: int | None = 0, var_names: Any = None) -> Any:
         """A pandas DataFrame of the posterior mean, sd and central ``prob`` credible interval per scalar.
 
-        Rows are named like ``"w[0]"``, ``"tau"``, ``"mu[3]"``.  Intervals are exact (quantiles of q)
-        where q has closed-form quantiles (Gaussian, Gamma, Beta, the marginals of a multivariate
-        Gaussian), else computed from ``draws`` draws of q; the ``exact`` column says which.  Needs
-        pandas (``pip install fgvmp[after]``).
+        Rows are named like ``"w[0]"``, ``"tau"``, ``"mu[3]"``; a plate's entries by the model's ``coords``
+        (group names), a weight vector's by the columns of a pandas DataFrame X given to ``fg.inner(X, w)`` or a
+        canned regression (``"w[age]"``).  A label z (Categorical, a step of a hidden Markov chain, a Bernoulli)
+        gives one row per category k: its indicator 1[z = k], mean q(z = k).  Intervals are exact (quantiles of
+        q) where q has closed-form marginal quantiles (Gaussian, Gamma, Beta, Dirichlet rows as Beta(a_k, Σa −
+        a_k), label indicators as Bernoulli(q(z = k)), the marginals of a multivariate Gaussian, of a
+        Gaussian chain and of a normal–gamma block, scales σ), else computed from ``draws`` draws of q; the
+        ``exact`` column says which.  ``var_names``: the variables to show (a name or a list; ``"w.tau"`` for
+        a normal–gamma block's precision alone).  By default every variable is shown except per-row latent
+        variables (on plates of the observed data only: mixture labels, chain states, per-row effects)
+        that would fill more than 100 rows; ``table.attrs["notes"]`` names those left out.  Needs pandas
+        (``pip install fgvmp[after]``).
         """
-        return summary(self, prob, draws, seed)
+        return summary(self, prob, draws, seed, var_names)
 
     def to_arviz(self, draws: int = 1000, seed: int | None = 0, prior: bool = False,
                  posterior_predictive: bool = False, chains: int = 4) -> Any:
