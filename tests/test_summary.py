@@ -282,3 +282,29 @@ def test_summary_of_a_canned_hidden_markov_model():
     assert "'z' (120 rows)" in t.attrs["notes"][0]
     tz = r.summary(var_names="z")
     np.testing.assert_allclose(tz["mean"].to_numpy().reshape(60, 2), r.posterior("z").marginals[0])
+
+
+@pytest.mark.parametrize("cls", sorted(c for c in POSTERIORS if c in ("InverseSqrtGamma", "TruncatedGamma",
+                                                                      "TiltedScale", "GridDensity")))
+def test_interval_and_median_have_one_type_across_families(cls):
+    """Every posterior with ``interval`` (the scales σ: their q has closed-form or numerical quantiles) returns a
+    numpy float for one variable and an array of its batch shape for a batch, as the summary's rows read them."""
+    fit, name = POSTERIORS[cls]
+    q = fit().posterior(name)
+    lo, hi = q.interval(np.float32(0.9))
+    assert type(lo) is type(hi) is type(q.median()) is np.float64
+    assert lo < q.median() < hi
+    np.testing.assert_allclose([lo, hi], q.ppf(np.array([0.05, 0.95])), rtol=1e-5)  # 0.9 in float32
+    if cls != "GridDensity":  # a batch of two: arrays of the batch's shape
+        from distributions import InverseSqrtGamma, TiltedScale
+
+        if cls == "TiltedScale":
+            two = TiltedScale(np.repeat(q._nat[0], 2), np.repeat(q._nat[1], 2), q._prior["prior"], q._prior["p0"],
+                              q._prior["p1"], q._prior["const"])
+        else:
+            nat = (np.repeat(a, 2) for a in q.precision.natural)
+            lower = {"lower": np.repeat(q.precision._lower, 2)} if cls == "TruncatedGamma" else {}
+            two = InverseSqrtGamma(type(q.precision).from_natural(*nat, **lower))
+        lo2, hi2 = two.interval(np.float32(0.9))
+        assert isinstance(lo2, np.ndarray) and lo2.shape == hi2.shape == two.median().shape == (2,)
+        np.testing.assert_allclose(lo2, lo, rtol=1e-9)
