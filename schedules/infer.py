@@ -87,8 +87,11 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = AUTO,
     data
         SVI only: an iterable of batches streamed in place of the model's own rows, each a dict of row
         arrays for the data plate keyed by observed variable name (and, for ``fg.inner`` inputs, by the
-        expression's name, or ``"X"`` when there is one); the model built on any rows fixes the shapes and
-        ``fg.SVI(n_data=N)`` the rescaling.  The run stops at ``max_iter`` steps or when the stream ends.
+        expression's name, or ``"X"`` when there is one; for the labels of an indexed view ``x[labels]``, by
+        the labels' data node or ``"x[<plate>]"``; for a row constant of a sum or product, by its data node);
+        the model built on any rows fixes the shapes and ``fg.SVI(n_data=N)`` the rescaling (a batch has at
+        most N rows).  The run stops at ``max_iter`` steps or when the stream ends.  The Result of a streamed
+        run keeps no data (``to_arviz``, LOO and the data check of ``fg.compare`` need them).
     """
     if not isinstance(model, Model):
         raise ModelError(f"infer needs an fg.Model, got {type(model).__name__}")
