@@ -118,6 +118,8 @@ def test_loo_on_a_fit_by_svi():
         fg.compare({"vmp": vmp, "streamed": streamed}, loo=True)
     with pytest.raises(fg.ModelError, match="to_arviz needs the model and the data of the fit: this fit by fg.SVI"):
         streamed.to_arviz()
+    with pytest.raises(fg.ModelError, match="predict needs the model and the data of the fit: this fit by fg.SVI"):
+        fg.predict(streamed)
 
 
 def test_svi_without_the_final_pass_names_the_missing_local_posteriors():

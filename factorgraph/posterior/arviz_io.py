@@ -19,6 +19,7 @@ from distributions import Categorical
 from factorgraph.graph import checks
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError, Variable
+from factorgraph.posterior.fitted_data import without_data
 from factorgraph.posterior.loglik import labels, observed_plates, pointwise_log_likelihood, present_entries
 from factorgraph.posterior.predict import predict
 from factorgraph.posterior.samplers import check_draws, check_seed
@@ -34,16 +35,6 @@ def _import_arviz():
     except ImportError:
         raise ImportError("to_arviz needs ArviZ: pip install 'fgvmp[after]' (or pip install arviz)") from None
     return az
-
-
-def without_data(result: Any) -> str:
-    """Why a Result holds no fitted model (``result.model`` is None), for the messages of to_arviz and compare."""
-    if getattr(result, "algorithm", None) == "svi":
-        return ("this fit by fg.SVI was made on streamed batches (fg.infer(data=...)), which it does not keep: it "
-                "holds the global posteriors only, with no data to score")
-    if getattr(result, "sharding", None) is not None:
-        return "a sharded fit (dask data) keeps its rows' posteriors with their chunks and does not hand them over"
-    return "this Result holds none (it was not made by fg.infer)"
 
 
 def _event_dims(model: Model, name: str, v: Variable | None, ndim: int) -> list[str]:
@@ -176,4 +167,4 @@ def to_arviz(result: Any, draws: int = 1000, seed: int | None = 0, prior: bool =
     return idata
 
 
-__all__ = ["to_arviz", "without_data"]
+__all__ = ["to_arviz"]

@@ -14,8 +14,8 @@ import numpy as np
 
 from factorgraph.graph import checks
 from factorgraph.graph.nodes import ModelError
-from factorgraph.posterior.arviz_io import _import_arviz, without_data
-from factorgraph.posterior.fitted_data import different_data
+from factorgraph.posterior.arviz_io import _import_arviz
+from factorgraph.posterior.fitted_data import different_data, without_data
 from factorgraph.posterior.results import LOWER_BOUND, STOCHASTIC, Result
 from factorgraph.posterior.samplers import check_seed
 

@@ -55,6 +55,16 @@ def _bytes(a: np.ndarray) -> bytes:
     return np.ascontiguousarray(a).tobytes()
 
 
+def without_data(result: Any) -> str:
+    """Why a Result holds no fitted model (``result.model`` is None), for the messages of to_arviz and compare."""
+    if getattr(result, "algorithm", None) == "svi":
+        return ("this fit by fg.SVI was made on streamed batches (fg.infer(data=...)), which it does not keep: it "
+                "holds the global posteriors only, with no data to score")
+    if getattr(result, "sharding", None) is not None:
+        return "a sharded fit (dask data) keeps its rows' posteriors with their chunks and does not hand them over"
+    return "this Result holds none (it was not made by fg.infer)"
+
+
 def different_data(digests: dict[str, dict[str, str] | None]) -> list[str]:
     """How the data of fits (name → ``observed_digest``, None when not recorded) differ: one phrase per fit that
     differs from the first fit with recorded data; empty when they are the same.  Fits whose observed variables
@@ -80,4 +90,4 @@ def different_data(digests: dict[str, dict[str, str] | None]) -> list[str]:
     return out
 
 
-__all__ = ["different_data", "observed_digest"]
+__all__ = ["different_data", "observed_digest", "without_data"]
