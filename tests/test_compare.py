@@ -133,3 +133,20 @@ def test_svi_without_the_final_pass_names_the_missing_local_posteriors():
     with pytest.raises(fg.ModelError, match=r"to_arviz: the log-likelihood needs draws of latent variables this Result "
                                             r"has no posterior for, among \['u'\].*exact_elbo=True"):
         r.to_arviz(draws=8)
+
+
+def test_dask_data_are_not_read_for_the_digest_and_a_sharded_fit_says_what_it_lacks():
+    da = pytest.importorskip("dask.array")
+    y = rng.normal(size=200)
+
+    def fit(values):
+        return fg.infer(normal(da.from_array(values, chunks=50)))
+
+    a, b = fit(y), fit(y)
+    assert a.sharding is not None and a.data_digest == b.data_digest and a.data_digest["y"].startswith("dask:")
+    fg.compare({"a": a, "b": b})
+    with pytest.raises(fg.ModelError, match="'other' has other values or missing entries of \\['y'\\]"):
+        fg.compare({"a": a, "other": fit(y + 1.0)})
+    with pytest.raises(fg.ModelError, match="to_arviz needs the model and the data of the fit: a sharded fit on dask "
+                                            "data does not keep its model and data"):
+        a.to_arviz()

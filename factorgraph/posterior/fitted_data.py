@@ -61,7 +61,7 @@ def without_data(result: Any) -> str:
         return ("this fit by fg.SVI was made on streamed batches (fg.infer(data=...)), which it does not keep: it "
                 "holds the global posteriors only, with no data to score")
     if getattr(result, "sharding", None) is not None:
-        return "a sharded fit (dask data) keeps its rows' posteriors with their chunks and does not hand them over"
+        return "a sharded fit on dask data does not keep its model and data, which this reads whole"
     return "this Result holds none (it was not made by fg.infer)"
 
 

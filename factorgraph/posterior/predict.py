@@ -49,7 +49,9 @@ def predict(result: Any, data: dict[str, Any] | None = None, draws: int = 1000,
     Parameters
     ----------
     result
-        A ``fg.Result`` of ``fg.infer`` (any algorithm; global handlers included).
+        A ``fg.Result`` of ``fg.infer`` in this session (any algorithm, global handlers included) fitted to
+        data in memory: a fit by ``fg.SVI`` on streamed batches or a sharded fit on dask data keeps no model to
+        draw from, and a Result loaded from a pickle keeps its posteriors but not its model.
     data
         New values of data nodes (``fg.data``) by name, e.g. ``{"X": X_new}``; a plate the data span may
         take a new size (data on it that are not given, other than the observed values being predicted,

@@ -57,6 +57,9 @@ class Result:
     hyper
         Hyperparameters learned by global handlers (``learn=``), by handled variable; see
         ``hyperparameters``.
+    data_digest
+        A digest of the observed data of the fit, by observed variable (``fg.compare`` refuses fits of
+        different data); None when the data were streamed.
     """
 
     model_name: str
@@ -90,7 +93,9 @@ class Result:
     local: dict[str, Any] = field(default_factory=dict)  # name -> function collecting its posterior
     # fg.deterministic nodes: name -> (E_q[y], Var_q[y]) over the node's plates (factorgraph/graph/derived.py)
     derived: dict[str, tuple] = field(default_factory=dict)
-    # the fitted model (for to_arviz's observed data and log-likelihoods); set by fg.infer
+    # the fitted model (for to_arviz's observed data and log-likelihoods); set by fg.infer on data in memory (VMP,
+    # NCVMP, their handlers, ScaleQuadrature, SVI on the model's rows), None for SVI on streamed batches and for a
+    # sharded fit (fitted_data.without_data says why)
     model: Any = field(default=None, repr=False, compare=False)
     # what the fit was fitted to: observed variable name -> digest of its data (fitted_data.observed_digest), set
     # by fg.infer; None when not recorded (SVI on streamed batches).  fg.compare refuses fits of different data
@@ -186,6 +191,9 @@ class Result:
             a multiple of it).  They are independent draws of q either way; the split gives ArviZ's
             diagnostics chains to compare, so ``az.summary`` shows R-hat ≈ 1 and ESS ≈ S (the Monte Carlo
             error of the draws) instead of warning that one chain cannot be checked.
+
+        Needs the fit's model and data: a fit by ``fg.SVI`` on streamed batches, or a sharded fit on dask
+        data, is refused with the reason.
 
         Returns
         -------
