@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from factorgraph.graph import checks, convergence
+from factorgraph.graph.derived import derived_moments
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
 from factorgraph.posterior.predict import FitRecord
@@ -265,10 +266,12 @@ def run_svi(model: Model, alg: SVI, data: Iterable | None, max_iter: int, init: 
     notes = [f"SVI on data plate {layout.plate.name!r} (N = {N}, |B| = {B_text}): globals "
              f"{[g.name for g in layout.globals]}, locals {[v.name for v in layout.locals]}; {it} steps"]
     posteriors = dict(q)
+    derived: dict = {}
     elbo, kind = (smooth if smooth is not None else float("nan")), STOCHASTIC
     if not stream and alg.exact_elbo:
         full, eng = _full_pass(model, layout, q, alg, rng)
         posteriors = dict(eng.q)
+        derived = derived_moments(eng.node_stats, model)  # fg.deterministic nodes: exact moments under the final q
         elbo, kind = full, LOWER_BOUND
         notes.append("Result.elbo is the exact full-data ELBO after one final pass over all rows (local posteriors "
                      f"fitted to the final globals); elbo_trace is the smoothed minibatch estimate (last "
@@ -284,6 +287,7 @@ def run_svi(model: Model, alg: SVI, data: Iterable | None, max_iter: int, init: 
                  time.perf_counter() - t0, 0.0, warnings, se, notes)
     res.elbo_estimate = float(smooth) if smooth is not None else float("nan")
     res.elbo_estimates = np.array(raw)
+    res.derived = derived
     if not stream:  # fitted to the model's own rows: to_arviz, LOO and fg.predict read the model and its data
         res.model = model
         res.fit_record = FitRecord(model, {k: d.value for k, d in model.data.items()}, model.data_version)

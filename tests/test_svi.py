@@ -500,3 +500,18 @@ def test_a_callback_stops_svi_unconverged_unless_it_says_converged():
     r = fg.infer(m, algorithm=alg, max_iter=20, callbacks=[lambda it, elbo, eng: "converged" if it == 4 else None])
     assert r.n_iter == 4 and r.converged and not r.warnings
     assert fg.infer(m, algorithm=alg, max_iter=5).converged
+
+
+def test_svi_in_memory_reports_named_deterministic_nodes():
+    X, y = regression_data(60)
+    with fg.Model("det") as m:
+        n = fg.plate("n", 60)
+        w = fg.mv_gaussian("w", mean=np.zeros(4), precision=np.eye(4))
+        f = fg.deterministic("f", fg.inner(X, w, plates=[n]))
+        fg.gaussian("y", mean=f, precision=10.0, plates=[n], observed=y)
+    svi = fg.infer(m, algorithm=fg.SVI(batch_size=20), max_iter=100, seed=0)
+    q, qw = svi.posterior("f"), svi.posterior("w")  # f = Xw: its moments are those of q(w), exactly
+    np.testing.assert_allclose(q.mean(), X @ qw.mean(), rtol=1e-10)
+    np.testing.assert_allclose(q.var(), np.einsum("nd,de,ne->n", X, qw.cov(), X), rtol=1e-8)
+    assert svi.summary(var_names="f").shape == (60, 5)
+    assert svi.to_arviz(draws=40).posterior["f"].shape == (4, 10, 60)
