@@ -155,8 +155,12 @@ def _selected(result: Any, var_names: Any) -> tuple[list[str], set[str] | None, 
         return [n for n in every if n in names or f"{n}.tau" in names], set(names), []
     out, left = [], []
     for name in every:
-        size = int(np.size(result.posterior(name).mean()))
-        if size > PER_ROW_LIMIT and _per_row(result, name):
+        if not _per_row(result, name):
+            out.append(name)
+            continue
+        q = result.posterior(name)
+        size = int(np.prod(tuple(q.batch_shape) + tuple(getattr(q, "event_shape", ()))))  # its rows in the table
+        if size > PER_ROW_LIMIT:
             left.append(f"{name!r} ({size} rows)")
         else:
             out.append(name)
