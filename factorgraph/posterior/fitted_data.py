@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from distributions import Categorical
-from factorgraph.graph.checks import is_dask
+from factorgraph.graph import checks
 from factorgraph.graph.model import Model
 from factorgraph.posterior.loglik import labels, present_entries
 from factors.onehot import OneHot
@@ -30,9 +30,9 @@ def observed_digest(model: Model) -> dict[str, str]:
 
 def _digest(v: Any) -> str:
     h = hashlib.blake2b(digest_size=16)
-    if is_dask(v.value) or is_dask(v.mask):  # not read here: dask's token names the array and where it came from
+    if checks.is_dask(v.value) or checks.is_dask(v.mask):  # not read: dask's token names the array and its source
         for a in (v.value, v.mask):
-            h.update(str(getattr(a, "name", None) if is_dask(a) else _bytes(np.asarray(a))).encode())
+            h.update(str(getattr(a, "name", None) if checks.is_dask(a) else _bytes(np.asarray(a))).encode())
         return "dask:" + h.hexdigest()
     seen = present_entries(v)
     if isinstance(v.value, OneHot) or (v.family is Categorical and np.ndim(v.value) > len(v.shape)):
