@@ -192,9 +192,6 @@ class Result:
             diagnostics chains to compare, so ``az.summary`` shows R-hat ≈ 1 and ESS ≈ S (the Monte Carlo
             error of the draws) instead of warning that one chain cannot be checked.
 
-        Needs the fit's model and data: a fit by ``fg.SVI`` on streamed batches, or a sharded fit on dask
-        data, is refused with the reason.
-
         Returns
         -------
         arviz.InferenceData
@@ -215,7 +212,9 @@ class Result:
         name one (``az.loo(idata, var_name="y")``).  The draws are independent: R-hat and ESS of
         ``az.summary`` describe Monte Carlo error only (R-hat ≈ 1, ESS ≈ S), not convergence of the fit;
         judge that from ``result.converged`` and ``elbo_trace``.  Save with
-        ``idata.to_netcdf(path)`` and load with ``az.from_netcdf(path)``.  Needs ``pip install 'fgvmp[after]'``.
+        ``idata.to_netcdf(path)`` and load with ``az.from_netcdf(path)``.  Needs ``pip install 'fgvmp[after]'``,
+        and the fit's model and data: a fit by ``fg.SVI`` on streamed batches, or a sharded fit on dask data,
+        is refused with the reason.
         """
         return to_arviz(self, draws, seed, prior, posterior_predictive, chains)
 
