@@ -169,7 +169,7 @@ def compare(results: dict[str, Result], loo: bool | str = False, *, loo_draws: i
 def _check_same_data(results: dict[str, Result]) -> list[str]:
     """Refuse fits of different observed data (``fitted_data.different_data``); return the names of those whose
     data were not recorded."""
-    digests = {str(n): r.data_digest for n, r in results.items()}
+    digests = {str(n): getattr(r, "data_digest", None) for n, r in results.items()}  # (pickled before it existed)
     differ = different_data(digests)
     if differ:
         raise ModelError("compare: the results were fitted to different data, so their evidence figures are not on "
