@@ -80,15 +80,24 @@ class Quantiles:
     __slots__ = ()
 
     def median(self) -> np.ndarray:
-        return self.ppf(0.5)
+        """ppf(0.5): a numpy float for one variable, an array of ``batch_shape`` for a batch."""
+        return _batch_value(self.ppf(0.5), self.batch_shape)
 
     def interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        """The central interval holding ``level`` of the mass: (ppf((1 − level)/2), ppf((1 + level)/2))."""
-        return self.ppf(0.5 * (1.0 - level)), self.ppf(0.5 * (1.0 + level))
+        """The central interval holding ``level`` of the mass: (ppf((1 − level)/2), ppf((1 + level)/2)), each
+        a numpy float for one variable and an array of ``batch_shape`` for a batch, whatever the family."""
+        return (_batch_value(self.ppf(0.5 * (1.0 - level)), self.batch_shape),
+                _batch_value(self.ppf(0.5 * (1.0 + level)), self.batch_shape))
 
     def sample(self, shape: int | Shape = (), rng: RngLike = None) -> np.ndarray:
         """Draws of shape ``shape + batch_shape``: ppf of uniform draws."""
         return self.ppf(as_rng(rng).uniform(size=as_shape(shape) + self.batch_shape))
+
+
+def _batch_value(x: Any, batch_shape: Shape) -> Any:
+    """``x`` as float64 of ``batch_shape``: a numpy float when the batch is one variable (as numpy's reductions and
+    scipy's frozen distributions give), else an array."""
+    return np.broadcast_to(np.asarray(x, dtype=float), batch_shape).copy()[()]
 
 
 class ChainPosterior(Distribution):

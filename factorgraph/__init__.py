@@ -38,8 +38,9 @@ from factorgraph.graph.robust import student_t
 from factorgraph.graph.scales import exponential, half_cauchy, half_normal, half_student_t, uniform_scale
 from factorgraph.graph.sequences import markov_chain
 from factorgraph.graph.state_space import gaussian_markov_chain
+from factorgraph.posterior.compare import Comparison, compare
 from factorgraph.posterior.predict import predict
-from factorgraph.posterior.results import Comparison, Result, compare
+from factorgraph.posterior.results import Result
 from factorgraph.posterior.sampling import sample_prior
 
 # data nodes (fg.data) are accepted by every public builder, which records its call for model.set_data

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from factorgraph.graph.nodes import ModelError
-from factorgraph.posterior.results import Comparison, Result, compare
+from factorgraph.posterior.compare import Comparison, compare
+from factorgraph.posterior.results import Result
 from factorgraph.posterior.summary import _exact
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from factorgraph.graph import checks
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
+from factorgraph.posterior.fitted_data import observed_digest
 from factorgraph.posterior.results import Result
 
 from .algorithms import default_algorithm
@@ -88,8 +89,11 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = AUTO,
     data
         SVI only: an iterable of batches streamed in place of the model's own rows, each a dict of row
         arrays for the data plate keyed by observed variable name (and, for ``fg.inner`` inputs, by the
-        expression's name, or ``"X"`` when there is one); the model built on any rows fixes the shapes and
-        ``fg.SVI(n_data=N)`` the rescaling.  The run stops at ``max_iter`` steps or when the stream ends.
+        expression's name, or ``"X"`` when there is one; for the labels of an indexed view ``x[labels]``, by
+        the labels' data node or ``"x[<plate>]"``; for a row constant of a sum or product, by its data node);
+        the model built on any rows fixes the shapes and ``fg.SVI(n_data=N)`` the rescaling (a batch has at
+        most N rows).  The run stops at ``max_iter`` steps or when the stream ends.  The Result of a streamed
+        run keeps no data (``to_arviz``, LOO and the data check of ``fg.compare`` need them).
     """
     if not isinstance(model, Model):
         raise ModelError(f"infer needs an fg.Model, got {type(model).__name__}")
@@ -106,4 +110,7 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = AUTO,
                          warmup=warmup, damping=damping, handlers=handlers, callbacks=callbacks, progress=progress,
                          seed=seed, data=data, note=note)
     options = algorithm.admit(model, options).validated()
-    return pick_runner(algorithm, options).run(model, options)
+    result = pick_runner(algorithm, options).run(model, options)
+    if options.data is None:  # the data fitted are the model's own (not a stream of batches): fg.compare checks them
+        result.data_digest = observed_digest(model)
+    return result

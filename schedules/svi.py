@@ -29,8 +29,10 @@ from typing import Any
 import numpy as np
 
 from factorgraph.graph import checks, convergence
+from factorgraph.graph.derived import derived_moments
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
+from factorgraph.posterior.predict import FitRecord
 from factorgraph.posterior.results import LOWER_BOUND, STOCHASTIC, Result
 
 from . import progress as _progress
@@ -64,18 +66,26 @@ class SVI:
     ``Result.elbo`` is the exact full-data ELBO (a lower bound); streamed runs report the smoothed estimate.
     ``Result.elbo_estimate`` is the last smoothed estimate and ``Result.elbo_estimates`` every step's
     unsmoothed one.  SVI has no stopping rule: ``Result.converged`` only says the run made its ``max_iter``
-    steps or the stream ended; judge convergence from ``elbo_trace``.  The starting globals come from VMP
-    sweeps on one batch with the local terms rescaled (``init=`` may give some or all of them); like VMP's
-    random start, a mixture's may lead to a poorer local optimum, so compare a few seeds.
+    steps, the stream ended, or a callback answered ``"converged"`` (any other true answer stops the run
+    unconverged, with a ``ConvergenceWarning``); judge convergence from ``elbo_trace``.  The starting globals
+    come from VMP sweeps on one batch with the local terms rescaled (``init=`` may give some or all of them);
+    like VMP's random start, a mixture's may lead to a poorer local optimum, so compare a few seeds.
 
-    Limits: one data plate, fully observed on it (no missing entries); no global handlers; no indexed
-    views (``x[labels]``) or chains on the data plate.  Each step compiles the batch's model: a cost
-    O(graph size), not O(N), that dominates on very small batches.
+    What fits (anything else is refused with a ``ModelError`` naming the cause): one data plate, whose
+    variables are fully observed or fully latent (no missing entries on it); conjugate-exponential globals; no
+    global handlers, schedule, warm-up, damping, stopping rule or sweep hooks (rotations); no chain on the
+    data plate (its rows must be independent given the globals); indexed views ``x[labels]`` gathered onto
+    the data plate (their labels are row data, subsampled with the rows), not along another plate under it;
+    no gate whose selector is gathered by labels; no scale used on σ itself (in a sum or product); what varies
+    over the rows enters as observed data, ``fg.inner`` inputs, labels or the row constants of sums and
+    products (not as a constant on a factor's edge or a polynomial's coefficients).  Each step compiles the
+    batch's model: a cost O(graph size), not O(N), that dominates on very small batches.
 
     Parameters
     ----------
     batch_size
-        Rows of the data plate per step, |B| (at most N for in-memory data).
+        Rows of the data plate per step, |B| (at most N: the plate's rows in memory, ``n_data`` for a stream,
+        whose batches may have any number of rows up to ``n_data``).
     learning_rate
         The step sizes ρ_t, t = 0, 1, ...: a float κ ∈ (0.5, 1] (ρ_t = (t + 1)^(−κ)), a pair (τ₀, κ)
         with τ₀ ≥ 0 (ρ_t = (t + τ₀)^(−κ), capped at 1), or a callable t ↦ ρ_t ∈ (0, 1] (a constant step:
@@ -94,7 +104,10 @@ class SVI:
     smoothing
         Weight of the past in the moving average of the running bound (0: no smoothing).
     exact_elbo
-        For in-memory data, end with one full pass that computes the exact ELBO (see above).
+        For in-memory data, end with one full pass that computes the exact ELBO (see above) and the local
+        posteriors of every row.  Without it the Result holds the global posteriors only.  A fit of in-memory
+        rows keeps its model and data (``result.to_arviz``, ``fg.compare(loo=True)``, ``fg.predict``, and the
+        data check of ``fg.compare``); a streamed fit keeps neither (its batches are gone).
     """
 
     batch_size: int
@@ -189,8 +202,11 @@ def run_svi(model: Model, alg: SVI, data: Iterable | None, max_iter: int, init: 
                              f"{checks._short(data)}")
         source = iter(data)
         N = alg.n_data
+        if alg.batch_size > N:
+            raise ModelError(f"SVI: batch_size {alg.batch_size} exceeds n_data={N}, the number of rows the streamed "
+                             "batches are drawn from")
         try:
-            first = check_batch(model, layout, next(source))
+            first = check_batch(model, layout, next(source), 0, N)
         except StopIteration:
             raise ModelError("SVI: the data stream is empty") from None
         source = itertools.chain([None], source)  # the first batch, already checked, is stepped on first
@@ -211,6 +227,8 @@ def run_svi(model: Model, alg: SVI, data: Iterable | None, max_iter: int, init: 
     smooth = None
     it = 0
     stopped = ""
+    converged = True
+    sizes: set[int] = set()
     with _progress.active(_progress.resolve(progress)):
         bar = _progress.bar(model.name + " (SVI)", max_iter, unit="step", leave=True)
         for it in range(1, max_iter + 1):
@@ -221,13 +239,14 @@ def run_svi(model: Model, alg: SVI, data: Iterable | None, max_iter: int, init: 
                     it -= 1
                     stopped = "the data stream ended"
                     break
-                arrays, B = first if batch is None else check_batch(model, layout, batch)
+                arrays, B = first if batch is None else check_batch(model, layout, batch, it - 1, N)
             else:
                 if pos + alg.batch_size > N_mem:
                     perm, pos = rng.permutation(N_mem), 0
                 rows = np.sort(perm[pos:pos + alg.batch_size])
                 pos += alg.batch_size
                 arrays, B = batch_arrays(layout, rows), alg.batch_size
+            sizes.add(B)
             bm = batch_model(model, layout, arrays, B)
             q, bound, eng = local_step(bm, layout, q, N / B, alg.step_size(it - 1), alg.local_iter, alg.local_tol,
                                        rng)
@@ -235,34 +254,47 @@ def run_svi(model: Model, alg: SVI, data: Iterable | None, max_iter: int, init: 
             smooth = bound if smooth is None else alg.smoothing * smooth + (1.0 - alg.smoothing) * bound
             trace.append(smooth)
             bar.update(smooth)
-            if any(cb(it, smooth, eng) for cb in callbacks):
-                stopped = f"a callback stopped the run at step {it}"
+            answers = [cb(it, smooth, eng) for cb in callbacks]
+            if any(isinstance(a, str) and a == "converged" for a in answers):
+                stopped = f"a callback declared the run converged at step {it}"
+                break
+            if any(answers):
+                stopped, converged = f"a callback stopped the run at step {it}", False
                 break
         bar.close()
-    notes = [f"SVI on data plate {layout.plate.name!r} (N = {N}, |B| = {alg.batch_size}): globals "
+    B_text = (f"{min(sizes)}" if len(sizes) == 1 else f"{min(sizes)}..{max(sizes)}") if sizes else f"{alg.batch_size}"
+    notes = [f"SVI on data plate {layout.plate.name!r} (N = {N}, |B| = {B_text}): globals "
              f"{[g.name for g in layout.globals]}, locals {[v.name for v in layout.locals]}; {it} steps"]
     posteriors = dict(q)
+    derived: dict = {}
     elbo, kind = (smooth if smooth is not None else float("nan")), STOCHASTIC
     if not stream and alg.exact_elbo:
         full, eng = _full_pass(model, layout, q, alg, rng)
         posteriors = dict(eng.q)
+        derived = derived_moments(eng.node_stats, model)  # fg.deterministic nodes: exact moments under the final q
         elbo, kind = full, LOWER_BOUND
         notes.append("Result.elbo is the exact full-data ELBO after one final pass over all rows (local posteriors "
                      f"fitted to the final globals); elbo_trace is the smoothed minibatch estimate (last "
                      f"{smooth:.10g}, a {STOCHASTIC})")
-    warnings = []
+    warnings = [] if converged else [f"{model.name}: not converged ({stopped})"]
     if stopped:
         notes.append(stopped)
     se = 0.0
     if kind == STOCHASTIC and len(raw) > 2:  # the moving average's sd from the recent steps' spread
         a = alg.smoothing
         se = float(np.std(raw[-50:], ddof=1) * np.sqrt((1.0 - a) / (1.0 + a)))
-    res = Result(model.name, "svi", posteriors, float(elbo), kind, np.array(trace), it, True,
+    res = Result(model.name, "svi", posteriors, float(elbo), kind, np.array(trace), it, converged,
                  time.perf_counter() - t0, 0.0, warnings, se, notes)
     res.elbo_estimate = float(smooth) if smooth is not None else float("nan")
     res.elbo_estimates = np.array(raw)
+    res.derived = derived
+    if not stream:  # fitted to the model's own rows: to_arviz, LOO and fg.predict read the model and its data
+        res.model = model
+        res.fit_record = FitRecord(model, {k: d.value for k, d in model.data.items()}, model.data_version)
     if not np.isfinite(res.elbo):
         convergence.warn(f"{model.name}: SVI ran no step; no evidence figure")
+    for text in warnings:
+        convergence.warn(text)
     return res
 
 

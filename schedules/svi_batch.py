@@ -3,8 +3,10 @@
 ``data_layout`` finds the data plate and splits the latent variables into globals and locals, checking
 that the model fits SVI's pattern; ``batch_model`` builds the model restricted to some rows of the data
 plate (a copy with the plate resized and the row arrays replaced); ``local_step`` is the minibatch step,
-a function of (current global posteriors, one batch model) only, returning the intermediate global natural
-parameters λ̂ and the rescaled bound.  ``schedules.svi`` drives them.
+a function of (current global posteriors, one batch model) only: it fits the batch's local posteriors, steps
+each global toward its intermediate natural parameters λ̂ (``intermediate``) and returns the new global
+posteriors and the rescaled bound.  ``check_batch`` validates a streamed batch.  ``schedules.svi`` drives
+them.
 """
 
 from __future__ import annotations
@@ -34,8 +36,12 @@ from .updates import _summary
 class Layout:
     """Where the rows of the data plate live in a model.
 
-    ``arrays`` maps a batch key (an observed variable's name, or an ``fg.inner`` expression's name, with
-    ``"X"`` an alias when there is one) to (the array, its row axis, a setter on a copied model)."""
+    ``arrays`` maps a batch key to (the array, its row axis): an observed variable's name; an ``fg.inner``
+    expression's name (``"X"`` its alias when there is one inner product); the labels of an indexed view
+    ``x[labels]`` on the data plate (by the view's name, or the labels' data node's; alias ``"x[<plate>]"``);
+    a row constant of a sum or product (by its data node's name or ``"<expression>.<operand>"``).
+    ``aliases`` maps the names users write to those keys; ``links`` lists the further copies of an array
+    that one batch key replaces."""
 
     plate: Plate
     globals: list[Variable]
@@ -223,58 +229,84 @@ def batch_arrays(layout: Layout, rows: np.ndarray) -> dict[str, np.ndarray]:
             for k, (a, ax) in layout.arrays.items()}
 
 
-def check_batch(model: Model, layout: Layout, batch: Any) -> tuple[dict[str, np.ndarray], int]:
+def user_keys(layout: Layout) -> dict[str, str]:
+    """Layout key → the key a user writes in a batch: its alias where it has one (``"X"`` for ``"inner_0"``)."""
+    back = {v: k for k, v in layout.aliases.items()}
+    return {k: back.get(k, k) for k in layout.arrays}
+
+
+def check_batch(model: Model, layout: Layout, batch: Any, index: int = 0, n_data: int | None = None
+                ) -> tuple[dict[str, np.ndarray], int]:
     """Validate a streamed batch (a dict of row arrays); returns it keyed by layout key and its size.
 
     Values come as the model was given them: class labels 0..K−1 for a Categorical (stored one-hot),
-    booleans or 0/1 for a Bernoulli, integer labels for an indexed view ``x[labels]``."""
+    booleans or 0/1 for a Bernoulli, integer labels for an indexed view ``x[labels]``.  Messages name the
+    batch by its place in the stream (``index``, from 0) and each array by the key the user gave it; a batch
+    with more rows than ``n_data`` (the N of the rescaling N/|B|) is refused."""
+    shown = user_keys(layout)
+    where = f"SVI: batch {index} of the stream (counted from 0)"
     if not isinstance(batch, dict):
-        raise ModelError(f"SVI: a batch must be a dict of row arrays keyed by {sorted(layout.arrays)}, got "
+        raise ModelError(f"{where} must be a dict of row arrays keyed by {sorted(shown.values())}, got "
                          f"{type(batch).__name__}")
-    out = {}
+    out, given = {}, {}
     for k, a in batch.items():
         key = layout.aliases.get(k, k)
         if key not in layout.arrays:
-            raise ModelError(f"SVI: batch key {k!r} is not a row array of the data plate; keys are "
-                             f"{sorted(layout.arrays)}" + (f" (aliases {layout.aliases})" if layout.aliases else ""))
-        out[key] = _batch_value(model, layout, key, a)
+            raise ModelError(f"{where}: key {k!r} is not a row array of the data plate {layout.plate.name!r}; the "
+                             f"keys are {sorted(shown.values())}")
+        if key in out:
+            raise ModelError(f"{where} gives {shown[key]!r} twice (as {given[key]!r} and {k!r})")
+        out[key], given[key] = _batch_value(model, layout, key, a, f"{where}: {k!r}"), k
     missing = set(layout.arrays) - set(out)
     if missing:
-        back = {v: k for k, v in layout.aliases.items()}
-        raise ModelError(f"SVI: the batch lacks {sorted(back.get(k, k) for k in missing)}")
-    sizes = set()
+        raise ModelError(f"{where} lacks {sorted(shown[k] for k in missing)}")
+    rows = {}
     for k, a in out.items():
         ref, ax = layout.arrays[k]
         shape = list(ref.shape)
         shape[ax] = a.shape[ax] if a.ndim == ref.ndim else -1
         if a.ndim != ref.ndim or tuple(shape) != a.shape:
-            raise ModelError(f"SVI: batch array {k!r} has shape {a.shape}; expected {ref.shape} with any number "
-                             f"of rows on axis {ax}")
+            want = [str(n) for n in ref.shape]
+            want[ax] = "rows"
+            want_text = f"({', '.join(want)}{',' * (len(want) == 1)})"
+            raise ModelError(f"{where}: {given[k]!r} has shape {a.shape}; the model's {given[k]!r} has shape "
+                             f"{ref.shape}, so a batch's must be {want_text}: any number of rows on axis {ax} (the "
+                             f"data plate {layout.plate.name!r}), the other axes as the model's")
         if not np.all(np.isfinite(a)):
-            raise ModelError(f"SVI: batch array {k!r} has non-finite values (SVI's batches cannot have missing "
+            raise ModelError(f"{where}: {given[k]!r} has non-finite values (SVI's batches cannot have missing "
                              "entries)")
-        sizes.add(a.shape[ax])
-    if len(sizes) != 1 or 0 in sizes:
-        raise ModelError(f"SVI: the batch arrays have different (or zero) row counts {sorted(sizes)}")
-    return out, sizes.pop()
+        rows[given[k]] = a.shape[ax]
+    sizes = set(rows.values())
+    if len(sizes) != 1:
+        raise ModelError(f"{where}: its arrays disagree on the number of rows: " +
+                         ", ".join(f"{k!r} has {n}" for k, n in rows.items()))
+    B = sizes.pop()
+    if B == 0:
+        raise ModelError(f"{where} has no rows ({', '.join(repr(k) for k in rows)} are empty)")
+    if n_data is not None and B > n_data:
+        raise ModelError(f"{where} has {B} rows, more than n_data={n_data}, the number of rows N the batches are "
+                         "drawn from (the rescaling N/|B| would be below 1); raise n_data")
+    return out, B
 
 
-def _batch_value(model: Model, layout: Layout, key: str, a: Any) -> np.ndarray:
+def _batch_value(model: Model, layout: Layout, key: str, a: Any, name: str) -> np.ndarray:
     ref, ax = layout.arrays[key]
     v = model.variables.get(key)
-    name = f"batch array {key!r}"
     if v is None and ref.dtype.kind in "iu":  # labels of an indexed view (by its name or its labels' data node)
         x = next(x for x in indexed_views(model) if key in (x.name, getattr(x, "data", None)))
         lab = np.asarray(a)
         if lab.ndim != 1 or lab.dtype.kind not in "iu" or np.any(lab < 0) or np.any(lab >= x.along.size):
-            raise ModelError(f"SVI: {name} must be a 1-d array of integer labels in [0, {x.along.size}), got "
+            raise ModelError(f"{name} must be a 1-d array of integer labels in [0, {x.along.size}), got "
                              f"{checks._short(a)}")
         return lab.astype(np.int64)
     if v is not None and v.family is Categorical:
         arr = np.asarray(a)
         if arr.ndim == ref.ndim - 1:  # class labels, stored one-hot
             K = ref.shape[-1]
-            lab, _ = checks.integer_labels(arr, None, arr.shape, K, name)
+            try:
+                lab, _ = checks.integer_labels(arr, None, arr.shape, K, key)
+            except ModelError as e:
+                raise ModelError(f"{name.rsplit(':', 1)[0]}: {e}") from None
             return np.eye(K)[lab]
     a = checks.bool_as_float(a)
     arr, _ = checks.as_float_array(a, name)

@@ -51,18 +51,18 @@ def test_groups_dims_and_coords():
     idata = r.to_arviz(draws=200, seed=1, prior=True)
     assert set(idata.groups()) >= {"posterior", "observed_data", "log_likelihood", "prior", "prior_predictive"}
     post = idata.posterior
-    assert post["a"].dims == ("chain", "draw", "group") and post["a"].shape == (1, 200, 3)
+    assert post["a"].dims == ("chain", "draw", "group") and post["a"].shape == (4, 50, 3)  # 4 chains by default
     assert post["tau"].dims == ("chain", "draw")
     np.testing.assert_array_equal(post["group"].values, np.arange(3))
-    np.testing.assert_array_equal(post["a"].values[0], r.sample(200, 1)["a"])  # the draws of q, as result.sample
+    np.testing.assert_array_equal(post["a"].values.reshape(200, 3), r.sample(200, 1)["a"])  # q's draws, in order
     np.testing.assert_array_equal(idata.observed_data["y"].values, y)
     assert idata.log_likelihood["y"].dims == ("chain", "draw", "n")
-    lp = idata.log_likelihood["y"].values[0]
+    lp = idata.log_likelihood["y"].values.reshape(200, 24)
     d = r.sample(200, 1)
     t = d["tau"][:, None]
     ref = -0.5 * np.log(2 * np.pi / t) - 0.5 * t * (y - d["a"][:, np.arange(24) % 3]) ** 2
     np.testing.assert_allclose(lp, ref, rtol=1e-12)
-    assert idata.prior["a"].shape == (1, 200, 3) and idata.prior_predictive["y"].shape == (1, 200, 24)
+    assert idata.prior["a"].shape == (4, 50, 3) and idata.prior_predictive["y"].shape == (4, 50, 24)
     assert idata.attrs["inference_library"] == "fgvmp" and idata.attrs["evidence"] == pytest.approx(r.elbo)
 
 
@@ -72,7 +72,7 @@ def test_missing_entries_are_nan_in_the_data_and_absent_from_the_log_likelihood(
     obs = idata.observed_data["y"].values
     assert np.all(np.isnan(obs[~mask])) and np.array_equal(obs[mask], y[mask])
     ll = idata.log_likelihood["y"]
-    assert ll.dims == ("chain", "draw", "y_observed") and ll.shape == (1, 100, mask.sum())
+    assert ll.dims == ("chain", "draw", "y_observed") and ll.shape == (4, 25, mask.sum())
     np.testing.assert_array_equal(ll["y_observed"].values, np.flatnonzero(mask))
     assert np.all(np.isfinite(ll.values))
     assert np.isfinite(az.loo(idata).elpd_loo)
@@ -119,7 +119,7 @@ def test_az_compare_and_fg_compare_loo_column():
     good, bad = _logistic(X, y, "full"), _logistic(X[:, :1], y, "intercept")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        table = az.compare({"full": good.to_arviz(), "intercept": bad.to_arviz()})
+        table = az.compare({"full": good.to_arviz(chains=1), "intercept": bad.to_arviz(chains=1)})
     assert table.index[0] == "full"
     c = fg.compare({"full": good, "intercept": bad}, loo=True)
     assert c.elpd_loo is not None and c.elpd_loo_se is not None
@@ -178,7 +178,7 @@ def test_hmm_to_arviz_scores_sequences():
     y = np.random.default_rng(5).poisson(np.repeat([2.0, 9.0, 2.0], 15)).astype(float)
     idata = models.hmm(y, 2, "poisson").to_arviz(draws=200)
     ll = idata.log_likelihood["y"]
-    assert ll.dims == ("chain", "draw", "n") and ll.shape == (1, 200, 1)  # one entry per sequence (here one)
+    assert ll.dims == ("chain", "draw", "n") and ll.shape == (4, 50, 1)  # one entry per sequence (here one)
     assert np.all(np.isfinite(idata.log_likelihood["y"].values))
 
 
@@ -195,11 +195,11 @@ def test_student_t_missing_rows_are_missing_in_the_data_and_the_log_likelihood()
     obs = idata.observed_data["y"].values
     assert np.all(np.isnan(obs[~mask])) and np.array_equal(obs[mask], y[mask])
     np.testing.assert_array_equal(idata.log_likelihood["y_observed"].values, np.flatnonzero(mask))
-    mu_draws = idata.posterior["mu"].values[0]
+    mu_draws = idata.posterior["mu"].values.ravel()
     from scipy import stats
 
     ref = stats.t.logpdf(y[mask], 3.0, mu_draws[:, None], 1.0)
-    np.testing.assert_allclose(idata.log_likelihood["y"].values[0], ref, rtol=1e-12)
+    np.testing.assert_allclose(idata.log_likelihood["y"].values.reshape(100, -1), ref, rtol=1e-12)
 
 
 def test_a_learned_student_t_dof_is_used():
@@ -213,7 +213,7 @@ def test_a_learned_student_t_dof_is_used():
     r = fg.infer(m)
     nu = r.hyperparameters("y")["dof"]
     assert nu != pytest.approx(4.0, abs=0.05)  # moved from its start
-    idata = r.to_arviz(draws=50)
+    idata = r.to_arviz(draws=50, chains=1)
     ref = stats.t.logpdf(y, nu, idata.posterior["mu"].values[0][:, None], 1.0)
     np.testing.assert_allclose(idata.log_likelihood["y"].values[0], ref, rtol=1e-12)
 
@@ -233,13 +233,34 @@ def test_posterior_predictive_group_replicates_the_data_and_plot_ppc_runs():
     r = fg.infer(m)
     idata = r.to_arviz(draws=3000, seed=2, posterior_predictive=True)
     rep = idata.posterior_predictive["y"]
-    assert rep.dims == ("chain", "draw", "n") and rep.shape == (1, 3000, 50)
+    assert rep.dims == ("chain", "draw", "n") and rep.shape == (4, 750, 50)
     # E[y_rep_i] = x_iᵀE[w]; Var = x_iᵀΣx_i + E[1/τ]: the replicates' mean and variance per row, to MC error
     q_w, q_tau = r.posterior("w"), r.posterior("tau")
     mean = X @ q_w.mean()
     var = np.einsum("nd,de,ne->n", X, q_w.cov(), X) + q_tau.rate / (q_tau.shape - 1)
-    draws = rep.values[0]
+    draws = rep.values.reshape(3000, 50)
     se = np.sqrt(var / 3000)
     assert np.all(np.abs(draws.mean(0) - mean) < 5 * se)
     assert np.all(np.abs(draws.var(0) / var - 1) < 5 * np.sqrt(2 / 3000) + 0.02)
     az.plot_ppc(idata, num_pp_samples=50)
+
+
+def test_draws_split_into_chains_so_arviz_diagnostics_are_meaningful():
+    """Independent draws of q in 4 chains: az.summary checks them (R-hat ≈ 1, ESS ≈ S) without warning that one
+    chain cannot be checked; the split must be even."""
+    r, _, _ = _regression()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "Shape validation failed" of one chain would be raised here
+        table = az.summary(r.to_arviz(draws=2000, seed=3))
+    assert np.all(np.abs(table["r_hat"] - 1.0) < 0.01)
+    assert np.all(table["ess_bulk"] > 1000)
+    one = r.to_arviz(draws=30, chains=1)
+    assert one.posterior["tau"].shape == (1, 30) and one.attrs["draws_from"].endswith("split into 1 chains)")
+    assert r.to_arviz(draws=30, chains=3).posterior["a"].shape == (3, 10, 3)
+    with pytest.raises(fg.ModelError, match=r"to_arviz: 30 draws do not split into 4 chains of equal length; pass "
+                                            r"draws=32 or 28 \(a multiple of chains=4\), or chains=1"):
+        r.to_arviz(draws=30)
+    with pytest.raises(fg.ModelError, match=r"to_arviz: draws must be a positive integer, got 3\.0"):
+        r.to_arviz(draws=3.0)
+    with pytest.raises(fg.ModelError, match=r"to_arviz: chains must be an integer ≥ 1, got 0"):
+        r.to_arviz(draws=4, chains=0)

@@ -387,7 +387,7 @@ def test_select_values_over_the_variables_plates():
     r = fg.infer(m)
     rows = logsumexp(np.stack([norm.logpdf(X, M[j]).sum(1) for j in range(2)], 1) + np.log([0.3, 0.7]), axis=1)
     assert r.elbo == pytest.approx(rows.sum(), abs=1e-10)
-    np.testing.assert_allclose(r.to_arviz(draws=2).log_likelihood["x"].values[0, 0], rows, rtol=1e-12)
+    np.testing.assert_allclose(r.to_arviz(draws=2, chains=1).log_likelihood["x"].values[0, 0], rows, rtol=1e-12)
     P = np.array([[0.1, 0.9, 0.2], [0.8, 0.1, 0.7]])
     B = (rng.uniform(size=(N, D)) < P[zt]).astype(float)
     with fg.Model("bernoulli prototypes, plates (d, n)") as m:
@@ -428,7 +428,7 @@ def test_select_constant_mv_gaussian_precisions():
         rows = logsumexp(np.stack([mvn(M[j], np.linalg.inv(mats[j])).logpdf(X) for j in range(2)], 1)
                          + np.log([0.4, 0.6]), axis=1)
         assert r.elbo == pytest.approx(rows.sum(), abs=1e-9)
-        np.testing.assert_allclose(r.to_arviz(draws=2).log_likelihood["x"].values[0, 0], rows, rtol=1e-12)
+        np.testing.assert_allclose(r.to_arviz(draws=2, chains=1).log_likelihood["x"].values[0, 0], rows, rtol=1e-12)
     q = r.posterior("z").probs
     i = int(np.argmax(q[:, 1]))
     draws = fg.predict(r, draws=20_000, seed=0)["x"][:, i]

@@ -115,7 +115,7 @@ def test_pointwise_log_likelihood_is_per_group():
     y, g, _ = _data(2)
     res = fg.infer(_model(y, g), seed=0)
     draws = res.sample(30, 7)
-    idata = res.to_arviz(draws=30, seed=7)
+    idata = res.to_arviz(draws=30, seed=7, chains=1)
     ll = idata.log_likelihood["y"].values[0]
     assert ll.shape == (30, G)
     rows = -0.5 * np.log(2 * np.pi) - 0.5 * (y[None, :, None] - draws["mu"][:, None, :]) ** 2  # (S, N, K)

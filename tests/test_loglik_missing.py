@@ -224,7 +224,7 @@ def test_wishart_partly_observed_rows_end_to_end(kind):
 @pytest.mark.parametrize("form", ["gamma", "ard", "matrix", "gated_matrix", "gated_gamma", "gated_ard"])
 def test_to_arviz_and_loo_with_partly_observed_rows(form):
     r = fg.infer(_model(form, CM))
-    idata = r.to_arviz(draws=200, seed=4)
+    idata = r.to_arviz(draws=200, seed=4, chains=1)
     ll = idata.log_likelihood["y"]
     seen = CM.any(-1)
     assert ll.dims == ("chain", "draw", "y_observed") and ll.shape == (1, 200, seen.sum())
@@ -246,7 +246,7 @@ def test_the_reported_example():
         mu = fg.mv_gaussian("mu", np.zeros(3), precision=0.1)
         fg.mv_gaussian("x", mu, precision=1.0, plates=[n], observed=X, mask=m)
     r = fg.infer(mod)
-    idata = r.to_arviz(draws=50)
+    idata = r.to_arviz(draws=50, chains=1)
     d = r.sample(50)
     lp = idata.log_likelihood["x"].values[0]
     for s in (0, 49):

@@ -216,9 +216,9 @@ def test_models_that_do_not_fit_svi():
         fg.infer(m4, algorithm=fg.SVI(batch_size=50))
     with pytest.raises(fg.ModelError, match="plate='k' is not a plate"):
         fg.infer(m4, algorithm=fg.SVI(batch_size=5, plate="k"))
-    with pytest.raises(fg.ModelError, match="the batch lacks"):
+    with pytest.raises(fg.ModelError, match=r"batch 0 of the stream \(counted from 0\) lacks \['y'\]"):
         fg.infer(m4, algorithm=fg.SVI(batch_size=5, n_data=50), data=iter([{}]))
-    with pytest.raises(fg.ModelError, match="batch key 'x'"):
+    with pytest.raises(fg.ModelError, match=r"key 'x' is not a row array of the data plate 'n'; the keys are \['y'\]"):
         fg.infer(m4, algorithm=fg.SVI(batch_size=5, n_data=50), data=iter([{"x": np.zeros(5)}]))
     with pytest.raises(fg.ModelError, match="data= streams batches to fg.SVI only"):
         fg.infer(m4, data=iter([]))
@@ -452,3 +452,66 @@ def test_constants_per_row_in_products_under_svi():
     np.testing.assert_allclose(s.posterior("a").mean(), vmp.posterior("a").mean(), atol=0.15)
     with pytest.raises(fg.ModelError, match=r"polynomial.*vary over the data plate 'n'.*a\[g\] \* \(1 \+ x\)"):
         fg.infer(build("polynomial"), algorithm=fg.SVI(batch_size=40), max_iter=5)
+
+
+def test_streamed_batches_that_do_not_fit_are_named_by_key_and_place():
+    """A bad batch names the user's key ("X", not the expression's internal name) and its place in the stream;
+    rows that disagree name the arrays; batches larger than n_data are refused, as batch_size > N is in memory."""
+    X, y = regression_data(10)
+    m = regression(X, y)
+    rng = np.random.default_rng(1)
+
+    def run(batches, batch_size=5, n_data=100):
+        return fg.infer(m, algorithm=fg.SVI(batch_size=batch_size, n_data=n_data), data=iter(batches), max_iter=5)
+
+    ok = {"X": rng.normal(size=(5, 4)), "y": rng.normal(size=5)}
+    with pytest.raises(fg.ModelError, match=r"SVI: batch 1 of the stream \(counted from 0\): 'X' has shape \(5, 3\); "
+                                            r"the model's 'X' has shape \(10, 4\), so a batch's must be \(rows, 4\)"):
+        run([ok, {"X": rng.normal(size=(5, 3)), "y": rng.normal(size=5)}])
+    with pytest.raises(fg.ModelError, match=r"batch 0 of the stream \(counted from 0\): 'y' has shape \(5, 2\).*"
+                                            r"must be \(rows,\)"):
+        run([{"X": ok["X"], "y": rng.normal(size=(5, 2))}])
+    with pytest.raises(fg.ModelError, match=r"batch 2 of the stream \(counted from 0\): its arrays disagree on the "
+                                            r"number of rows: 'X' has 5, 'y' has 6"):
+        run([ok, ok, {"X": ok["X"], "y": rng.normal(size=6)}])
+    with pytest.raises(fg.ModelError, match=r"batch 0 of the stream \(counted from 0\) has no rows"):
+        run([{"X": np.zeros((0, 4)), "y": np.zeros(0)}])
+    with pytest.raises(fg.ModelError, match=r"SVI: batch_size 25 exceeds n_data=10"):
+        run([{"X": rng.normal(size=(25, 4)), "y": rng.normal(size=25)}], batch_size=25, n_data=10)
+    with pytest.raises(fg.ModelError, match=r"batch 1 of the stream \(counted from 0\) has 25 rows, more than "
+                                            r"n_data=10"):
+        run([ok, {"X": rng.normal(size=(25, 4)), "y": rng.normal(size=25)}], n_data=10)
+    with pytest.raises(fg.ModelError, match=r"batch 1 of the stream \(counted from 0\): 'y' has non-finite values"):
+        run([ok, {"X": ok["X"], "y": [1.0, 2.0, np.nan, 4.0, 5.0]}])
+    with pytest.raises(fg.ModelError, match=r"batch 1 of the stream \(counted from 0\) must be a dict of row arrays "
+                                            r"keyed by \['X', 'y'\], got list"):
+        run([ok, [1, 2]])
+    with pytest.raises(fg.ModelError, match=r"batch 0 of the stream \(counted from 0\) gives 'X' twice"):
+        run([{"X": ok["X"], "inner_0": ok["X"], "y": ok["y"]}])
+    assert run([ok, ok], n_data=10).n_iter == 2
+
+
+def test_a_callback_stops_svi_unconverged_unless_it_says_converged():
+    m = regression(*regression_data(40))
+    alg = fg.SVI(batch_size=10)
+    with pytest.warns(fg.ConvergenceWarning, match=r"not converged \(a callback stopped the run at step 3\)"):
+        r = fg.infer(m, algorithm=alg, max_iter=20, callbacks=[lambda it, elbo, eng: it == 3])
+    assert r.n_iter == 3 and not r.converged and r.warnings
+    r = fg.infer(m, algorithm=alg, max_iter=20, callbacks=[lambda it, elbo, eng: "converged" if it == 4 else None])
+    assert r.n_iter == 4 and r.converged and not r.warnings
+    assert fg.infer(m, algorithm=alg, max_iter=5).converged
+
+
+def test_svi_in_memory_reports_named_deterministic_nodes():
+    X, y = regression_data(60)
+    with fg.Model("det") as m:
+        n = fg.plate("n", 60)
+        w = fg.mv_gaussian("w", mean=np.zeros(4), precision=np.eye(4))
+        f = fg.deterministic("f", fg.inner(X, w, plates=[n]))
+        fg.gaussian("y", mean=f, precision=10.0, plates=[n], observed=y)
+    svi = fg.infer(m, algorithm=fg.SVI(batch_size=20), max_iter=100, seed=0)
+    q, qw = svi.posterior("f"), svi.posterior("w")  # f = Xw: its moments are those of q(w), exactly
+    np.testing.assert_allclose(q.mean(), X @ qw.mean(), rtol=1e-10)
+    np.testing.assert_allclose(q.var(), np.einsum("nd,de,ne->n", X, qw.cov(), X), rtol=1e-8)
+    assert svi.summary(var_names="f").shape == (60, 5)
+    assert svi.to_arviz(draws=40).posterior["f"].shape == (4, 10, 60)

@@ -314,6 +314,7 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
     """
     model = current_model("inner")
     plates = checks.plate_list(plates, model, "inner")
+    columns = feature_names(X)
     if isinstance(X, Variable | Indexed | Deterministic):
         if plates and tuple(plates) != tuple(X.plates):
             raise ModelError(f"inner: {X.name!r} is plated over {[p.name for p in X.plates]}, not over "
@@ -366,7 +367,28 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
               "products": {}}  # XᵀX (and Xᵀy) computed when first needed: factors.data_products
     node = Deterministic(model, model.fresh_name("inner"), Inner, {"w": w}, yplates, params)
     model.deterministics.append(node)
+    source = w.source if isinstance(w, Indexed) else w
+    label_features(model, columns, consumed.name if consumed is not None else f"{source.name}_dim_0")
     return node
+
+
+def feature_names(X: Any) -> np.ndarray | None:
+    """The column names of a pandas DataFrame X (anything with ``columns`` and ``to_numpy``), as strings; else
+    None."""
+    cols = getattr(X, "columns", None)
+    if cols is None or not callable(getattr(X, "to_numpy", None)):
+        return None
+    return np.asarray([str(c) for c in cols], dtype=object)
+
+
+def label_features(model: Any, names: np.ndarray | None, *keys: str) -> None:
+    """Name the entries of the axes ``keys`` (a plate's name, or ``"<w>_dim_0"`` for a weight vector's event
+    axis) by the columns of X, in ``model.coords``, where summaries and ArviZ read them; keys named before
+    keep their names."""
+    if names is None:
+        return
+    for key in keys:
+        model.coords.setdefault(key, names)
 
 
 def n_categories(selector: Any) -> int | None:

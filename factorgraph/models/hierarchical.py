@@ -25,7 +25,7 @@ from distributions import Gaussian
 from factorgraph.graph import checks
 from factorgraph.graph.builders import gamma, gaussian, mv_gaussian, plate
 from factorgraph.graph.derived import deterministic
-from factorgraph.graph.expressions import inner
+from factorgraph.graph.expressions import feature_names, inner, label_features
 from factorgraph.graph.indexing import _labels, index
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
@@ -144,6 +144,7 @@ def hierarchical_regression_model(X: Any, y: Any, groups: Any, varying: Any = ("
             gaussian("y", mean=mean, precision=tau, plates=[n], observed=np.where(present, ya, 0.0), mask=present)
     if names is not None:
         m.coords["groups"] = names
+    label_features(m, feature_names(X), "columns", "slope_dim_0")
     return m
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from factorgraph.graph import checks
 from factorgraph.graph.builders import gamma, mv_gaussian, plate
 from factorgraph.graph.counts import poisson_log
-from factorgraph.graph.expressions import inner
+from factorgraph.graph.expressions import feature_names, inner, label_features
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
 from factorgraph.models.regression import _new_inputs, _posterior, _regression_data
@@ -48,6 +48,7 @@ def poisson_regression_model(X: Any, y: Any, exposure: Any = None, ard: bool = F
         alpha = gamma("alpha", shape=a0, rate=b0, plates=[d] if ard else [])
         w = mv_gaussian("w", mean=0.0, precision=alpha, dim=D)
         poisson_log("y", inner(Xa, w, plates=[n]), exposure=e, plates=[n], observed=ya)
+    label_features(m, feature_names(X), "w_dim_0", "d")
     return m
 
 

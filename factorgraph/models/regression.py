@@ -16,7 +16,7 @@ from scipy.special import gammaln, log_ndtr, logsumexp
 from distributions import Gamma
 from factorgraph.graph import checks, convergence
 from factorgraph.graph.builders import gamma, gaussian, gaussian_gamma, mv_gaussian, plate
-from factorgraph.graph.expressions import inner
+from factorgraph.graph.expressions import feature_names, inner, label_features
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
 from factorgraph.graph.nonconjugate import bernoulli_logit
@@ -84,6 +84,7 @@ def linear_regression_model(X: Any, y: Any, ard: bool = False, a0: float = 1e-2,
         alpha = gamma("alpha", shape=c0, rate=d0, plates=[d] if ard else [])
         w = gaussian_gamma("w", mean=0.0, precision=alpha, shape=a0, rate=b0, dim=D)
         gaussian("y", mean=inner(Xa, w, plates=[n]), precision=w.tau, plates=[n], observed=ya)
+    label_features(m, feature_names(X), "w_dim_0", "d")
     return m
 
 
@@ -183,6 +184,7 @@ def logistic_regression_model(X: Any, y: Any, ard: bool = False, a0: float = 1e-
         w = mv_gaussian("w", mean=0.0, precision=alpha, dim=D)
         bernoulli_logit("y", logit=inner(Xa, w, plates=[n]), observed=s, method=method,
                         xi0=0.0 if isinstance(method, str) and method == "quadratic" else None)
+    label_features(m, feature_names(X), "w_dim_0", "d")
     return m
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from factorgraph.graph import checks
 from factorgraph.graph.builders import gaussian, mv_gaussian, plate
-from factorgraph.graph.expressions import inner
+from factorgraph.graph.expressions import feature_names, inner, label_features
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
 from factorgraph.graph.nonconjugate import categorical_softmax
@@ -35,6 +35,7 @@ def softmax_regression_model(X: Any, y: Any, n_classes: int, method: str = "tilt
         W = mv_gaussian("W", mean=0.0, precision=prior_precision, plates=[k], dim=D)
         b = gaussian("b", mean=0.0, precision=prior_precision, plates=[k])
         categorical_softmax("y", logits=inner(Xa, W, plates=[n]) + b, over=k, observed=y, method=method)
+    label_features(m, feature_names(X), "W_dim_0")
     return m
 
 

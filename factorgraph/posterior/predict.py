@@ -20,7 +20,8 @@ from distributions import Categorical, GaussianGamma, GaussianWishart
 from factorgraph.graph.data import data_plates, swapped
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
-from factorgraph.posterior.samplers.forward import Forward, check_draws
+from factorgraph.posterior.fitted_data import without_data
+from factorgraph.posterior.samplers.forward import Forward, check_draws, check_seed
 from factorgraph.posterior.sampling import sample_posterior
 from factors.onehot import OneHot
 
@@ -48,7 +49,9 @@ def predict(result: Any, data: dict[str, Any] | None = None, draws: int = 1000,
     Parameters
     ----------
     result
-        A ``fg.Result`` of ``fg.infer`` (any algorithm; global handlers included).
+        A ``fg.Result`` of ``fg.infer`` in this session (any algorithm, global handlers included) fitted to
+        data in memory: a fit by ``fg.SVI`` on streamed batches or a sharded fit on dask data keeps no model to
+        draw from, and a Result loaded from a pickle keeps its posteriors but not its model.
     data
         New values of data nodes (``fg.data``) by name, e.g. ``{"X": X_new}``; a plate the data span may
         take a new size (data on it that are not given, other than the observed values being predicted,
@@ -90,9 +93,14 @@ def predict(result: Any, data: dict[str, Any] | None = None, draws: int = 1000,
     record = getattr(result, "fit_record", None)
     model = getattr(record, "model", None)
     if not isinstance(model, Model):
-        raise ModelError("predict needs a fg.Result of fg.infer in this session (it keeps its model; a result "
-                         f"loaded from a pickle does not), got {type(result).__name__}")
-    S = check_draws(draws)
+        if record is not None:  # the record pickles empty
+            raise ModelError("predict needs the model of the fit, which a Result loaded from a pickle does not keep "
+                             "(it keeps the posteriors): predict in the session that fitted it")
+        if getattr(result, "posteriors", None) is None:
+            raise ModelError(f"predict needs a fg.Result of fg.infer, got {type(result).__name__}")
+        raise ModelError(f"predict needs the model and the data of the fit: {without_data(result)}")
+    S = check_draws(draws, "predict")
+    seed = check_seed(seed, "predict")
     if data is not None and not isinstance(data, dict):
         raise ModelError(f"predict: data must be a dict of data-node name -> array, got {type(data).__name__}")
     data = dict(data or {})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,8 +9,7 @@ import numpy as np
 
 from distributions import InverseSqrtGamma
 from factorgraph.graph.derived import DerivedPosterior
-from factorgraph.graph.nodes import ModelError
-from factorgraph.posterior.arviz_io import _import_arviz, to_arviz
+from factorgraph.posterior.arviz_io import to_arviz
 from factorgraph.posterior.sampling import sample_posterior
 from factorgraph.posterior.summary import summary
 
@@ -63,6 +61,9 @@ class Result:
         How each mixture selector without an ``init`` started: ``"priors"`` (its update given its
         components' distinct priors, the same for every seed), ``"drawn"`` (from the seed) or ``"drawn,
         named after the priors"``.
+    data_digest
+        A digest of the observed data of the fit, by observed variable (``fg.compare`` refuses fits of
+        different data); None when the data were streamed.
     """
 
     model_name: str
@@ -100,8 +101,13 @@ class Result:
     # components' distinct priors: the same start for every seed), "drawn" (from the seed: k-means++, random
     # topics or Dirichlet rows) or "drawn, named after the priors"
     starts: dict[str, str] = field(default_factory=dict)
-    # the fitted model (for to_arviz's observed data and log-likelihoods); set by fg.infer
+    # the fitted model (for to_arviz's observed data and log-likelihoods); set by fg.infer on data in memory (VMP,
+    # NCVMP, their handlers, ScaleQuadrature, SVI on the model's rows), None for SVI on streamed batches and for a
+    # sharded fit (fitted_data.without_data says why)
     model: Any = field(default=None, repr=False, compare=False)
+    # what the fit was fitted to: observed variable name -> digest of its data (fitted_data.observed_digest), set
+    # by fg.infer; None when not recorded (SVI on streamed batches).  fg.compare refuses fits of different data
+    data_digest: dict[str, str] | None = field(default=None, repr=False)
 
     def hyperparameters(self, name: str) -> dict[str, Any]:
         """Hyperparameters the handler of ``name`` learned (``fg.MVI("lr", learn=("prior_precision", "scale"))``).
@@ -153,18 +159,26 @@ class Result:
         """
         return sample_posterior(self, draws, seed)
 
-    def summary(self, prob: float = 0.94, draws: int = 4000, seed: int | None = 0) -> Any:
+    def summary(self, prob: float = 0.94, draws: int = 4000, seed: int | None = 0, var_names: Any = None) -> Any:
         """A pandas DataFrame of the posterior mean, sd and central ``prob`` credible interval per scalar.
 
-        Rows are named like ``"w[0]"``, ``"tau"``, ``"mu[3]"``.  Intervals are exact (quantiles of q)
-        where q has closed-form quantiles (Gaussian, Gamma, Beta, the marginals of a multivariate
-        Gaussian), else computed from ``draws`` draws of q; the ``exact`` column says which.  Needs
-        pandas (``pip install fgvmp[after]``).
+        Rows are named like ``"w[0]"``, ``"tau"``, ``"mu[3]"``; a plate's entries by the model's ``coords``
+        (group names), a weight vector's by the columns of a pandas DataFrame X given to ``fg.inner(X, w)`` or a
+        canned regression (``"w[age]"``).  A label z (Categorical, a step of a hidden Markov chain, a Bernoulli)
+        gives one row per category k: its indicator 1[z = k], mean q(z = k).  Intervals are exact (quantiles of
+        q) where q has closed-form marginal quantiles (Gaussian, Gamma, Beta, Dirichlet rows as Beta(a_k, Σa −
+        a_k), label indicators as Bernoulli(q(z = k)), the marginals of a multivariate Gaussian, of a
+        Gaussian chain and of a normal–gamma block, scales σ), else computed from ``draws`` draws of q; the
+        ``exact`` column says which.  ``var_names``: the variables to show (a name or a list; ``"w.tau"`` for
+        a normal–gamma block's precision alone).  By default every variable is shown except per-row latent
+        variables (on plates of the observed data only: mixture labels, chain states, per-row effects)
+        that would fill more than 100 rows; ``table.attrs["notes"]`` names those left out.  Needs pandas
+        (``pip install fgvmp[after]``).
         """
-        return summary(self, prob, draws, seed)
+        return summary(self, prob, draws, seed, var_names)
 
     def to_arviz(self, draws: int = 1000, seed: int | None = 0, prior: bool = False,
-                 posterior_predictive: bool = False) -> Any:
+                 posterior_predictive: bool = False, chains: int = 4) -> Any:
         """The fit as an ``arviz.InferenceData``, for ArviZ's summaries, plots, LOO and WAIC.
 
         Parameters
@@ -180,13 +194,19 @@ class Result:
             Also add a ``posterior_predictive`` group: ``draws`` replicates of the observed variables that are
             leaves, y⁽ˢ⁾ ~ p(y | θ⁽ˢ⁾) with θ⁽ˢ⁾ ~ q (``fg.predict(result, draws=draws, seed=seed)``), for
             posterior predictive checks (``az.plot_ppc``).
+        chains
+            The S draws are split into this many chains of S/chains consecutive draws each (``draws`` must be
+            a multiple of it).  They are independent draws of q either way; the split gives ArviZ's
+            diagnostics chains to compare, so ``az.summary`` shows R-hat ≈ 1 and ESS ≈ S (the Monte Carlo
+            error of the draws) instead of warning that one chain cannot be checked.
 
         Returns
         -------
         arviz.InferenceData
-            ``posterior``: one chain of S independent draws from q, variables named as in the model (a
+            ``posterior``: S independent draws from q as ``chains`` chains, variables named as in the model (a
             normal–gamma block ``w`` adds ``"w.tau"``), dims named after the plates and event axes
-            ``<name>_dim_<i>`` (a Dirichlet's categories: its Categoricals' category plate), coords 0..size−1;
+            ``<name>_dim_<i>`` (a Dirichlet's categories: its Categoricals' category plate), coords 0..size−1 (or
+            the model's ``coords``: group names, the columns of a DataFrame X of ``fg.inner``);
             ``observed_data``: the observed variables, NaN where missing; ``log_likelihood``: log p(y_i | θ⁽ˢ⁾)
             per observation and draw (``factorgraph.posterior.loglik``): with the observation's plates as dims, a
             mixture's rows marginalised over their label, and for a variable with missing entries only its
@@ -198,10 +218,13 @@ class Result:
         of the draws from q with weights 1/p(y_i | θ) (Vehtari, Gelman & Gabry 2017); it treats q as the
         posterior, so it scores the model *as fitted by this approximation*.  With several observed variables
         name one (``az.loo(idata, var_name="y")``).  The draws are independent: R-hat and ESS of
-        ``az.summary`` describe Monte Carlo error only, not convergence of the fit.  Save with
-        ``idata.to_netcdf(path)`` and load with ``az.from_netcdf(path)``.  Needs ``pip install 'fgvmp[after]'``.
+        ``az.summary`` describe Monte Carlo error only (R-hat ≈ 1, ESS ≈ S), not convergence of the fit;
+        judge that from ``result.converged`` and ``elbo_trace``.  Save with
+        ``idata.to_netcdf(path)`` and load with ``az.from_netcdf(path)``.  Needs ``pip install 'fgvmp[after]'``,
+        and the fit's model and data: a fit by ``fg.SVI`` on streamed batches, or a sharded fit on dask data,
+        is refused with the reason.
         """
-        return to_arviz(self, draws, seed, prior, posterior_predictive)
+        return to_arviz(self, draws, seed, prior, posterior_predictive, chains)
 
     @property
     def time_per_iter(self) -> float:
@@ -211,159 +234,3 @@ class Result:
         conv = "converged" if self.converged else "not converged"
         return (f"Result({self.model_name!r}, {self.algorithm}: evidence {self.elbo:.10g} ({self.evidence_kind}), "
                 f"{self.n_iter} iterations, {conv}, {self.time:.3g} s)")
-
-
-@dataclass
-class Comparison:
-    """Table of evidence figures, log Bayes factors and posterior model probabilities."""
-
-    names: list[str]
-    evidence: np.ndarray
-    kinds: list[str]
-    log_bayes_factor: np.ndarray  # against the best model
-    probability: np.ndarray  # posterior model probabilities under a uniform model prior
-    note: str = ""
-    elbo_se: np.ndarray | None = None  # Monte Carlo standard error of each figure (0: computed exactly)
-    # PSIS-LOO (fg.compare(..., loo=True)): elpd_loo, its standard error, the effective number of parameters
-    # p_loo and the standard error of each model's elpd difference from the best by LOO (paired over rows)
-    elpd_loo: np.ndarray | None = None
-    elpd_loo_se: np.ndarray | None = None
-    p_loo: np.ndarray | None = None
-    elpd_diff_se: np.ndarray | None = None
-
-    def __str__(self) -> str:
-        w = max(5, *(len(n) for n in self.names))
-        kw = max(4, *(len(k) for k in self.kinds))
-        se = self.elbo_se if self.elbo_se is not None and np.any(self.elbo_se > 0) else None
-        sec = f"  {'± se':>10}" if se is not None else ""
-        lo = self.elpd_loo is not None
-        loc = f"  {'elpd_loo':>11}  {'± se':>8}  {'p_loo':>7}  {'dse':>7}" if lo else ""
-        lines = [f"{'model':<{w}}  {'evidence':>14}{sec}  {'kind':<{kw}}  {'log BF':>10}  {'P(model)':>9}{loc}"]
-        for i in np.argsort(-self.evidence):
-            sei = f"  {se[i]:10.4f}" if se is not None else ""
-            loi = (f"  {self.elpd_loo[i]:11.4f}  {self.elpd_loo_se[i]:8.4f}  {self.p_loo[i]:7.3f}  "
-                   f"{self.elpd_diff_se[i]:7.3f}" if lo else "")
-            lines.append(f"{self.names[i]:<{w}}  {self.evidence[i]:14.6f}{sei}  {self.kinds[i]:<{kw}}  "
-                         f"{self.log_bayes_factor[i]:10.4f}  {self.probability[i]:9.4f}{loi}")
-        if self.note:
-            lines.append(self.note)
-        return "\n".join(lines)
-
-    __repr__ = __str__
-
-    def best(self) -> str:
-        return self.names[int(np.argmax(self.evidence))]
-
-
-def compare(results: dict[str, Result], loo: bool | str = False, *, loo_draws: int = 1000,
-            seed: int | None = 0) -> Comparison:
-    """Compare models by their evidence and, optionally, by PSIS-LOO.
-
-    Parameters
-    ----------
-    results
-        Fits by model name.
-    loo
-        ``True``: add the columns ``elpd_loo`` (Σ_i log p(y_i | y_−i) estimated by Pareto-smoothed
-        importance sampling of ``loo_draws`` draws of each q, ``az.loo`` on ``result.to_arviz()``), its
-        standard error, ``p_loo`` and ``dse``, the standard error of each model's elpd difference from the
-        best model by LOO (paired over the observations: √N·sd_i(elpd_i − elpd_i^best); NaN for a model
-        whose observations differ in number).  A model with
-        several observed variables needs the one to score: ``loo="y"``.  Needs ArviZ (``fgvmp[after]``).
-    loo_draws, seed
-        Draws of q for LOO, and their seed.
-
-    Returns
-    -------
-    Comparison
-        Evidence, kinds, log Bayes factors against the best model, posterior model probabilities under a
-        uniform prior over the models, the evidence's Monte Carlo standard errors, and with ``loo`` the LOO
-        figures (``elpd_loo``, ``elpd_loo_se``, ``p_loo``, ``elpd_diff_se``; else None).
-
-    Notes
-    -----
-    Figures of different kinds (a bound against an approximation) are not like with like: the note says
-    so.  The evidence scores the prior and the likelihood together; elpd_loo scores predictions of held-out
-    observations under the (approximate) posterior, so the two can rank models differently.  The LOO
-    columns treat q as the posterior; Pareto k above 0.7 for some rows (reported in the note) makes a
-    model's elpd_loo unreliable.
-    """
-    if not isinstance(results, dict):
-        raise ModelError(f"compare needs a dict of results by model name, e.g. {{'a': fg.infer(m1), 'b': "
-                         f"fg.infer(m2)}}, got {type(results).__name__}")
-    if not results:
-        raise ModelError("compare needs at least one result")
-    for n, r in results.items():
-        if not isinstance(r, Result):
-            raise ModelError(f"compare: results[{n!r}] must be a Result of fg.infer, got {type(r).__name__} "
-                             f"{r!r:.60}")
-        if not np.isfinite(r.elbo):
-            raise ModelError(f"compare: the evidence of {n!r} is {r.elbo!r}, not a finite number")
-    names = [str(n) for n in results]
-    ev = np.array([r.elbo for r in results.values()], dtype=float)
-    se = np.array([float(getattr(r, "elbo_se", 0.0) or 0.0) for r in results.values()])
-    kinds = [r.evidence_kind for r in results.values()]
-    lbf = ev - ev.max()
-    p = np.exp(lbf)
-    p /= p.sum()
-    note = ""
-    if len(set(kinds)) > 1:
-        note = ("note: the evidence figures are of different kinds (" + ", ".join(sorted(set(kinds))) +
-                "), so the Bayes factors compare unlike quantities")
-    elif kinds[0] == LOWER_BOUND:
-        note = ("note: lower bounds; their difference estimates a log Bayes factor only if the bounds are "
-                "equally tight")
-    if STOCHASTIC in kinds:
-        note = "\n".join(filter(None, [note, (
-            "note: stochastic estimates (SVI's smoothed minibatch bound) are noisy estimates of lower bounds, not "
-            "bounds; their se is the spread of the minibatch estimates; compare exact ELBOs where you can "
-            "(SVI on in-memory data reports one)")]))
-    close = [f"{names[best]} and {names[i]} differ by less than 2 se ({ev[best] - ev[i]:.3g} < "
-             f"2 × {np.hypot(se[best], se[i]):.3g}), within the Monte Carlo error of the figures"
-             for best in [int(np.argmax(ev))] for i in range(len(names))
-             if i != best and np.hypot(se[best], se[i]) > 0 and ev[best] - ev[i] < 2.0 * np.hypot(se[best], se[i])]
-    if close:
-        note = "\n".join(filter(None, [note, *(f"note: {c}" for c in close)]))
-    out = Comparison(names, ev, kinds, lbf, p, note, se)
-    if loo is not False:
-        _add_loo(out, list(results.values()), loo, loo_draws, seed)
-    return out
-
-
-def _add_loo(c: Comparison, results: list[Result], loo: bool | str, draws: int, seed: int | None) -> None:
-    """The LOO columns of ``fg.compare(..., loo=...)``."""
-    az = _import_arviz()
-    if not (loo is True or isinstance(loo, str)):
-        raise ModelError(f"compare: loo must be True, False or the name of the observed variable to score, got {loo!r}")
-    var = loo if isinstance(loo, str) else None
-    pointwise, est, se, p_loo, bad = [], [], [], [], []
-    for name, r in zip(c.names, results, strict=True):
-        idata = r.to_arviz(draws, seed)
-        lls = list(idata.log_likelihood.data_vars)
-        if var is None and len(lls) > 1:
-            raise ModelError(f"compare: {name!r} has several observed variables {lls}; name the one to score, "
-                             f"e.g. loo={lls[0]!r}")
-        if var is not None and var not in lls:
-            raise ModelError(f"compare: {name!r} has no observed variable {var!r}; it has {lls}")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # high Pareto k: reported in the note below
-            res = az.loo(idata, var_name=var, pointwise=True)
-        pointwise.append(np.asarray(res.loo_i.values, float).ravel())
-        est.append(float(res.elpd_loo))
-        se.append(float(res.se))
-        p_loo.append(float(res.p_loo))
-        k = int(np.sum(np.asarray(res.pareto_k.values) > 0.7))
-        if k:
-            bad.append(f"{name!r} ({k} of {res.n_data_points})")
-    best = int(np.argmax(est))
-    dse = np.full(len(est), np.nan)
-    for i, pw in enumerate(pointwise):
-        if pw.shape == pointwise[best].shape:
-            dse[i] = np.sqrt(pw.size) * np.std(pw - pointwise[best], ddof=1) if pw.size > 1 else 0.0
-    c.elpd_loo, c.elpd_loo_se, c.p_loo, c.elpd_diff_se = np.array(est), np.array(se), np.array(p_loo), dse
-    notes = [c.note] if c.note else []
-    notes.append(f"note: elpd_loo by PSIS-LOO on {draws} draws of each q; best by LOO: {c.names[best]}; dse is the "
-                 "standard error of each elpd difference from it")
-    if bad:
-        notes.append("note: Pareto k > 0.7 (elpd_loo unreliable) for " + ", ".join(bad))
-    c.note = "\n".join(notes)

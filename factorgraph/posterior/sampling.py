@@ -20,7 +20,7 @@ import numpy as np
 from distributions import GaussianGamma, GaussianWishart
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
-from factorgraph.posterior.samplers import Forward, check_draws
+from factorgraph.posterior.samplers import Forward, check_draws, check_seed
 
 
 # ---------------------------------------------------------------------- public API
@@ -55,7 +55,8 @@ def sample_prior(model: Model, draws: int = 1000, seed: int | None = 0) -> dict[
     """
     if not isinstance(model, Model):
         raise ModelError(f"sample_prior needs an fg.Model, got {type(model).__name__}")
-    S = check_draws(draws)
+    S = check_draws(draws, "sample_prior")
+    seed = check_seed(seed, "sample_prior")
     fwd = Forward(model, S, np.random.default_rng(seed))
     for v in model.variables.values():
         fwd.variable(v)
@@ -66,7 +67,8 @@ def sample_prior(model: Model, draws: int = 1000, seed: int | None = 0) -> dict[
 
 def sample_posterior(result: Any, draws: int = 1000, seed: int | None = 0) -> dict[str, np.ndarray]:
     """Draws from the posterior approximation q of a fit (``result.sample``); see ``Result.sample``."""
-    S = check_draws(draws)
+    S = check_draws(draws, "result.sample")
+    seed = check_seed(seed, "result.sample")
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
     quad = getattr(result, "quadrature", None)

@@ -14,7 +14,7 @@ drawn by ``Forward.variable``:
 """
 
 from factorgraph.posterior.samplers import chains, counts, discrete, gaussian, mv_gaussian, scales, wishart
-from factorgraph.posterior.samplers.forward import SAMPLERS, Forward, check_draws, expand, sampler
+from factorgraph.posterior.samplers.forward import SAMPLERS, Forward, check_draws, check_seed, expand, sampler
 
-__all__ = ["SAMPLERS", "Forward", "chains", "check_draws", "counts", "discrete", "expand", "gaussian", "mv_gaussian",
-           "sampler", "scales", "wishart"]
+__all__ = ["SAMPLERS", "Forward", "chains", "check_draws", "check_seed", "counts", "discrete", "expand", "gaussian",
+           "mv_gaussian", "sampler", "scales", "wishart"]

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from distributions import GaussianGamma
+from factorgraph.graph import checks
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Node, Plate, Variable
 from factors.deterministic import dot_subscripts
@@ -41,11 +42,21 @@ def sampler(*kinds: str) -> Callable[[Draw], Draw]:
     return register
 
 
-def check_draws(draws: Any) -> int:
-    """The number of draws S, checked to be a positive integer."""
-    if isinstance(draws, bool) or not isinstance(draws, int | np.integer) or draws < 1:
-        raise ModelError(f"draws must be a positive integer, got {draws!r}")
+def check_draws(draws: Any, caller: str = "") -> int:
+    """The number of draws S, checked to be a positive integer (a Python or numpy integer, or a 0-d integer
+    array); ``caller`` (``"predict"``) starts the message."""
+    what = f"{caller}: draws" if caller else "draws"
+    if isinstance(draws, np.ndarray) and draws.ndim == 0:
+        draws = draws[()]
+    if isinstance(draws, bool | np.bool_) or not isinstance(draws, int | np.integer) or draws < 1:
+        raise ModelError(f"{what} must be a positive integer, got {checks._short(draws)}")
     return int(draws)
+
+
+def check_seed(seed: Any, caller: str) -> int | None:
+    """A seed of the random draws, checked as ``fg.infer`` checks its own: None (fresh entropy) or an integer ≥ 0
+    (Python or numpy); ``caller`` starts the message."""
+    return checks.seed(seed, f"{caller}: seed")
 
 
 def expand(arr: np.ndarray, src: tuple[Plate, ...], dst: tuple[Plate, ...] | list[Plate], what: str) -> np.ndarray:
@@ -179,4 +190,4 @@ def softmax_logits(s: Forward, v: Variable, f: FactorNode, frame: tuple[Plate, .
     return x
 
 
-__all__ = ["SAMPLERS", "Forward", "check_draws", "expand", "param", "sampler", "softmax_logits"]
+__all__ = ["SAMPLERS", "Forward", "check_draws", "check_seed", "expand", "param", "sampler", "softmax_logits"]
