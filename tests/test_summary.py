@@ -308,3 +308,19 @@ def test_interval_and_median_have_one_type_across_families(cls):
         lo2, hi2 = two.interval(np.float32(0.9))
         assert isinstance(lo2, np.ndarray) and lo2.shape == hi2.shape == two.median().shape == (2,)
         np.testing.assert_allclose(lo2, lo, rtol=1e-9)
+
+
+def test_the_summary_says_its_intervals_come_from_q() -> None:
+    import factorgraph as fg
+
+    with fg.Model("m") as m:
+        mu = fg.gaussian("mu", 0.0, precision=1e-2)
+        fg.gaussian("x", mean=mu, precision=fg.gamma("tau", 1.0, 1.0), plates=[fg.plate("n", 10)],
+                    observed=np.arange(10.0))
+    text = fg.infer(m).summary().attrs["intervals"]
+    assert "quantiles of q" in text and "mean field" in text and "How far is my fit?" in text
+    with fg.Model("w") as m2:
+        w = fg.mv_gaussian("w", mean=0.0, precision=1.0, dim=2)
+        fg.bernoulli_logit("y", logit=fg.inner(np.eye(2)[[0, 1, 0, 1]], w, plates=[fg.plate("n", 4)]),
+                           observed=np.array([1, 0, 1, 1]))
+    assert "'w'" in fg.infer(m2, handlers={"w": fg.Laplace()}).summary().attrs["intervals"]

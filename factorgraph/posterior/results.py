@@ -101,6 +101,8 @@ class Result:
     # components' distinct priors: the same start for every seed), "drawn" (from the seed: k-means++, random
     # topics or Dirichlet rows) or "drawn, named after the priors"
     starts: dict[str, str] = field(default_factory=dict)
+    # variables a global handler fitted (name -> the handler's class name): their q is that handler's, not mean field
+    handled: dict[str, str] = field(default_factory=dict)
     # the fitted model (for to_arviz's observed data and log-likelihoods); set by fg.infer on data in memory (VMP,
     # NCVMP, their handlers, ScaleQuadrature, SVI on the model's rows), None for SVI on streamed batches and for a
     # sharded fit (fitted_data.without_data says why)
@@ -172,7 +174,13 @@ class Result:
         ``exact`` column says which.  ``var_names``: the variables to show (a name or a list; ``"w.tau"`` for
         a normal–gamma block's precision alone).  By default every variable is shown except per-row latent
         variables (on plates of the observed data only: mixture labels, chain states, per-row effects)
-        that would fill more than 100 rows; ``table.attrs["notes"]`` names those left out.  Needs pandas
+        that would fill more than 100 rows; ``table.attrs["notes"]`` names those left out.
+
+        The intervals are those of q, the fit's approximate posterior: mean field (a product over the
+        variables and the blocks the model declares) unless a global handler or a joint block holds the
+        variables.  Where the posterior couples variables strongly, a hierarchical scale and the effects it
+        scales above all, mean-field intervals are too narrow (docs: "How far is my fit?");
+        ``table.attrs["intervals"]`` says this for the fit at hand.  Needs pandas
         (``pip install fgvmp[after]``).
         """
         return summary(self, prob, draws, seed, var_names)

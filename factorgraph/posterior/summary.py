@@ -218,4 +218,18 @@ def summary(result: Any, prob: float = 0.94, draws: int = 4000, seed: int | None
         add(name, np.broadcast_to(m, x.shape[1:]), s, lower, upper, False, np.ones(x.shape[1:], bool))
     table = pd.DataFrame(rows, index=pd.Index(index, name="variable"), columns=cols)
     table.attrs["notes"] = notes
+    table.attrs["intervals"] = intervals_source(result)
     return table
+
+
+def intervals_source(result: Any) -> str:
+    """Where a fit's intervals come from: q, mean field over the variables and the blocks the fit kept joint."""
+    held = {**{name: "a joint block" for name in getattr(result, "joint", {})}, **getattr(result, "handled", {})}
+    quadrature = getattr(result, "quadrature", None)
+    if quadrature:
+        held[quadrature["variable"]] = "integrated out by quadrature"
+    kept = ("; kept jointly: " + ", ".join(f"{n!r} ({how})" for n, how in sorted(held.items()))) if held else ""
+    return (f"intervals are quantiles of q, the fit's approximate posterior ({result.algorithm}): mean field, a "
+            f"product over the variables and the blocks the model declares{kept}. Where the posterior couples "
+            "variables strongly (a hierarchical scale and the effects it scales) mean-field intervals are too "
+            "narrow; see the docs page 'How far is my fit?'")

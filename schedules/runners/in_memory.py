@@ -105,6 +105,7 @@ def run_in_memory(model: Model, algorithm: Any, options: RunOptions) -> Result:
     result.fit_record = FitRecord(model, {k: d.value for k, d in model.data.items()}, model.data_version)
     result.joint.update(eng.joint)
     result.starts.update(eng.starts)
+    result.handled.update({name: type(h).__name__ for name, h in (options.handlers or {}).items()})
     result.model = model
     result.derived = derived_moments(eng.node_stats, model)  # fg.deterministic nodes: exact moments under q
     result.hyper.update(hyper)
