@@ -13,10 +13,12 @@ Ni 2011)
     x̃ = f_k − Σ_j γ_j (f_{j+1} − f_j),    γ = argmin_γ ‖g_k − Σ_j γ_j (g_{j+1} − g_j)‖,
 
 the combination of the last sweeps whose residual, linearised, is least; the norm weighs each coordinate
-by 1/(1 + |f_k|), the scale of the engine's convergence test.  Where F is linear with one slow mode this
-is the squared extrapolation of SQUAREM (Varadhan & Roland 2008), which lands on the fixed point in one
-step; with m modes slower than the rest it removes them all, where a one-step extrapolation that removes
-the slowest amplifies the others (a hierarchical model with a scale per group has many such modes).
+by 1/(1 + |f_k|), the scale of the engine's convergence test.  Where F is linear with one slow mode, one
+difference already gives its fixed point (as the squared extrapolation of SQUAREM, Varadhan & Roland 2008,
+does, from two differences and a step length fitted to them); with up to m slow modes the m differences
+remove them all, where a step that removes the slowest multiplies a mode of rate λ' by (1 − s(1 − λ'))²,
+s = 1/(1 − λ), and so amplifies the faster ones (damped NCVMP updates of a scale per group make many
+such modes, and there SQUAREM hardly shortens the run).
 
 The guard keeps the ELBO monotone: the proposal is kept only if every posterior it gives is proper with
 finite moments and its ELBO is at least that of f_k, the state the plain sweep reached; otherwise the run
@@ -168,7 +170,7 @@ class Acceleration:
 
     def note(self, stopped: int = 0) -> str:
         """The line of ``Result.notes``: how many proposals were kept and how many refused."""
-        text = (f"acceleration (Anderson extrapolation of the last {self.memory} sweeps, guarded by the ELBO): "
+        text = (f"acceleration (Anderson extrapolation of the last {self.memory + 1} sweeps, guarded by the ELBO): "
                 f"{self.accepted + self.rejected} extrapolations tried, {self.accepted} accepted, {self.rejected} "
                 "rejected (the plain sweep kept)")
         if stopped:

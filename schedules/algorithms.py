@@ -47,7 +47,8 @@ class VMP(_MessagePassing):
         otherwise keep the plain sweep.  The ELBO still never decreases and the fixed points are the same;
         fits that crawl along a ridge (intercept and slope of an uncentred covariate under mean field, a
         scale per group) converge in far fewer sweeps.  Off by default: a sweep costs one more ELBO
-        evaluation, and a multimodal fit may end at another of its optima.  ``Result.notes`` counts the
+        evaluation, the run keeps 14 copies of the state (the last 7 sweeps' start and end), and a
+        multimodal fit may end at another of its optima.  ``Result.notes`` counts the
         extrapolations accepted and rejected.
     """
 
