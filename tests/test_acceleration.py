@@ -264,3 +264,16 @@ def test_handled_block_is_not_accelerated():
         fg.bernoulli_logit("y", logit=fg.inner(X, w, plates=[n]), observed=y)
     r = fg.infer(m, fg.NCVMP(accelerate=True), handlers={"w": fg.Laplace()}, progress=False)
     assert r.converged and any(n.startswith("acceleration off: the handled blocks") for n in r.notes)
+
+
+def test_sharded_run_says_it_is_not_accelerated():
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    x, y = _earnings(N=200)
+    with dask.config.set(scheduler="threads"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", fg.ConvergenceWarning)
+        r = fg.infer(_earnings_model(da.from_array(x, chunks=100), da.from_array(y, chunks=100)),
+                     fg.VMP(accelerate=True), max_iter=5, progress=False)
+    assert r.sharding["chunks"] == 2
+    assert any(n.startswith("acceleration off: the local posteriors of a sharded run") for n in r.notes)
