@@ -40,15 +40,27 @@ class VMP(_MessagePassing):
     damping
         Global damping α ∈ [0, 1) of factor messages, η_sent = (1 − α)η_new + αη_previous
         (per-factor values may be given to ``fg.infer(damping={...})``).  Conjugate VMP needs none.
+    accelerate
+        Before each sweep, move to the Anderson extrapolation of the last sweeps,
+        x̃ = f_k − Σ_j γ_j (f_{j+1} − f_j) with γ the least-squares fit of the residuals f_i − x_i
+        (``schedules.acceleration``), when its ELBO is no lower than the current one and every q proper;
+        otherwise keep the plain sweep.  The ELBO still never decreases and the fixed points are the same;
+        fits that crawl along a ridge (intercept and slope of an uncentred covariate under mean field, a
+        scale per group) converge in far fewer sweeps.  Off by default: a sweep costs one more ELBO
+        evaluation, the run keeps 14 copies of the state (the last 7 sweeps' start and end), and a
+        multimodal fit may end at another of its optima.  ``Result.notes`` counts the
+        extrapolations accepted and rejected.
     """
 
     damping: float = 0.0
+    accelerate: bool = False
     name = "vmp"
     monotone = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "damping", checks.number(self.damping, "VMP: damping (in [0, 1))", low=0.0,
                                                           high=1.0, high_open=True))
+        object.__setattr__(self, "accelerate", checks.flag(self.accelerate, "VMP: accelerate"))
 
 
 @dataclass(frozen=True)
@@ -79,16 +91,22 @@ class NCVMP(_MessagePassing):
         ``fg.infer(damping={...})``).
     backtracking
         ``"adaptive"`` (default), ``True`` or ``False``, as described above.
+    accelerate
+        As for ``fg.VMP``: an extrapolation is proposed before a sweep while backtracking guards the
+        sweeps (never with ``backtracking=False``, whose sweeps need not raise the ELBO), and a sweep from
+        it that lowers the ELBO undoes it before any damping is raised.
     """
 
     damping: float = 0.0
     backtracking: bool | str = "adaptive"
+    accelerate: bool = False
     name = "ncvmp"
     monotone = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "damping", checks.number(self.damping, "NCVMP: damping (in [0, 1))", low=0.0,
                                                           high=1.0, high_open=True))
+        object.__setattr__(self, "accelerate", checks.flag(self.accelerate, "NCVMP: accelerate"))
         if isinstance(self.backtracking, np.bool_):
             object.__setattr__(self, "backtracking", bool(self.backtracking))
         if not (isinstance(self.backtracking, bool) or (isinstance(self.backtracking, str)

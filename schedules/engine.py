@@ -21,6 +21,7 @@ from factorgraph.graph.convergence import oscillation, unsettled
 from factorgraph.graph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
 
 from . import progress as _progress
+from .acceleration import Acceleration, accelerator
 from .backtracking import _RELAX_AFTER, Backtracking, _undamped_share
 from .blas import sweep_threads
 from .compiled import CFactor, Compiled
@@ -279,12 +280,17 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
     # a handled block that is the only latent variable sees the same messages every sweep: its first
     # fit is the fixed point (a second one would only move it within its optimiser's tolerance)
     single_block = len(c.order) == 1 and c.order[0].name in c.handlers
+    accel, off = accelerator(c, eng.structured)
     with _progress.active(_progress.resolve(progress)):
         progress = _progress.bar(c.model.name, max_iter, unit="sweep", leave=True)
         with sweep_threads(c):
             it, converged, reason = _iterate(c, eng, trace, max_iter, tol, param_tol, callbacks, progress,
-                                             single_block, warnings)
+                                             single_block, warnings, accel)
         progress.close()
+    if accel is not None:
+        notes.append(accel.note(eng.abandoned))
+    elif off:
+        notes.append(off)
     if eng.raised:
         final = {f.name: f.damping for f in c.factors if f.name in eng.raised}
         notes.append(f"backtracking raised damping to {eng.raised}" + (
@@ -308,7 +314,8 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
 
 
 def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | None, param_tol: float | None,
-             callbacks: list, progress: Any, single_block: bool, warnings: list[str]) -> tuple[int, bool, str]:
+             callbacks: list, progress: Any, single_block: bool, warnings: list[str],
+             accel: Acceleration | None = None) -> tuple[int, bool, str]:
     """The sweeps of ``run``: (iterations, converged, why it stopped if not converged).
 
     Under NCVMP's backtracking (``True``, or ``"adaptive"``, the default) a sweep that lowers the ELBO by
@@ -320,6 +327,11 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
     twice as long.  If the ELBO falls whatever the damping (the fall is then not the messages' doing),
     ``True`` stops at the last accepted state and ``"adaptive"`` stands down: the run goes on as plain
     NCVMP at the initial damping.
+
+    With ``accel`` (``schedules.acceleration``, ``accelerate=True``) every accepted sweep is recorded and,
+    before a sweep that ascends (VMP, or NCVMP under backtracking), the state may move to an extrapolation of
+    the last sweeps whose ELBO is no lower; a sweep from it that lowers the ELBO undoes it before any damping
+    is raised.
     """
     converged = gave_up = False
     reason = ""
@@ -329,10 +341,13 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
     # ELBO is an objective (every term exact or a bound: an approximation's fixed point need not maximise it)
     guard = mode is True or (mode == "adaptive" and any(not f.node.ftype.conjugate for f in active)
                              and all(f.evidence_kind in ("exact", "bound") for f in active))
+    ascent = c.algorithm.monotone or all(f.node.ftype.conjugate for f in active)
     streak, need, probe = 0, _RELAX_AFTER, 0  # probe: sweeps left to watch a lowered damping
     changes: list[float] = []
     it = 0
     for it in range(1, max_iter + 1):
+        # an extrapolation needs sweeps that ascend; ``jumped``: the state before an accepted one
+        jumped = accel.before_sweep(eng, trace[-1] if trace else None, ascent or guard) if accel else None
         snapshot = eng.snapshot() if guard and trace else None
         retried = False
         while True:
@@ -353,6 +368,11 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
             noise = float(np.sqrt(sum(fit.site_se**2 for fit in eng.block.values())))
             if np.isfinite(L) and L >= trace[-1] - 1e-12 * max(1.0, abs(L)) - 3.0 * noise:
                 break
+            if jumped is not None:  # the sweep from an extrapolated state fell: undo the extrapolation first
+                eng.restore(jumped)
+                accel.undo(eng)
+                snapshot, jumped = eng.snapshot(), None
+                continue
             retried = True
             raised = eng.raise_damping()
             if not raised or (mode == "adaptive" and min(
@@ -377,6 +397,8 @@ def _iterate(c: Compiled, eng: Engine, trace: list, max_iter: int, tol: float | 
             eng.restore(snapshot)
         if gave_up:
             break
+        if accel is not None:
+            accel.after_sweep(eng)
         if mode == "adaptive" and snapshot is not None:
             changes.append(eng.max_change)
             if probe and (retried or changes[-1] > changes[-2] > changes[-3]):
