@@ -59,6 +59,27 @@ def test_gamma_poisson_evidence_is_exact():
     np.testing.assert_allclose(r.posterior("lam").rate, B)
 
 
+def test_masked_counts_are_missing_entries():
+    """The masked entries of a numpy masked array are missing, as with mask=: the fit ignores them (they used to
+    count as observed zeros in every count builder)."""
+    y = np.array([1.0, 2.0, 7.0, 9.0])
+    fits = []
+    for observed, mask in [(np.ma.masked_array(y, mask=[0, 0, 1, 1]), None), (y, np.array([1, 1, 0, 0], bool))]:
+        with fg.Model() as m:
+            n = fg.plate("n", 4)
+            lam = fg.gamma("lam", 1.0, 1.0)
+            v = fg.poisson("y", lam, plates=[n], observed=observed, mask=mask)
+            pi = fg.dirichlet("pi", np.ones(2))
+            fg.multinomial("c", trials=3, probs=pi, plates=[n],
+                           observed=np.ma.masked_array([[1, 2], [3, 0], [-1, 9], [0, 3]], mask=[[0, 0], [0, 0], [1, 1],
+                                                                                               [0, 0]]))
+        np.testing.assert_array_equal(v.mask, [True, True, False, False])
+        r = fg.infer(m)
+        fits.append((r.posterior("lam").shape, r.posterior("lam").rate, *r.posterior("pi").concentration))
+    np.testing.assert_allclose(fits[0], [1.0 + 3.0, 1.0 + 2.0, 1.0 + 4.0, 1.0 + 5.0])  # conjugate updates
+    np.testing.assert_allclose(fits[1], fits[0])
+
+
 def test_beta_binomial_evidence_is_exact():
     rng = np.random.default_rng(1)
     nt = rng.integers(0, 12, 25)

@@ -182,9 +182,15 @@ inner.__doc__ = (_inner.__doc__ or "") + """
 
 
 # ------------------------------------------------------------------------------------ set_data
-def set_data(model: Any, values: dict[str, Any], keep: frozenset[str] = frozenset()) -> None:
-    """Replace data by node name (``Model.set_data``); ``keep``: variables whose data may go stale (their
-    builders are not re-run: ``fg.predict`` draws them afresh)."""
+def set_data(model: Any, values: dict[str, Any], predicted: frozenset[str] = frozenset()) -> None:
+    """Replace data by node name (``Model.set_data``).
+
+    ``predicted``: observed variables whose observed values are not needed (``fg.predict`` draws them).  A
+    data node read only as their observed values or mask need not be given when its plate is resized; such
+    a variable, when it reads new inputs or sits on a resized plate, is rebuilt with all its entries
+    missing (unless its observed values are given), so that its other inputs (an exposure, a number of
+    trials, ...) are checked and taken from the new data as at construction.
+    """
     if not values:
         raise ModelError("set_data: give at least one data node, e.g. model.set_data(X=X_new)")
     new: dict[str, Any] = {}
@@ -195,7 +201,7 @@ def set_data(model: Any, values: dict[str, Any], keep: frozenset[str] = frozense
         new[name] = _as_array(value, name)
     sizes = _new_sizes(model, new)
     resized = {p: s for p, (s, _) in sizes.items() if s != p.size}
-    _check_resizable(model, new, sizes, resized, keep)
+    _check_resizable(model, new, sizes, resized, predicted)
     saved = _snapshot(model)
     try:
         for p, s in resized.items():
@@ -203,19 +209,26 @@ def set_data(model: Any, values: dict[str, Any], keep: frozenset[str] = frozense
         _update_expressions(model, new, resized)
         _update_labels(model, new)
         for v in list(model.variables.values()):
-            if v.name in keep:
-                continue
             call = model.calls.get(v.name)
             uses = set(getattr(v, "data_roles", {}).values()) & set(new)
             on_resized = any(p in resized for p in (*v.plates, *(v.prior.plates if v.prior else ())))
             if call is not None and (uses or on_resized):
-                _rerun(model, v, call, new)
+                blank = v.name in predicted and not observed_roles(v) & set(new)
+                _rerun(model, v, call, new, blank)
         for name, value in new.items():
             model.data[name].value = value
     except BaseException:
         _restore(model, saved)
         raise
     model.data_version += 1
+
+
+def observed_roles(v: Variable) -> set[str]:
+    """The names of the data nodes holding the observed values or the mask of ``v``."""
+    return {n for r, n in getattr(v, "data_roles", {}).items() if r in _OBSERVED}
+
+
+_OBSERVED = ("observed", "mask")
 
 
 def _new_sizes(model: Any, new: dict[str, Any]) -> dict[Plate, tuple[int, str]]:
@@ -240,16 +253,17 @@ def _new_sizes(model: Any, new: dict[str, Any]) -> dict[Plate, tuple[int, str]]:
 
 
 def _check_resizable(model: Any, new: dict[str, Any], sizes: dict, resized: dict[Plate, int],
-                     keep: frozenset[str]) -> None:
+                     predicted: frozenset[str]) -> None:
     for p, s in resized.items():
         src = sizes[p][1]
         for d in model.data.values():
             if d.name in new or p not in d.plates:
                 continue
-            if all(isinstance(u, Variable) and u.name in keep for u in d.uses):
+            if all(isinstance(u, Variable) and u.name in predicted and d.name in observed_roles(u) for u in d.uses):
                 continue
             raise ModelError(f"set_data: plate {p.name!r} changes size from {p.size} to {s} (from {src!r}), but the "
-                             f"data node {d.name!r} (shape {d.shape}) also spans it: replace it in the same call")
+                             f"data node {d.name!r} (shape {d.shape}) also spans it{_role(d)}: give its new values in "
+                             "the same call")
         for d in model.deterministics:
             if d.op.name == "inner":
                 X = d.params["X"]
@@ -273,9 +287,24 @@ def _check_resizable(model: Any, new: dict[str, Any], sizes: dict, resized: dict
                 raise ModelError(f"set_data: plate {p.name!r} changes size from {p.size} to {s}, but the indexed view "
                                  f"{x.name!r} has constant labels on it")
         for v in model.variables.values():
-            if p in v.plates and v.name not in model.calls and v.name not in keep and v.mask is not None:
+            if p in v.plates and v.name not in model.calls and v.name not in predicted and v.mask is not None:
                 raise ModelError(f"set_data: plate {p.name!r} changes size from {p.size} to {s}, but the observed "
                                  f"{v.name!r} was not built by a public builder and cannot be rebuilt")
+
+
+def _role(d: Data) -> str:
+    """How the data node is read, for messages: " (the exposure of 'y')", " (the inputs of 'inner_1')", ..."""
+    for u in d.uses:
+        if isinstance(u, Variable):
+            roles = [r for r, n in getattr(u, "data_roles", {}).items() if n == d.name]
+            if roles:
+                what = "observed values" if roles[0] == "observed" else roles[0]
+                return f" (the {what} of {u.name!r})"
+        elif isinstance(u, Indexed):
+            return f" (the labels of {u.source.name!r} in {u.name!r})"
+        elif isinstance(u, Deterministic):
+            return f" (the {'inputs' if u.op.name == 'inner' else 'operand'} of {u.name!r})"
+    return ""
 
 
 def _indexed(model: Any) -> list[Indexed]:
@@ -331,11 +360,17 @@ def _w_plates(d: Deterministic) -> tuple[Plate, ...]:
     return tuple(p for p in w.plates if p is not consumed)
 
 
-def _rerun(model: Any, v: Variable, call: Call, new: dict[str, Any]) -> None:
-    """Build a scratch copy of ``v`` from its recorded call with the new data, move its data onto ``v``."""
+def _rerun(model: Any, v: Variable, call: Call, new: dict[str, Any], blank: bool = False) -> None:
+    """Build a scratch copy of ``v`` from its recorded call with the new data, move its data onto ``v``;
+    ``blank``: with every observed entry missing (a variable ``fg.predict`` draws)."""
     sig = inspect.signature(call.fn)
     bound = sig.bind(*call.args, **call.kwargs)
     args = {k: _plain(a, new) for k, a in bound.arguments.items()}
+    if blank and args.get("observed") is not None:
+        obs = np.shape(args["observed"])
+        shape = (*(p.size for p in v.plates), *obs[len(v.plates):])
+        args["observed"] = np.ma.masked_all(shape)
+        args.pop("mask", None)
     first = next(iter(sig.parameters))
     scratch = f"{v.name}.set_data"
     while scratch in model._names:
@@ -440,16 +475,17 @@ def _restore(model: Any, s: dict[str, Any]) -> None:
 
 
 @contextmanager
-def swapped(model: Any, values: dict[str, Any], keep: frozenset[str] = frozenset(),
+def swapped(model: Any, values: dict[str, Any], predicted: frozenset[str] = frozenset(),
             caller: str = "set_data") -> Iterator[None]:
-    """Within the block the model holds ``values`` (see ``set_data``); afterwards everything is as before.
+    """Within the block the model holds ``values`` (see ``set_data``, ``predicted`` as there); afterwards
+    everything is as before.
     ``caller`` names the user's call in set_data's errors (``fg.predict``'s are "predict: ...")."""
     saved = _snapshot(model)
     version = model.data_version
     try:
         if values:
             try:
-                set_data(model, values, keep)
+                set_data(model, values, predicted)
             except ModelError as e:
                 text = str(e)
                 if not text.startswith("set_data:"):
@@ -466,4 +502,4 @@ def data_plates(model: Any, names: Any) -> set[Plate]:
     return {p for n in names for p in model.data[n].plates}
 
 
-__all__ = ["Call", "data", "inner", "recorded", "set_data", "swapped"]
+__all__ = ["Call", "data", "inner", "observed_roles", "recorded", "set_data", "swapped"]
