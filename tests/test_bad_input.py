@@ -877,6 +877,28 @@ def test_infer_arguments_are_checked():
         fg.infer(m, schedule=["mu", "mu"])
 
 
+def test_a_handler_given_as_the_algorithm_names_handlers_with_a_variable_of_the_model():
+    """fg.infer(m, fg.Laplace()) (a handler in the algorithm's place) says to pass it by variable name, naming the
+    model's Gaussian weight vector (a scale for fg.ScaleQuadrature)."""
+    X = np.random.default_rng(0).normal(size=(8, 2))
+    with fg.Model("logistic") as m:
+        n = fg.plate("n", 8)
+        beta = fg.mv_gaussian("beta", np.zeros(2), precision=1.0)
+        fg.bernoulli_logit("y", fg.inner(X, beta, [n]), observed=np.arange(8) % 2)
+    for handler in (fg.Laplace(), fg.MVI(), fg.VIDiag(), fg.BVI(), fg.AIKL()):
+        with pytest.raises(fg.ModelError, match=rf"^{type(handler).__name__} is a global handler, not an algorithm.*"
+                                                rf"handlers=\{{'beta': {re.escape(repr(handler))}\}}"):
+            fg.infer(m, handler)
+    with fg.Model("schools") as s:
+        j = fg.plate("j", 3)
+        tau = fg.half_cauchy("tau", 5.0)
+        fg.gaussian("y", mean=0.0, sd=tau, plates=[j], observed=np.ones(3))
+    with pytest.raises(fg.ModelError, match=r"handlers=\{'tau': ScaleQuadrature\("):
+        fg.infer(s, fg.ScaleQuadrature())
+    with pytest.raises(fg.ModelError, match=r"handlers=\{'sigma': ScaleQuadrature.*has no variable it can take over"):
+        fg.infer(m, fg.ScaleQuadrature())
+
+
 def test_failed_builder_call_leaves_the_name_free():
     with fg.Model("retry"):
         with pytest.raises(fg.ModelError):

@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from distributions import Categorical, GaussianGamma, GaussianWishart
-from factorgraph.graph.data import data_plates, observed_roles, swapped
+from factorgraph.graph.data import swapped
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
+from factorgraph.graph.resizing import data_plates, observed_roles
 from factorgraph.posterior.samplers.forward import Forward, check_draws
 from factorgraph.posterior.sampling import sample_posterior
 from factors.onehot import OneHot
