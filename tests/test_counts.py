@@ -119,8 +119,8 @@ def test_constant_parameters_give_the_log_likelihood():
         fg.poisson("a", rate=np.array([0.5, 1.0, 4.0]), exposure=2.0, plates=[n], observed=y)
         fg.binomial("b", trials=6, probs=0.4, plates=[n], observed=y)
         fg.multinomial("c", trials=3, probs=[0.2, 0.3, 0.5], plates=[k], observed=Y)
-        mu = fg.gaussian("mu", 0.0, 1.0)  # something latent so there is something to infer
-        fg.gaussian("x", mu, 1.0, observed=0.3)
+        mu = fg.gaussian("mu", 0.0, precision=1.0)  # something latent so there is something to infer
+        fg.gaussian("x", mu, precision=1.0, observed=0.3)
     r = fg.infer(m)
     q = r.posterior("mu")
     gauss = (-0.5 * np.log(2 * np.pi) - 0.5 * (q.var() + q.mean() ** 2)
@@ -179,7 +179,7 @@ def test_poisson_log_with_an_offset_expression_and_a_shared_rate():
     np.testing.assert_allclose(fg.infer(m, algorithm=fg.NCVMP()).posterior("w").mean(), [0.3, -0.2], atol=0.05)
     with fg.Model("shared") as m:
         n = fg.plate("n", N)
-        mu = fg.gaussian("mu", 0.0, 0.01)
+        mu = fg.gaussian("mu", 0.0, precision=0.01)
         fg.poisson_log("y", mu, plates=[n], observed=y)
     r = fg.infer(m, algorithm=fg.NCVMP())
     assert r.converged
@@ -371,9 +371,9 @@ def test_bad_counts_are_named():
         lam = fg.gamma("lam", 1.0, 1.0)
         p = fg.beta("p", 1.0, 1.0)
         pi = fg.dirichlet("pi", np.ones(3))
-        w = fg.gaussian("w", 0.0, 1.0, plates=[n])
+        w = fg.gaussian("w", 0.0, precision=1.0, plates=[n])
         k = fg.plate("k", 3)
-        g = fg.gaussian("g", 0.0, 1.0, plates=[n, k])
+        g = fg.gaussian("g", 0.0, precision=1.0, plates=[n, k])
         with pytest.raises(fg.ModelError, match="'y1'.*non-negative integers.*2.5"):
             fg.poisson("y1", rate=lam, plates=[n], observed=[1, 2.5, 3])
         with pytest.raises(fg.ModelError, match="'y2'.*non-negative integers.*-1"):

@@ -84,7 +84,7 @@ def _vb_hmm(y, K, lengths=None):
         k = fg.plate("k", K)
         pi = fg.dirichlet("pi", np.ones(K))
         A = fg.dirichlet("A", np.ones(K), plates=[k])
-        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=0.01, plates=[k])
         tau = fg.gamma("tau", 1.0, 1.0, plates=[k])
         z = fg.markov_chain("z", initial=pi, transition=A, plates=[n, t], lengths=lengths)
         fg.gaussian("y", mean=mu[z], precision=tau[z], plates=[n, t], observed=y)

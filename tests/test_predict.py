@@ -109,7 +109,7 @@ def _mixture(y):
     with fg.Model("mix") as m:
         n, k = fg.plate("n", len(y)), fg.plate("k", 2)
         pi = fg.dirichlet("pi", np.ones(2))
-        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=0.01, plates=[k])
         z = fg.categorical("z", pi, plates=[n])
         fg.gaussian("y", mean=mu[z], precision=4.0, plates=[n], observed=fg.data("y", y))
     return m
@@ -213,7 +213,7 @@ def test_hierarchical_predictive_at_new_rows_gathers_the_group_effects():
     y = np.array([-2.0, 0.0, 1.0, 3.0])[g] + 0.5 * rng.normal(size=80)
     with fg.Model("groups") as m:
         n, k = fg.plate("n", 80), fg.plate("k", 4)
-        a = fg.gaussian("a", 0.0, 0.01, plates=[k])
+        a = fg.gaussian("a", 0.0, precision=0.01, plates=[k])
         fg.gaussian("y", mean=a[fg.data("g", g)], precision=4.0, plates=[n], observed=fg.data("y", y))
     r = fg.infer(m)
     q = r.posterior("a")
@@ -268,7 +268,7 @@ def _exposure_model(X, g, e, y, y_as_data):
     with fg.Model("pois_exposure") as m:
         n, k = fg.plate("n", len(y)), fg.plate("k", 3)
         w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
-        a = fg.gaussian("a", 0.0, 1.0, plates=[k])
+        a = fg.gaussian("a", 0.0, precision=1.0, plates=[k])
         rate = fg.inner(fg.data("X", X), w, plates=[n]) + a[fg.data("g", g)]
         fg.poisson_log("y", log_rate=rate, exposure=fg.data("e", e),
                        observed=fg.data("y", y) if y_as_data else y)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from factorgraph.graph import checks
+from factorgraph.graph.arguments import check_call
 from factorgraph.graph.context import current_model
 from factorgraph.graph.expressions import inner as _inner
 from factorgraph.graph.indexing import _labels
@@ -115,7 +116,8 @@ def _found(args: tuple, kwargs: dict) -> list[tuple[str | int, Data]]:
 
 
 def recorded(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a public builder: accept data nodes among its arguments and record the call on the model."""
+    """Wrap a public builder: check its arguments (``arguments.check_call``: a keyword of another library is
+    named with the one meant), accept data nodes among them and record the call on the model."""
 
     sig = inspect.signature(fn)
 
@@ -123,6 +125,7 @@ def recorded(fn: Callable[..., Any]) -> Callable[..., Any]:
     def builder(*args: Any, **kwargs: Any) -> Any:
         if _DEPTH[0]:
             return fn(*args, **kwargs)
+        check_call(fn, sig, args, kwargs)
         found = _found(args, kwargs)
         if found:
             _same_model(found, fn.__name__)
