@@ -950,6 +950,33 @@ def test_a_positional_precision_warns_with_the_sd_it_stands_for():
             fg.gamma("c", 1.0, 2.0)
 
 
+@pytest.mark.parametrize("builder", ["bernoulli", "bernoulli_logit", "probit"])
+def test_binary_labels_are_read_alike_by_every_binary_builder(builder):
+    """fg.bernoulli, fg.bernoulli_logit and fg.probit take labels as bool, 0/1 or ±1 (−1 is 0; fg.bernoulli refused
+    ±1), and refuse the same bad labels with the same message."""
+    X = np.linspace(-1.0, 1.0, 6)[:, None]
+    y01 = np.array([1, 0, 1, 1, 0, 1])
+
+    def build(labels):
+        with fg.Model(builder) as m:
+            n = fg.plate("n", 6)
+            if builder == "bernoulli":
+                fg.bernoulli("y", fg.beta("p", 1.0, 1.0), plates=[n], observed=labels)
+            else:
+                w = fg.mv_gaussian("w", np.zeros(1), precision=1.0)
+                getattr(fg, builder)("y", fg.inner(X, w, [n]), observed=labels)
+        return m
+
+    fits = [fg.infer(build(lab), max_iter=50, tol=None) for lab in (y01, 2 * y01 - 1, y01.astype(bool))]
+    name = "p" if builder == "bernoulli" else "w"
+    for r in fits[1:]:
+        np.testing.assert_allclose(r.posterior(name).mean(), fits[0].posterior(name).mean(), rtol=1e-12)
+    for bad, shown in [(np.array([1, 0, 2, 1, 0, 1]), "got 2.0"),
+                       (np.array([1, 0, -1, 1, 0, 1]), "got 'both 0 and -1'")]:
+        with pytest.raises(fg.ModelError, match=rf"^labels of 'y' must be bool, 0/1 or -1/\+1, {shown}"):
+            build(bad)
+
+
 def test_failed_builder_call_leaves_the_name_free():
     with fg.Model("retry"):
         with pytest.raises(fg.ModelError):
