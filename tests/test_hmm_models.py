@@ -94,3 +94,20 @@ def test_hmm_restarts_keep_the_best_bound():
     assert best.elbo == pytest.approx(max(others), abs=1e-9) and best.elbo >= one.elbo - 1e-9
     with pytest.raises(fg.ModelError, match="restarts"):
         models.hmm(y, 2, restarts=0)
+
+
+def test_viterbi_paths_of_a_fitted_hmm():
+    """result.viterbi("z") of a VB-HMM (π, A, means and precisions learnt) gives each sequence's segments, −1 past
+    its length, and agrees with the steps' modes where q is certain."""
+    rng = np.random.default_rng(1)
+    truth = [np.repeat([0, 1, 0], [20, 25, 15]), np.repeat([1, 0], [10, 15])]
+    seqs = [np.array([-3.0, 3.0])[z] + 0.5 * rng.normal(size=z.size) for z in truth]
+    r = models.hmm(seqs, 2, "gaussian")
+    path = r.viterbi("z")
+    assert path.shape == (2, 60) and np.all(path[1, 25:] == -1)
+    high = int(np.argmax(r.posterior("mu").mean()))
+    for z, p in zip(truth, path, strict=True):
+        np.testing.assert_array_equal(p[: z.size] == high, z == 1)
+    q = r.posterior("z")
+    sure = q.mean().max(-1) > 0.999
+    np.testing.assert_array_equal(path[sure], q.map_states()[sure])

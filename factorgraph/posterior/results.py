@@ -12,6 +12,7 @@ from distributions import InverseSqrtGamma
 from factorgraph.graph.derived import DerivedPosterior
 from factorgraph.graph.nodes import ModelError
 from factorgraph.posterior.arviz_io import _import_arviz, to_arviz
+from factorgraph.posterior.paths import viterbi
 from factorgraph.posterior.sampling import sample_posterior
 from factorgraph.posterior.summary import summary
 
@@ -144,6 +145,12 @@ class Result:
         ``theta`` gives its means ``"theta"`` and precision matrices ``"theta.precision"`` drawn jointly.
         """
         return sample_posterior(self, draws, seed)
+
+    def viterbi(self, name: str, return_log_prob: bool = False) -> Any:
+        """The most probable state path z* = argmax_z q(z) of the hidden Markov chain ``name``
+        (``fg.markov_chain``), per sequence: integer states of shape ``(*sequence plates, T)``, −1 past a
+        sequence's length; with ``return_log_prob`` also log q(z*).  See ``factorgraph.posterior.paths``."""
+        return viterbi(self, name, return_log_prob)
 
     def summary(self, prob: float = 0.94, draws: int = 4000, seed: int | None = 0) -> Any:
         """A pandas DataFrame of the posterior mean, sd and central ``prob`` credible interval per scalar.
