@@ -96,7 +96,8 @@ print("DONE", r.n_iter, r.converged, flush=True)
 
 
 def test_a_fit_that_converges_early_closes_its_bar_at_the_sweeps_made():
-    """The bar of a fit that converges after a few of its 200 sweeps ends at n/n, 100 % (it stayed at "6 % | 12/200")."""
+    """The bar of a fit that converges after a few of its 200 sweeps ends at n/n, 100 % (it stayed at
+    "6 % | 12/200")."""
     out, err = _run("", code=EARLY)
     _, n, converged = out.split()
     assert converged == "True" and 1 < int(n) < 200
