@@ -99,7 +99,7 @@ def gmm(N: int = 10_000, K: int = 5, D: int = 2) -> None:
     with fg.Model("gmm") as m:
         n, k, d = fg.plate("n", N), fg.plate("k", K), fg.plate("d", D)
         pi = fg.dirichlet("pi", concentration=np.ones(K))
-        mus = fg.gaussian("mus", 0.0, 1e-2, plates=[k, d])
+        mus = fg.gaussian("mus", 0.0, precision=1e-2, plates=[k, d])
         taus = fg.gamma("taus", 1.0, 1.0, plates=[k, d])
         z = fg.categorical("z", probs=pi, plates=[n])
         fg.gaussian("x", mean=mus[z], precision=taus[z], plates=[n, d], observed=X)

@@ -47,9 +47,9 @@ def main(small: bool = False, K: int = 10, sweeps: int = 10) -> dict:
         pi = fg.dirichlet("pi", np.ones(K))
         A = fg.dirichlet("A", np.ones(K), plates=[k])
         z = fg.markov_chain("z", initial=pi, transition=A, plates=[n, t])
-        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=0.01, plates=[k])
         tau = fg.gamma("tau", 2.0, 2.0, plates=[k])
-        fg.gaussian("y", mu[z], tau[z], plates=[n, t], observed=y[None])
+        fg.gaussian("y", mu[z], precision=tau[z], plates=[n, t], observed=y[None])
     init = {"mu": Gaussian(m0, precision=np.full(K, 4.0))}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a fixed number of sweeps: unconverged on purpose

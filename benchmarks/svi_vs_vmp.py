@@ -43,7 +43,7 @@ def mixture(N: int, seed: int = 0) -> fg.Model:
     with fg.Model("mixture") as m:
         n, k, d = fg.plate("n", N), fg.plate("k", 3), fg.plate("d", 2)
         pi = fg.dirichlet("pi", concentration=np.ones(3))
-        mus = fg.gaussian("mus", 0.0, 1e-2, plates=[k, d])
+        mus = fg.gaussian("mus", 0.0, precision=1e-2, plates=[k, d])
         taus = fg.gamma("taus", 1.0, 1.0, plates=[k, d])
         z = fg.categorical("z", probs=pi, plates=[n])
         fg.gaussian("x", mean=mus[z], precision=taus[z], plates=[n, d], observed=X)

@@ -33,17 +33,22 @@ class CategoricalChain(ChainPosterior):
         (draws,) + batch + (T,) with −1 past a sequence's length (forward filtering, backward sampling,
         supplied by the factor that built the chain).  Without it the steps are drawn independently
         from their marginals, which is exact only for a chain whose steps are independent.
+    mode : callable, optional
+        ``mode()`` → (paths, scores): the most probable path of each sequence, integer labels batch + (T,)
+        with −1 past a sequence's length, and its log-weight max_z log p̃(z) (Viterbi, supplied by the factor
+        that built the chain).  Without it the steps are independent and the path is each step's mode.
     """
 
     event_ndims = (1,)
 
     def __init__(self, marginals: np.ndarray, pair_counts: np.ndarray, log_normalizer: np.ndarray,
-                 joint_entropy: np.ndarray, sampler=None) -> None:
+                 joint_entropy: np.ndarray, sampler=None, mode=None) -> None:
         self.marginals = np.asarray(marginals, dtype=float)
         self.pair_counts = np.asarray(pair_counts, dtype=float)
         self.log_normalizer = np.asarray(log_normalizer, dtype=float)
         self.joint_entropy = np.asarray(joint_entropy, dtype=float)
         self._sampler = sampler
+        self._mode = mode
 
     @classmethod
     def independent(cls, marginals: np.ndarray) -> CategoricalChain:
@@ -83,6 +88,22 @@ class CategoricalChain(ChainPosterior):
         """The most probable state of each step under its marginal (−1 past a sequence's length)."""
         lab = self.marginals.argmax(-1)
         return np.where(self.marginals.sum(-1) > 0, lab, -1)
+
+    def viterbi(self, return_log_prob: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """The most probable joint path z* = argmax_z q(z) of each sequence (Viterbi), not the sequence of the
+        steps' own modes (``map_states``), which may be a path q gives probability 0.
+
+        Returns integer labels of shape batch + (T,), −1 past a sequence's length; with ``return_log_prob``
+        also log q(z*) = max_z log p̃(z) − log Z per sequence."""
+        if self._mode is None:  # independent steps: the joint mode is the steps' modes
+            path = self.map_states()
+            g = np.take_along_axis(self.marginals, np.maximum(path, 0)[..., None], -1)[..., 0]
+            with np.errstate(divide="ignore"):
+                logp = np.where(path >= 0, np.log(g), 0.0).sum(-1)
+        else:
+            path, score = self._mode()
+            logp = score - self.log_normalizer
+        return (path, logp) if return_log_prob else path
 
     def __repr__(self) -> str:
         return f"CategoricalChain(batch_shape={self.batch_shape}, K={self.marginals.shape[-1]})"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import gammaln
-from scipy.stats import binom, poisson
 
 from ._checks import _describe, as_array
 
@@ -21,6 +20,8 @@ def counts(owner: str, name: str, value) -> np.ndarray:
 
 def expected_log_factorial_binomial(n: np.ndarray, p: np.ndarray) -> np.ndarray:
     """E[log x!] for x ~ Binomial(n, p), summed exactly over x = 0..max n (broadcast)."""
+    from scipy.stats import binom  # scipy.stats is slow to import: only when an entropy needs it
+
     n, p = np.broadcast_arrays(np.asarray(n, float), np.asarray(p, float))
     top = int(n.max(initial=0))
     x = np.arange(top + 1).reshape((-1,) + (1,) * n.ndim)
@@ -30,6 +31,8 @@ def expected_log_factorial_binomial(n: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 def expected_log_factorial_poisson(lam: np.ndarray) -> np.ndarray:
     """E[log x!] for x ~ Poisson(λ), summed over x ≤ λ + 12√λ + 40 (the mass beyond is below 1e-20)."""
+    from scipy.stats import poisson  # as above
+
     lam = np.asarray(lam, float)
     hi = float(lam.max(initial=0.0))
     top = int(hi + 12.0 * np.sqrt(hi) + 40.0)

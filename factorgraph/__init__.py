@@ -15,6 +15,7 @@ The engine (``schedules``) sits to the right of this package in the import order
 
 from distributions import GaussianMixture, MvGaussian
 from factorgraph.graph import data as _data
+from factorgraph.graph.arguments import checked as _checked
 from factorgraph.graph.bounds import expected_log_sum_exp, softmax_bound
 from factorgraph.graph.builders import gamma, gaussian, gaussian_gamma, mv_gaussian, plate
 from factorgraph.graph.convergence import ConvergenceWarning
@@ -54,6 +55,7 @@ inner = _data.inner
     multinomial, multinomial_softmax, poisson, poisson_log, gaussian_wishart, wishart, bernoulli_logit,
     categorical_softmax, cauchy_site, laplace_site, probit, student_t_site, student_t, exponential, half_cauchy,
     half_normal, half_student_t, uniform_scale, markov_chain))
+gaussian_markov_chain = _checked(gaussian_markov_chain)  # its arguments checked as the recorded builders' are
 
 _LAZY = {name: "schedules" for name in
          ("infer", "VMP", "NCVMP", "SVI", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}

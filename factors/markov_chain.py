@@ -29,6 +29,7 @@ from distributions.categorical_chain import CategoricalChain
 
 from .base import FactorType, Moments
 from .kernels.forward_backward import forward_backward, sample_chains
+from .kernels.viterbi import viterbi
 
 MARKOV_CHAIN = FactorType("MarkovChain", out=Categorical, initial=Dirichlet, transition=Dirichlet)
 
@@ -116,12 +117,20 @@ def chain_posterior(m: Moments, p: dict, potentials: np.ndarray | None) -> Categ
     lpi0, la0 = lpi.reshape(-1, K)[0].copy(), la.reshape(-1, K, K)[0].copy()
 
     sampler = partial(_draw_chains, flat, lpi0, la0, lens, batch, T)  # a partial pickles; a closure does not
-    return CategoricalChain(gamma, xi, logz, np.maximum(entropy, 0.0), sampler=sampler)
+    mode = partial(_mode_paths, flat, lpi0, la0, lens, batch, T)
+    return CategoricalChain(gamma, xi, logz, np.maximum(entropy, 0.0), sampler=sampler, mode=mode)
 
 
 def _draw_chains(flat, lpi0, la0, lens, batch, T, draws: int, rng: np.random.Generator) -> np.ndarray:
     """Joint draws of the state paths, (draws, *batch, T)."""
     return sample_chains(flat, lpi0, la0, lens, draws, rng).reshape((draws, *batch, T))
+
+
+def _mode_paths(flat, lpi0, la0, lens, batch, T) -> tuple[np.ndarray, np.ndarray]:
+    """The Viterbi paths of q (batch + (T,)) and their log-weights (batch): argmax_z of E[log π](z_1) +
+    Σ_t E[log A](z_{t−1}, z_t) + Σ_t φ_t(z_t), the chain q was built from."""
+    path, score = viterbi(flat, lpi0, la0, lens)
+    return path.reshape((*batch, T)), score.reshape(batch)
 
 
 MARKOV_CHAIN.structured = chain_posterior

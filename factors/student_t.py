@@ -33,7 +33,6 @@ observed rows, 0 for missing ones, which drop out; aligned to the factor's plate
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 from scipy.special import gammaln
 
 from distributions import Gamma, Gaussian
@@ -69,6 +68,8 @@ def learn_dof(A: np.ndarray, present, nu0: float) -> float:
 
     def neg(log_nu: float) -> float:
         return -float(np.sum(w * _dof_terms(float(np.exp(log_nu)), A)))
+
+    from scipy.optimize import minimize_scalar  # scipy.optimize is slow to import: only when ν is learnt
 
     lo, hi = np.log(DOF_BOUNDS[0]), np.log(DOF_BOUNDS[1])
     res = minimize_scalar(neg, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10})

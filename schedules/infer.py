@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from distributions import MvGaussian
 from factorgraph.graph import checks
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
@@ -97,6 +98,8 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = AUTO,
     """
     if not isinstance(model, Model):
         raise ModelError(f"infer needs an fg.Model, got {type(model).__name__}")
+    if algorithm is not None and callable(getattr(algorithm, "fit", None)):
+        raise _handler_as_algorithm(model, algorithm)
     if algorithm is not None and not isinstance(getattr(algorithm, "name", None), str):
         raise ModelError(f"algorithm must be an algorithm such as fg.VMP(), fg.NCVMP() or fg.SVI(...), got "
                          f"{checks._short(algorithm)}")
@@ -114,3 +117,21 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = AUTO,
     if options.data is None:  # the data fitted are the model's own (not a stream of batches): fg.compare checks them
         result.data_digest = observed_digest(model)
     return result
+
+
+def _handler_as_algorithm(model: Model, handler: Any) -> ModelError:
+    """The error for a global handler given as the algorithm: it takes over one variable, named in ``handlers=``
+    (a scale for ``fg.ScaleQuadrature``, else a Gaussian weight vector), around the algorithm of the rest."""
+    latent = [v for v in model.variables.values() if v.is_latent]
+    scale = hasattr(handler, "runner")  # integrates a scale out around whole fits
+    if scale:
+        fits = [v.name for v in latent if getattr(v, "scale_prior", None) and v.shape == ()]
+    else:
+        fits = [v.name for v in latent if v.family is MvGaussian and len(v.plates) <= 1]
+    name = fits[0] if fits else "sigma" if scale else "w"
+    where = (f" (its candidates in model {model.name!r}: {fits})" if len(fits) > 1 else
+             "" if fits else f" (model {model.name!r} has no variable it can take over yet)")
+    kind = "a scale variable" if scale else "a Gaussian weight vector"
+    return ModelError(f"{type(handler).__name__} is a global handler, not an algorithm: it takes over {kind} while "
+                      f"the algorithm fits the rest, so give it by variable name: fg.infer(model, "
+                      f"handlers={{{name!r}: {handler!r}}}){where}")

@@ -64,20 +64,27 @@ class _Line:
 
     def __init__(self, desc: str, total: int | None, label: str) -> None:
         self.desc, self.total, self.label, self.n = desc, total, label, 0
-        self.last = 0.0
+        self.last, self.value = 0.0, None
 
     def update(self, value: float | None = None, n: int = 1) -> None:
         self.n += n
+        self.value = value if value is not None else self.value
         now = time.perf_counter()
         if now - self.last < 0.1 and (self.total is None or self.n < self.total):
             return
         self.last = now
+        self._show(end="")
+
+    def _show(self, end: str) -> None:
         tot = f"/{self.total}" if self.total else ""
-        val = f"  {self.label} {value: .10g}" if value is not None else ""
-        print(f"\r{self.desc}: {self.n}{tot}{val}", end="", file=sys.stderr, flush=True)
+        val = f"  {self.label} {self.value: .10g}" if self.value is not None else ""
+        print(f"\r{self.desc}: {self.n}{tot}{val}", end=end, file=sys.stderr, flush=True)
 
     def close(self) -> None:
-        print(file=sys.stderr, flush=True)
+        """End the line at the count reached (``n/n`` when the run stopped before its total)."""
+        if self.total and self.n < self.total:
+            self.total = self.n
+        self._show(end="\n")
 
     def callback(self, *args: Any, **kwargs: Any) -> None:
         self.update()
@@ -101,6 +108,11 @@ class _Tqdm:
         self.bar.update(n)
 
     def close(self) -> None:
+        """Close the bar at the count reached: a run that stops before its total (converged early) ends at 100 %
+        of the steps it made, not at the fraction of the budget."""
+        if self.bar.total is not None and self.bar.n < self.bar.total:
+            self.bar.total = self.bar.n
+            self.bar.refresh()
         self.bar.close()
 
     def callback(self, *args: Any, **kwargs: Any) -> None:  # scipy.optimize.minimize(callback=...)

@@ -91,7 +91,7 @@ def mixture(rng):
     with fg.Model("mixture") as m:
         n, k, d = fg.plate("n", 90), fg.plate("k", 3), fg.plate("d", 2)
         pi = fg.dirichlet("pi", concentration=np.ones(3))
-        mus = fg.gaussian("mus", 0.0, 1e-2, plates=[k, d])
+        mus = fg.gaussian("mus", 0.0, precision=1e-2, plates=[k, d])
         taus = fg.gamma("taus", 1.0, 1.0, plates=[k, d])
         z = fg.categorical("z", probs=pi, plates=[n])
         fg.gaussian("x", mean=mus[z], precision=taus[z], plates=[n, d], observed=X)
@@ -105,7 +105,7 @@ def missing_values(rng):
     x[~mask] = np.nan
     with fg.Model("missing") as m:
         n = fg.plate("n", 12)
-        mu = fg.gaussian("mu", 0.0, 0.1)
+        mu = fg.gaussian("mu", 0.0, precision=0.1)
         tau = fg.gamma("tau", 2.0, 2.0)
         fg.gaussian("x", mean=mu, precision=tau, plates=[n], observed=x, mask=mask)
     return m

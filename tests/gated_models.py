@@ -17,9 +17,9 @@ def gaussian_mixture(rng):
     with fg.Model("gaussian-mixture") as m:
         k, n = fg.plate("k", 2), fg.plate("n", 8)
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n])
-        mu = fg.gaussian("mu", 0.0, 0.1, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=0.1, plates=[k])
         tau = fg.gamma("tau", 2.0, 2.0, plates=[k])
-        fg.gaussian("x", mu[z], tau[z], plates=[n], observed=x)
+        fg.gaussian("x", mu[z], precision=tau[z], plates=[n], observed=x)
     return m
 
 
@@ -76,7 +76,7 @@ def selected_constants(rng):
         th = fg.dirichlet("th", fg.select([[5.0, 1.0, 1.0], [1.0, 1.0, 5.0]], c), plates=[n])
         fg.categorical("w", th, plates=[n], observed=[0, 2, 2, 1])
         g = fg.gamma("g", fg.select([2.0, 9.0], c), 1.0, plates=[n])
-        fg.gaussian("y", 0.0, g, plates=[n], observed=rng.normal(size=4))
+        fg.gaussian("y", 0.0, precision=g, plates=[n], observed=rng.normal(size=4))
     return m
 
 
@@ -86,8 +86,8 @@ def spike_and_slab(rng):
     with fg.Model("spike-and-slab") as m:
         d, n = fg.plate("d", 3), fg.plate("n", 10)
         s = fg.bernoulli("s", 0.5, plates=[d])
-        w = fg.gaussian("w", 0.0, fg.select([100.0, 0.5], s), plates=[d])
-        fg.gaussian("y", fg.inner(X, w, plates=[n]), 10.0, plates=[n], observed=y)
+        w = fg.gaussian("w", 0.0, precision=fg.select([100.0, 0.5], s), plates=[d])
+        fg.gaussian("y", fg.inner(X, w, plates=[n]), precision=10.0, plates=[n], observed=y)
     return m
 
 
@@ -107,8 +107,8 @@ def observed_selector(rng):
     with fg.Model("observed-selector") as m:
         k, n = fg.plate("k", 2), fg.plate("n", 8)
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n], observed=[0, 1] * 4)
-        mu = fg.gaussian("mu", 0.0, 0.1, plates=[k])
-        fg.gaussian("x", mu[z], 1.0, plates=[n], observed=x)
+        mu = fg.gaussian("mu", 0.0, precision=0.1, plates=[k])
+        fg.gaussian("x", mu[z], precision=1.0, plates=[n], observed=x)
     return m
 
 
@@ -119,8 +119,8 @@ def semi_supervised(rng):
         k, n = fg.plate("k", 2), fg.plate("n", 8)
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n],
                            observed=np.where(mask, [1, 0, 0, 0, 0, 0, 0, 0], np.nan), mask=mask)
-        mu = fg.gaussian("mu", 0.0, 0.1, plates=[k])
-        fg.gaussian("x", mu[z], 1.0, plates=[n], observed=x)
+        mu = fg.gaussian("mu", 0.0, precision=0.1, plates=[k])
+        fg.gaussian("x", mu[z], precision=1.0, plates=[n], observed=x)
     return m
 
 
@@ -131,8 +131,8 @@ def missing_in_mixture(rng):
     with fg.Model("missing-in-mixture") as m:
         k, n = fg.plate("k", 2), fg.plate("n", 8)
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n])
-        mu = fg.gaussian("mu", 0.0, 0.1, plates=[k])
-        fg.gaussian("x", mu[z], 1.0, plates=[n], observed=np.where(mask, x, np.nan), mask=mask)
+        mu = fg.gaussian("mu", 0.0, precision=0.1, plates=[k])
+        fg.gaussian("x", mu[z], precision=1.0, plates=[n], observed=np.where(mask, x, np.nan), mask=mask)
     return m
 
 
@@ -196,7 +196,7 @@ def student_t_mixture(rng):
     with fg.Model("student-t-mixture") as m:
         k, n = fg.plate("k", 2), fg.plate("n", 8)
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n])
-        mu = fg.gaussian("mu", 0.0, 0.1, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=0.1, plates=[k])
         tau = fg.gamma("tau", 2.0, 2.0, plates=[k])
         fg.student_t("x", mu[z], tau[z], dof=3.0, plates=[n], observed=x, mask=mask)
     return m

@@ -40,9 +40,9 @@ def _regression(seed=0, missing=False):
         mask[[2, 7]] = False
     with fg.Model("hier") as m:
         n, grp = fg.plate("n", N), fg.plate("group", G)
-        a = fg.gaussian("a", 0.0, 0.1, plates=[grp])
+        a = fg.gaussian("a", 0.0, precision=0.1, plates=[grp])
         tau = fg.gamma("tau", 1.0, 1.0)
-        fg.gaussian("y", a[g], tau, plates=[n], observed=y, mask=mask)
+        fg.gaussian("y", a[g], precision=tau, plates=[n], observed=y, mask=mask)
     return fg.infer(m), y, mask
 
 
@@ -103,9 +103,9 @@ def test_mixture_log_likelihood_is_per_row_and_named_by_plates():
     with fg.Model("mix") as m:
         n, k = fg.plate("n", 60), fg.plate("k", 2)
         pi = fg.dirichlet("pi", np.ones(2))
-        mus = fg.gaussian("mus", 0.0, 0.01, plates=[k])
+        mus = fg.gaussian("mus", 0.0, precision=0.01, plates=[k])
         z = fg.categorical("z", pi, plates=[n], categories=k)
-        fg.gaussian("x", mus[z], 1.0, plates=[n], observed=x)
+        fg.gaussian("x", mus[z], precision=1.0, plates=[n], observed=x)
     idata = fg.infer(m).to_arviz(draws=200)
     assert idata.posterior["pi"].dims == ("chain", "draw", "k")
     assert idata.posterior["z"].dims == ("chain", "draw", "n")
@@ -157,9 +157,9 @@ def test_compare_loo_needs_the_variable_when_a_model_has_several():
     rng = np.random.default_rng(4)
     with fg.Model("two") as m:
         n = fg.plate("n", 12)
-        mu = fg.gaussian("mu", 0.0, 1.0)
-        fg.gaussian("y1", mu, 1.0, plates=[n], observed=rng.normal(size=12))
-        fg.gaussian("y2", mu, 4.0, plates=[n], observed=rng.normal(size=12))
+        mu = fg.gaussian("mu", 0.0, precision=1.0)
+        fg.gaussian("y1", mu, precision=1.0, plates=[n], observed=rng.normal(size=12))
+        fg.gaussian("y2", mu, precision=4.0, plates=[n], observed=rng.normal(size=12))
     r = fg.infer(m)
     with pytest.raises(fg.ModelError, match=r"several observed variables \['y1', 'y2'\].*loo='y1'"):
         fg.compare({"two": r}, loo=True)
@@ -189,7 +189,7 @@ def test_student_t_missing_rows_are_missing_in_the_data_and_the_log_likelihood()
     mask[[0, 9]] = False
     with fg.Model("robust") as m:
         n = fg.plate("n", 15)
-        mu = fg.gaussian("mu", 0.0, 0.01)
+        mu = fg.gaussian("mu", 0.0, precision=0.01)
         fg.student_t("y", mu, 1.0, dof=3.0, plates=[n], observed=y, mask=mask)
     idata = fg.infer(m).to_arviz(draws=100)
     obs = idata.observed_data["y"].values
@@ -208,7 +208,7 @@ def test_a_learned_student_t_dof_is_used():
     y = np.random.default_rng(8).standard_t(2, size=60)
     with fg.Model("robust-learn") as m:
         n = fg.plate("n", 60)
-        mu = fg.gaussian("mu", 0.0, 0.01)
+        mu = fg.gaussian("mu", 0.0, precision=0.01)
         fg.student_t("y", mu, 1.0, dof="learn", plates=[n], observed=y)
     r = fg.infer(m)
     nu = r.hyperparameters("y")["dof"]

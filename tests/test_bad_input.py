@@ -12,6 +12,7 @@ fragments (the name and the value) must all appear in the error.
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -46,9 +47,9 @@ def _simple_model(n: int = 3) -> fg.Model:
     """mu ~ N(0, 1), tau ~ Gam(1, 1), x_i ~ N(mu, tau) observed."""
     with fg.Model("simple") as m:
         p = fg.plate("n", n)
-        mu = fg.gaussian("mu", 0.0, 1.0)
+        mu = fg.gaussian("mu", 0.0, precision=1.0)
         tau = fg.gamma("tau", 1.0, 1.0)
-        fg.gaussian("x", mu, tau, plates=[p], observed=np.arange(n, dtype=float))
+        fg.gaussian("x", mu, precision=tau, plates=[p], observed=np.arange(n, dtype=float))
     return m
 
 
@@ -58,21 +59,21 @@ def nan_in_observed():
     with fg.Model():
         n = fg.plate("n", 3)
         mu = fg.gaussian("mu")
-        fg.gaussian("x", mu, 1.0, plates=[n], observed=[1.0, np.nan, 2.0])
+        fg.gaussian("x", mu, precision=1.0, plates=[n], observed=[1.0, np.nan, 2.0])
 
 
 @build_error("'x'", "inf")
 def inf_in_observed():
     with fg.Model():
         n = fg.plate("n", 3)
-        fg.gaussian("x", 0.0, 1.0, plates=[n], observed=[1.0, np.inf, 2.0])
+        fg.gaussian("x", 0.0, precision=1.0, plates=[n], observed=[1.0, np.inf, 2.0])
 
 
 @build_error("'x'", "-inf")
 def minus_inf_in_observed():
     with fg.Model():
         n = fg.plate("n", 2)
-        fg.gaussian("x", 0.0, 1.0, plates=[n], observed=[-np.inf, 2.0])
+        fg.gaussian("x", 0.0, precision=1.0, plates=[n], observed=[-np.inf, 2.0])
 
 
 @build_error("'x'", "nan")
@@ -182,14 +183,14 @@ def plates_given_as_strings():
 @build_error("'x'", "precision", "-1.0")
 def negative_constant_precision():
     with fg.Model():
-        fg.gaussian("x", 0.0, -1.0)
+        fg.gaussian("x", 0.0, precision=-1.0)
 
 
 @build_error("'x'", "precision", "0.0", "[1.0, 0.0, 2.0]")
 def zero_in_precision_array():
     with fg.Model():
         n = fg.plate("n", 3)
-        fg.gaussian("x", 0.0, np.array([1.0, 0.0, 2.0]), plates=[n])
+        fg.gaussian("x", 0.0, precision=np.array([1.0, 0.0, 2.0]), plates=[n])
 
 
 @build_error("'x'", "variance", "0.0")
@@ -277,7 +278,7 @@ def gaussian_precision_selected_negative():  # was accepted, and fg.infer failed
     with fg.Model():
         n = fg.plate("n", 6)
         z = fg.categorical("z", [0.5, 0.5], plates=[n])
-        fg.gaussian("x", 0.0, fg.select([1.0, -1.0], z), plates=[n], observed=np.zeros(6))
+        fg.gaussian("x", 0.0, precision=fg.select([1.0, -1.0], z), plates=[n], observed=np.zeros(6))
 
 
 @build_error("'x'", "rate (selected by 'z')", "positive", "0.0")
@@ -425,14 +426,14 @@ def same_variable_on_both_sides_of_a_product():
 def gaussian_as_precision():
     with fg.Model():
         g = fg.gaussian("g")
-        fg.gaussian("x", 0.0, g)
+        fg.gaussian("x", 0.0, precision=g)
 
 
 @build_error("'x'", "mean", "Gaussian", "Gamma 'g'")
 def gamma_as_mean():
     with fg.Model():
         g = fg.gamma("g")
-        fg.gaussian("x", g, 1.0)
+        fg.gaussian("x", g, precision=1.0)
 
 
 @build_error("'t'", "rate", "Gaussian 'g'")
@@ -446,7 +447,7 @@ def gaussian_as_gamma_rate():
 def expression_as_precision():
     with fg.Model():
         a, b = fg.gaussian("a"), fg.gaussian("b")
-        fg.gaussian("x", 0.0, a + b)
+        fg.gaussian("x", 0.0, precision=a + b)
 
 
 @build_error("'coin'", "probs", "Beta", "Gaussian 'g'")
@@ -492,7 +493,7 @@ def bernoulli_selector_wrong_number_of_categories():
 def select_rows_not_bernoulli_categories():
     with fg.Model():
         s = fg.bernoulli("s", 0.5)
-        fg.gaussian("x", 0.0, fg.select([1.0, 2.0, 3.0], s), observed=1.0)
+        fg.gaussian("x", 0.0, precision=fg.select([1.0, 2.0, 3.0], s), observed=1.0)
 
 
 @build_error("'p'", "alpha", "shape (K)", "'z'", "(2, 3)")
@@ -516,7 +517,7 @@ def parent_from_another_model():
     with fg.Model("A"):
         a = fg.gaussian("a")
     with fg.Model("B"):
-        fg.gaussian("x", a, 1.0)
+        fg.gaussian("x", a, precision=1.0)
 
 
 @build_error("'a'", "'A'", "'B'")
@@ -609,8 +610,8 @@ def dirichlet_size_not_gate_plate():
         k, n = fg.plate("k", 3), fg.plate("n", 5)
         pi = fg.dirichlet("pi", np.ones(2))
         z = fg.categorical("z", pi, plates=[n])
-        mus = fg.gaussian("mus", 0.0, 1.0, plates=[k])
-        fg.gaussian("x", mus[z], 1.0, plates=[n], observed=np.zeros(5))
+        mus = fg.gaussian("mus", 0.0, precision=1.0, plates=[k])
+        fg.gaussian("x", mus[z], precision=1.0, plates=[n], observed=np.zeros(5))
 
 
 @build_error("'z'", "size 2", "Plate('k', 3)")
@@ -627,14 +628,14 @@ def gate_with_ambiguous_plate():
         k, j = fg.plate("k", 2), fg.plate("j", 2)
         mus = fg.gaussian("mus", plates=[k, j])
         z = fg.categorical("z", [0.5, 0.5])
-        fg.gaussian("x", mus[z], 1.0, observed=1.0)
+        fg.gaussian("x", mus[z], precision=1.0, observed=1.0)
 
 
 @build_error("select", "3 rows", "'z'", "2 categories")
 def select_rows_not_categories():
     with fg.Model():
         z = fg.categorical("z", [0.5, 0.5])
-        fg.gaussian("x", fg.select([1.0, 2.0, 3.0], z), 1.0, observed=1.0)
+        fg.gaussian("x", fg.select([1.0, 2.0, 3.0], z), precision=1.0, observed=1.0)
 
 
 # ------------------------------------------------------------------------------------ mv_gaussian / normal-gamma
@@ -692,7 +693,7 @@ def mv_gaussian_inconsistent_dimensions():
 def tau_without_inner_mean():
     with fg.Model():
         w = fg.gaussian_gamma("w", dim=2)
-        fg.gaussian("y", 0.0, w.tau, observed=1.0)
+        fg.gaussian("y", 0.0, precision=w.tau, observed=1.0)
 
 
 @build_error("'t'", "'w'.tau")
@@ -714,7 +715,7 @@ def normal_gamma_inner_with_other_precision():
     with fg.Model():
         n = fg.plate("n", 3)
         w = fg.gaussian_gamma("w", dim=2)
-        fg.gaussian("y", fg.inner(np.ones((3, 2)), w, plates=[n]), 1.0, plates=[n], observed=np.zeros(3))
+        fg.gaussian("y", fg.inner(np.ones((3, 2)), w, plates=[n]), precision=1.0, plates=[n], observed=np.zeros(3))
 
 
 # ------------------------------------------------------------------------------------ compile time (fg.infer)
@@ -829,8 +830,8 @@ def test_nan_where_masked_is_allowed():
     def fit(obs, msk, n):
         with fg.Model() as m:
             p = fg.plate("n", n)
-            mu = fg.gaussian("mu", 0.0, 1e-2)
-            fg.gaussian("x", mu, 2.0, plates=[p], observed=obs, mask=msk)
+            mu = fg.gaussian("mu", 0.0, precision=1e-2)
+            fg.gaussian("x", mu, precision=2.0, plates=[p], observed=obs, mask=msk)
         return fg.infer(m).posterior("mu")
 
     q = fit(data, mask, 4)
@@ -863,7 +864,7 @@ def test_constants_that_broadcast_are_accepted():
     with fg.Model() as m:
         a, b = fg.plate("a", 2), fg.plate("b", 3)
         mu = fg.gaussian("mu", mean=np.zeros((2, 1)), precision=np.ones(3), plates=[a, b])
-        fg.gaussian("x", mu, 1.0, plates=[a, b], observed=np.ones((2, 3)))
+        fg.gaussian("x", mu, precision=1.0, plates=[a, b], observed=np.ones((2, 3)))
     assert fg.infer(m).posterior("mu").mean().shape == (2, 3)
 
 
@@ -875,6 +876,105 @@ def test_infer_arguments_are_checked():
         fg.infer(m, tol=-1.0)
     with pytest.raises(fg.ModelError, match="twice"):
         fg.infer(m, schedule=["mu", "mu"])
+
+
+def test_a_handler_given_as_the_algorithm_names_handlers_with_a_variable_of_the_model():
+    """fg.infer(m, fg.Laplace()) (a handler in the algorithm's place) says to pass it by variable name, naming the
+    model's Gaussian weight vector (a scale for fg.ScaleQuadrature)."""
+    X = np.random.default_rng(0).normal(size=(8, 2))
+    with fg.Model("logistic") as m:
+        n = fg.plate("n", 8)
+        beta = fg.mv_gaussian("beta", np.zeros(2), precision=1.0)
+        fg.bernoulli_logit("y", fg.inner(X, beta, [n]), observed=np.arange(8) % 2)
+    for handler in (fg.Laplace(), fg.MVI(), fg.VIDiag(), fg.BVI(), fg.AIKL()):
+        with pytest.raises(fg.ModelError, match=rf"^{type(handler).__name__} is a global handler, not an algorithm.*"
+                                                rf"handlers=\{{'beta': {re.escape(repr(handler))}\}}"):
+            fg.infer(m, handler)
+    with fg.Model("schools") as s:
+        j = fg.plate("j", 3)
+        tau = fg.half_cauchy("tau", 5.0)
+        fg.gaussian("y", mean=0.0, sd=tau, plates=[j], observed=np.ones(3))
+    with pytest.raises(fg.ModelError, match=r"handlers=\{'tau': ScaleQuadrature\("):
+        fg.infer(s, fg.ScaleQuadrature())
+    with pytest.raises(fg.ModelError, match=r"handlers=\{'sigma': ScaleQuadrature.*has no variable it can take over"):
+        fg.infer(m, fg.ScaleQuadrature())
+
+
+ALIASED = [  # (builder, keywords of another library, fragments of the error)
+    ("gaussian", {"mu": 0.0, "sigma": 1.0}, ["fg.gaussian('x')", "no keyword 'mu': write mean=0.0",
+                                             "no keyword 'sigma': write sd=1.0 (the standard deviation σ)"]),
+    ("gaussian", {"loc": 1.0, "scale": 2.0}, ["write mean=1.0", "write sd=2.0"]),
+    ("gaussian", {"std": 2.0}, ["write sd=2.0"]),
+    ("gaussian", {"tau": 4.0}, ["write precision=4.0 (the precision 1/σ²)"]),
+    ("gaussian", {"var": 4.0}, ["write variance=4.0"]),
+    ("gaussian", {"precison": 4.0}, ["no keyword 'precison': write precision=4.0"]),  # a typo: the closest keyword
+    ("gaussian", {"shape": (3,)}, ["use plates= instead (a list of fg.plate(name, size)"]),
+    ("gamma", {"alpha": 2.0, "beta": 1.0}, ["write shape=2.0", "write rate=1.0"]),
+    ("gamma", {"scale": 2.0}, ["use rate= instead (rate = 1/scale)"]),
+    ("half_cauchy", {"sigma": 1.0}, ["write scale=1.0"]),
+    ("bernoulli", {"p": 0.3}, ["write probs=0.3"]),
+    ("mv_gaussian", {"mean": np.zeros(2), "cov": np.eye(2)}, ["use covariance= instead"]),
+    ("poisson", {"mu": 1.0, "obs": np.ones(3)}, ["write rate=1.0", "use observed= instead"]),
+    ("student_t", {"mean": 0.0, "nu": 3.0}, ["write dof=3.0"]),
+    ("gaussian_markov_chain", {"initial_mean": 0.0, "sigma": 1.0}, ["fg.gaussian_markov_chain('x')",
+                                                                     "no keyword 'sigma'", "plates"]),
+]
+
+
+@pytest.mark.parametrize("builder, kwargs, fragments", ALIASED, ids=[f"{b}-{'-'.join(k)}" for b, k, _ in ALIASED])
+def test_keywords_of_other_libraries_name_the_keyword_meant(builder, kwargs, fragments):
+    """Every public builder checks its keywords in one place: another library's spelling (PyMC, NumPyro, scipy) is
+    a ModelError (and a TypeError, as Python's own) naming the keyword meant and listing the builder's parameters;
+    it used to be a bare TypeError."""
+    with fg.Model("aliases"):
+        fg.plate("n", 3)
+        with pytest.raises(fg.ModelError, match=_pattern(*fragments, "Its parameters: name")) as err:
+            getattr(fg, builder)("x", **kwargs)
+        assert isinstance(err.value, TypeError)
+        with pytest.raises(TypeError, match=r"too many positional arguments"):
+            fg.gaussian("y", 0.0, 1.0, 2.0)
+
+
+def test_a_positional_precision_warns_with_the_sd_it_stands_for():
+    """fg.gaussian("mu", 0, 10) is precision 10 (σ ≈ 0.32), not σ = 10 as pm.Normal("mu", 0, 10): a constant given
+    by position warns; by keyword, or a Gamma variable by position (a precision in any library), it does not."""
+    with fg.Model("positional"):
+        with pytest.warns(UserWarning, match=r"fg.gaussian\('mu'\): the argument after the mean is the precision "
+                                             r"1/σ² \(so σ = 0.3162\).*write precision=10 to say so, or sd=10"):
+            mu = fg.gaussian("mu", 0, 10)
+        assert mu.prior.edges["precision"] == 10.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fg.gaussian("a", 0.0, precision=10.0)
+            fg.gaussian("b", 0.0, fg.gamma("tau", 1.0, 1.0))
+            fg.gamma("c", 1.0, 2.0)
+
+
+@pytest.mark.parametrize("builder", ["bernoulli", "bernoulli_logit", "probit"])
+def test_binary_labels_are_read_alike_by_every_binary_builder(builder):
+    """fg.bernoulli, fg.bernoulli_logit and fg.probit take labels as bool, 0/1 or ±1 (−1 is 0; fg.bernoulli refused
+    ±1), and refuse the same bad labels with the same message."""
+    X = np.linspace(-1.0, 1.0, 6)[:, None]
+    y01 = np.array([1, 0, 1, 1, 0, 1])
+
+    def build(labels):
+        with fg.Model(builder) as m:
+            n = fg.plate("n", 6)
+            if builder == "bernoulli":
+                fg.bernoulli("y", fg.beta("p", 1.0, 1.0), plates=[n], observed=labels)
+            else:
+                w = fg.mv_gaussian("w", np.zeros(1), precision=1.0)
+                getattr(fg, builder)("y", fg.inner(X, w, [n]), observed=labels)
+        return m
+
+    fits = [fg.infer(build(lab), max_iter=50, tol=None) for lab in (y01, 2 * y01 - 1, y01.astype(bool))]
+    name = "p" if builder == "bernoulli" else "w"
+    for r in fits[1:]:
+        np.testing.assert_allclose(r.posterior(name).mean(), fits[0].posterior(name).mean(), rtol=1e-12)
+    for bad, shown in [(np.array([1, 0, 2, 1, 0, 1]), "got 2.0"),
+                       (np.array([1, 0, -1, 1, 0, 1]), "got 'both 0 and -1'")]:
+        with pytest.raises(fg.ModelError, match=rf"^labels of 'y' must be bool, 0/1 or -1/\+1, {shown}"):
+            build(bad)
 
 
 def test_failed_builder_call_leaves_the_name_free():
@@ -911,7 +1011,7 @@ GATE_MISUSES = {
     "constant * gate": lambda mu, z, zc, W, x: 2.0 * mu[z],
     "negated gate": lambda mu, z, zc, W, x: -mu[z],
     "gate + constant": lambda mu, z, zc, W, x: mu[z] + 1.0,
-    "variable + gate": lambda mu, z, zc, W, x: fg.gaussian("nu", 0.0, 1.0) + mu[z],
+    "variable + gate": lambda mu, z, zc, W, x: fg.gaussian("nu", 0.0, precision=1.0) + mu[z],
     "inner on a gate": lambda mu, z, zc, W, x: fg.inner(np.ones((6, 2)), W[z], [z.plates[0]]),
     "index of a gate": lambda mu, z, zc, W, x: fg.index(mu[zc], np.array([0, 1, 2, 0, 1, 2])),
     "named gate": lambda mu, z, zc, W, x: fg.deterministic("g", mu[z]),
@@ -926,7 +1026,7 @@ def test_a_gate_in_an_expression_is_a_model_error_with_the_way_out(case):
         k, n, c = fg.plate("k", 2), fg.plate("n", 6), fg.plate("c", 3)
         z = fg.categorical("z", [0.5, 0.5], plates=[n], categories=k)
         zc = fg.categorical("zc", [0.5, 0.5], plates=[c], categories=k)
-        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=0.01, plates=[k])
         W = fg.mv_gaussian("W", np.zeros(2), 0.01, plates=[k])
         with pytest.raises(fg.ModelError, match=r"the gate (mu|W)\[zc?\] can only be an argument of a factor.*gate the "
                                                 r"result, e\.g\. \(2\.0 \* (mu|W)\)\[zc?\]"):
@@ -937,7 +1037,7 @@ def test_a_gate_needs_a_categorical_or_bernoulli_selector():
     with fg.Model("bad selector"):
         k, c = fg.plate("k", 2), fg.plate("c", 3)
         fg.plate("n", 6)
-        w = fg.gaussian("w", 0.0, 1.0, plates=[c])
-        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        w = fg.gaussian("w", 0.0, precision=1.0, plates=[c])
+        mu = fg.gaussian("mu", 0.0, precision=0.01, plates=[k])
         with pytest.raises(fg.ModelError, match=r"Bernoulli selector.*got Gaussian 'w' gathered by labels"):
             mu[w[np.array([0, 1, 2, 0, 1, 2])]]

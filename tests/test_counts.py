@@ -59,6 +59,27 @@ def test_gamma_poisson_evidence_is_exact():
     np.testing.assert_allclose(r.posterior("lam").rate, B)
 
 
+def test_masked_counts_are_missing_entries():
+    """The masked entries of a numpy masked array are missing, as with mask=: the fit ignores them (they used to
+    count as observed zeros in every count builder)."""
+    y = np.array([1.0, 2.0, 7.0, 9.0])
+    fits = []
+    for observed, mask in [(np.ma.masked_array(y, mask=[0, 0, 1, 1]), None), (y, np.array([1, 1, 0, 0], bool))]:
+        with fg.Model() as m:
+            n = fg.plate("n", 4)
+            lam = fg.gamma("lam", 1.0, 1.0)
+            v = fg.poisson("y", lam, plates=[n], observed=observed, mask=mask)
+            pi = fg.dirichlet("pi", np.ones(2))
+            fg.multinomial("c", trials=3, probs=pi, plates=[n],
+                           observed=np.ma.masked_array([[1, 2], [3, 0], [-1, 9], [0, 3]], mask=[[0, 0], [0, 0], [1, 1],
+                                                                                               [0, 0]]))
+        np.testing.assert_array_equal(v.mask, [True, True, False, False])
+        r = fg.infer(m)
+        fits.append((r.posterior("lam").shape, r.posterior("lam").rate, *r.posterior("pi").concentration))
+    np.testing.assert_allclose(fits[0], [1.0 + 3.0, 1.0 + 2.0, 1.0 + 4.0, 1.0 + 5.0])  # conjugate updates
+    np.testing.assert_allclose(fits[1], fits[0])
+
+
 def test_beta_binomial_evidence_is_exact():
     rng = np.random.default_rng(1)
     nt = rng.integers(0, 12, 25)
@@ -98,8 +119,8 @@ def test_constant_parameters_give_the_log_likelihood():
         fg.poisson("a", rate=np.array([0.5, 1.0, 4.0]), exposure=2.0, plates=[n], observed=y)
         fg.binomial("b", trials=6, probs=0.4, plates=[n], observed=y)
         fg.multinomial("c", trials=3, probs=[0.2, 0.3, 0.5], plates=[k], observed=Y)
-        mu = fg.gaussian("mu", 0.0, 1.0)  # something latent so there is something to infer
-        fg.gaussian("x", mu, 1.0, observed=0.3)
+        mu = fg.gaussian("mu", 0.0, precision=1.0)  # something latent so there is something to infer
+        fg.gaussian("x", mu, precision=1.0, observed=0.3)
     r = fg.infer(m)
     q = r.posterior("mu")
     gauss = (-0.5 * np.log(2 * np.pi) - 0.5 * (q.var() + q.mean() ** 2)
@@ -158,7 +179,7 @@ def test_poisson_log_with_an_offset_expression_and_a_shared_rate():
     np.testing.assert_allclose(fg.infer(m, algorithm=fg.NCVMP()).posterior("w").mean(), [0.3, -0.2], atol=0.05)
     with fg.Model("shared") as m:
         n = fg.plate("n", N)
-        mu = fg.gaussian("mu", 0.0, 0.01)
+        mu = fg.gaussian("mu", 0.0, precision=0.01)
         fg.poisson_log("y", mu, plates=[n], observed=y)
     r = fg.infer(m, algorithm=fg.NCVMP())
     assert r.converged
@@ -350,9 +371,9 @@ def test_bad_counts_are_named():
         lam = fg.gamma("lam", 1.0, 1.0)
         p = fg.beta("p", 1.0, 1.0)
         pi = fg.dirichlet("pi", np.ones(3))
-        w = fg.gaussian("w", 0.0, 1.0, plates=[n])
+        w = fg.gaussian("w", 0.0, precision=1.0, plates=[n])
         k = fg.plate("k", 3)
-        g = fg.gaussian("g", 0.0, 1.0, plates=[n, k])
+        g = fg.gaussian("g", 0.0, precision=1.0, plates=[n, k])
         with pytest.raises(fg.ModelError, match="'y1'.*non-negative integers.*2.5"):
             fg.poisson("y1", rate=lam, plates=[n], observed=[1, 2.5, 3])
         with pytest.raises(fg.ModelError, match="'y2'.*non-negative integers.*-1"):

@@ -41,7 +41,7 @@ def _mixture(X, y, use_data=True):
     with fg.Model("mix") as m:
         n, k = fg.plate("n", len(y)), fg.plate("k", 2)
         pi = fg.dirichlet("pi", np.ones(2))
-        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=0.01, plates=[k])
         tau = fg.gamma("tau", 1.0, 1.0)
         z = fg.categorical("z", pi, plates=[n])
         fg.gaussian("y", mean=mu[z], precision=tau, plates=[n], observed=wrap("y", y))
@@ -187,7 +187,7 @@ def test_data_nodes_are_refused_where_they_cannot_be_replaced():
         z = fg.categorical("z", np.ones(3) / 3, plates=[n])
         with pytest.raises(ModelError, match=r"data node 'X' cannot be used here"):
             fg.select(d, z)
-        mu = fg.gaussian("mu", 0.0, 1.0)
+        mu = fg.gaussian("mu", 0.0, precision=1.0)
         with pytest.raises(ModelError, match=r"shape \(10, 3\).*no plate of model 'm' has size 3"):
             mu + d  # a data operand of a sum: its second axis is on no plate
     with fg.Model("other"), pytest.raises(ModelError, match="belongs to model 'm'"):
@@ -202,7 +202,7 @@ def test_a_plate_with_constant_labels_cannot_be_resized():
     y = rng.normal(size=20)
     with fg.Model("groups") as m:
         n, k = fg.plate("n", 20), fg.plate("k", 3)
-        a = fg.gaussian("a", 0.0, 1.0, plates=[k])
+        a = fg.gaussian("a", 0.0, precision=1.0, plates=[k])
         fg.gaussian("y", mean=a[g], precision=1.0, plates=[n], observed=fg.data("y", y))
     m.set_data(y=y + 1.0)  # same size: fine
     with pytest.raises(ModelError, match=r"indexed view .* constant labels"):
@@ -226,11 +226,11 @@ def test_a_data_node_on_two_plates_is_refused_and_leaves_no_node_behind():
     with fg.Model("two") as m:
         n, k = fg.plate("n", 4), fg.plate("k", 4)
         d = fg.data("y", y)
-        fg.gaussian("a", 0.0, 1.0, plates=[n], observed=d)
+        fg.gaussian("a", 0.0, precision=1.0, plates=[n], observed=d)
         with pytest.raises(ModelError, match=r"data 'y': axis 0 runs over plate 'n' in one use and over 'k'"):
-            fg.gaussian("b", 0.0, 1.0, plates=[k], observed=d)
+            fg.gaussian("b", 0.0, precision=1.0, plates=[k], observed=d)
         assert "b" not in m.variables and len(m.factors) == 1
-        fg.gaussian("b", 0.0, 1.0, plates=[k], observed=y)  # the name is free again
+        fg.gaussian("b", 0.0, precision=1.0, plates=[k], observed=y)  # the name is free again
     assert [p.name for p in d.plates] == ["n"] and d.uses == [m["a"]]
 
 
@@ -238,8 +238,8 @@ def _groups(g, y, use_data=True):
     wrap = fg.data if use_data else (lambda name, v: v)
     with fg.Model("groups") as m:
         n, k = fg.plate("n", len(y)), fg.plate("k", 4)
-        mu = fg.gaussian("mu", 0.0, 0.01)
-        a = fg.gaussian("a", mu, 1.0, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=0.01)
+        a = fg.gaussian("a", mu, precision=1.0, plates=[k])
         tau = fg.gamma("tau", 1.0, 1.0)
         fg.gaussian("y", mean=a[wrap("g", g)], precision=tau, plates=[n], observed=wrap("y", y))
     return m

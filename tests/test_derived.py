@@ -93,8 +93,8 @@ def test_varying_slopes_mean_stays_fused():
     y = rng.normal(size=G)[g] + rng.normal(size=G)[g] * x + 0.3 * rng.normal(size=N)
     with fg.Model("slopes") as m:
         n, c = fg.plate("n", N), fg.plate("groups", G)
-        a = fg.gaussian("a", 0.0, 1.0, plates=[c])
-        b = fg.gaussian("b", 0.0, 1.0, plates=[c])
+        a = fg.gaussian("a", 0.0, precision=1.0, plates=[c])
+        b = fg.gaussian("b", 0.0, precision=1.0, plates=[c])
         mean = fg.deterministic("mean", a[g] + b[g] * x)
         fg.gaussian("y", mean=mean, precision=4.0, plates=[n], observed=y)
     r = fg.infer(m)
@@ -109,7 +109,7 @@ def test_a_named_quantity_that_no_factor_uses():
     rng = np.random.default_rng(2)
     with fg.Model("contrast") as m:
         n, k = fg.plate("n", 40), fg.plate("k", 2)
-        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=0.01, plates=[k])
         fg.gaussian("y", mean=mu, precision=1.0, plates=[n, k], observed=rng.normal([0.0, 1.0], 1.0, (40, 2)))
         one = fg.plate("one", 1)
         d = fg.deterministic("diff", fg.index(mu, [1], plate=one) - fg.index(mu, [0], plate=one))
@@ -130,7 +130,7 @@ def test_pickle_keeps_the_named_node():
 
 def test_bad_names_and_expressions():
     with fg.Model("bad") as m:
-        mu = fg.gaussian("mu", 0.0, 1.0)
+        mu = fg.gaussian("mu", 0.0, precision=1.0)
         with pytest.raises(fg.ModelError, match="'mu' is used twice"):
             fg.deterministic("mu", mu + 1.0)
         with pytest.raises(fg.ModelError, match=r"got the variable 'mu'.*own name"):

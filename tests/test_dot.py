@@ -79,7 +79,7 @@ def _graph_pca(X, W0):
         w = fg.mv_gaussian("w", np.zeros(Kc), precision=alpha, plates=[d])
         z = fg.mv_gaussian("z", np.zeros(Kc), precision=np.eye(Kc), plates=[n])
         tau = fg.gamma("tau", 1e-3, 1e-3)
-        fg.gaussian("x", fg.inner(z, w), tau, plates=[n, d], observed=X)
+        fg.gaussian("x", fg.inner(z, w), precision=tau, plates=[n, d], observed=X)
     return m
 
 
@@ -106,7 +106,7 @@ def test_bad_input():
         n, d = fg.plate("n", 5), fg.plate("d", 4)
         z = fg.mv_gaussian("z", np.zeros(3), precision=np.eye(3), plates=[n])
         w = fg.mv_gaussian("w", np.zeros(2), precision=np.eye(2), plates=[d])
-        g = fg.gaussian("g", 0.0, 1.0)
+        g = fg.gaussian("g", 0.0, precision=1.0)
         with pytest.raises(fg.ModelError, match="'z' has dimension 3 but 'w' has dimension 2"):
             fg.dot(z, w)
         with pytest.raises(fg.ModelError, match=r"\['z'\] appear\(s\) on both sides"):
@@ -125,7 +125,7 @@ def test_prior_draws_evaluate_the_dot_product():
         w = fg.mv_gaussian("w", np.zeros(2), precision=np.eye(2), plates=[d])
         z = fg.mv_gaussian("z", np.zeros(2), precision=np.eye(2), plates=[n])
         tau = fg.gamma("tau", 20.0, 10.0)
-        fg.gaussian("x", fg.dot(z, w), tau, plates=[n, d], observed=np.zeros((30, 5)))
+        fg.gaussian("x", fg.dot(z, w), precision=tau, plates=[n, d], observed=np.zeros((30, 5)))
     s = fg.sample_prior(m, draws=500, seed=0)
     resid = (s["x"] - np.einsum("snk,sdk->snd", s["z"], s["w"])) * np.sqrt(s["tau"])[:, None, None]
     assert abs(resid.mean()) < 0.02 and abs(resid.std() - 1.0) < 0.02

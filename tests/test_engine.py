@@ -125,13 +125,13 @@ def test_batched_plates_equal_a_loop():
     data = rng.normal(size=(8, 3)) + np.array([0.0, 3.0, -2.0])
     with fg.Model("batched") as m:
         n, g = fg.plate("n", 8), fg.plate("g", 3)
-        mu = fg.gaussian("mu", 0.0, 0.1, plates=[g])
+        mu = fg.gaussian("mu", 0.0, precision=0.1, plates=[g])
         fg.gaussian("x", mean=mu, precision=2.0, plates=[n, g], observed=data)
     rb = fg.infer(m)
     for j in range(3):
         with fg.Model("single") as m1:
             n = fg.plate("n", 8)
-            mu = fg.gaussian("mu", 0.0, 0.1)
+            mu = fg.gaussian("mu", 0.0, precision=0.1)
             fg.gaussian("x", mean=mu, precision=2.0, plates=[n], observed=data[:, j])
         r1 = fg.infer(m1)
         assert rb.posterior("mu").mean()[j] == pytest.approx(float(r1.posterior("mu").mean()), abs=1e-12)
@@ -156,7 +156,7 @@ def test_missing_values_drop_out():
     x = m.variables["x"].value[m.variables["x"].mask]
     with fg.Model() as ref:
         n = fg.plate("n", len(x))
-        mu = fg.gaussian("mu", 0.0, 0.1)
+        mu = fg.gaussian("mu", 0.0, precision=0.1)
         tau = fg.gamma("tau", 2.0, 2.0)
         fg.gaussian("x", mean=mu, precision=tau, plates=[n], observed=x)
     r2 = fg.infer(ref, max_iter=2000, tol=None, param_tol=1e-13)
@@ -172,7 +172,7 @@ def test_mixture_recovers_clusters():
     with fg.Model("gmm") as m:
         n, k, d = fg.plate("n", 400), fg.plate("k", 5), fg.plate("d", 2)
         pi = fg.dirichlet("pi", concentration=np.ones(5))
-        mus = fg.gaussian("mus", 0.0, 1e-2, plates=[k, d])
+        mus = fg.gaussian("mus", 0.0, precision=1e-2, plates=[k, d])
         taus = fg.gamma("taus", 1.0, 1.0, plates=[k, d])
         z = fg.categorical("z", probs=pi, plates=[n])
         fg.gaussian("x", mean=mus[z], precision=taus[z], plates=[n, d], observed=X)

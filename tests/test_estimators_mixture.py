@@ -1,6 +1,8 @@
 """VariationalGaussianMixture (factorgraph.estimators): scikit-learn's own estimator checks, Pipeline,
 GridSearchCV, and agreement with models.gaussian_mixture and with scikit-learn's BayesianGaussianMixture."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.model_selection import GridSearchCV
@@ -102,6 +104,21 @@ def test_bad_parameters_are_refused():
         VariationalGaussianMixture(0).fit(X)
     with pytest.raises(ValueError, match="n_components"):
         VariationalGaussianMixture(21).fit(X)
+
+
+def test_diag_density_far_from_every_component_is_finite():
+    """Far from every component the per-axis density of the "diag" predictive underflows in float64; summed in
+    log space it stays finite (it was log 0 = −inf, with a divide-by-zero warning, e.g. in the integrals over a
+    missing coordinate below), decreases with the distance, and the responsibilities stay a distribution."""
+    X, _ = _blobs(120, 3)
+    gm = VariationalGaussianMixture(3, "diag", random_state=2).fit(X)
+    far = np.array([[0.0, 0.0], [30.0, 0.0], [300.0, 0.0], [3000.0, -3000.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lp = gm.score_samples(far)
+        proba = gm.predict_proba(far)
+    assert np.all(np.isfinite(lp)) and np.all(np.diff(lp) < 0)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-12)
 
 
 @pytest.mark.parametrize("ct", ["full", "diag"])

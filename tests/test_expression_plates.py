@@ -27,7 +27,7 @@ def test_common_slope_is_on_the_rows_plate():
         n = fg.plate("n", N)
         beta = fg.gaussian("beta", 0.5, precision=4.0)
         left, right = fg.deterministic("left", beta * x), fg.deterministic("right", x * beta)
-        fg.gaussian("y", mean=left + fg.gaussian("nu", 0.0, 1.0), precision=1.0, plates=[n],
+        fg.gaussian("y", mean=left + fg.gaussian("nu", 0.0, precision=1.0), precision=1.0, plates=[n],
                     observed=rng.normal(size=N))
     assert left.plates == right.plates == (n,)
     r = _fit(m)
@@ -68,7 +68,7 @@ def test_common_slope_fit_equals_the_inner_product_form():
     def fit(form):
         with fg.Model(form) as m:
             n, c = fg.plate("n", N), fg.plate("c", G)
-            a = fg.gaussian("a", fg.gaussian("mu", 0.0, 0.01), precision=fg.gamma("ta", 1.0, 1.0), plates=[c])
+            a = fg.gaussian("a", fg.gaussian("mu", 0.0, precision=0.01), precision=fg.gamma("ta", 1.0, 1.0), plates=[c])
             if form == "scalar":
                 slope = fg.gaussian("beta", 0.0, precision=1.0) * x
             else:
@@ -114,7 +114,7 @@ def _slope_model(x, g, y, generic=False, G=G):
     with fg.Model("data slope") as m:
         n, c = fg.plate("n", len(y)), fg.plate("c", G)
         xd, gd, yd = fg.data("x", x), fg.data("county", g), fg.data("y", y)
-        a = fg.gaussian("a", fg.gaussian("mu", 0.0, 0.01), precision=fg.gamma("ta", 1.0, 1.0), plates=[c])
+        a = fg.gaussian("a", fg.gaussian("mu", 0.0, precision=0.01), precision=fg.gamma("ta", 1.0, 1.0), plates=[c])
         mean = xd * fg.gaussian("beta", 0.0, precision=1.0) + a[gd]
         fg.gaussian("y", mean=mean + 0.0 if generic else mean, precision=fg.gamma("tau", 1.0, 1.0), plates=[n],
                     observed=yd)
@@ -185,11 +185,11 @@ def test_data_node_arithmetic():
     with fg.Model("data arithmetic") as m:
         n = fg.plate("n", 5)
         x = fg.data("x", x0)
-        b = fg.gaussian("b", 0.0, 1.0)
+        b = fg.gaussian("b", 0.0, precision=1.0)
         for name, expr in (("xb", x * b), ("bx", b * x), ("b_minus_x", b - x), ("x_minus_b", x - b),
                            ("x_plus_b", x + b)):
             fg.deterministic(name, expr)
-        fg.gaussian("y", b, 1.0, plates=[n], observed=np.ones(5))
+        fg.gaussian("y", b, precision=1.0, plates=[n], observed=np.ones(5))
         for bad, match in ((lambda: 0.3 * x, r"data 'x': arithmetic between a data node and a constant \(0.3\)"),
                            (lambda: 1 - x, r"data 'x': arithmetic .* constant \(1\)"),
                            (lambda: -x, r"data 'x': -x is not tracked"),

@@ -86,7 +86,7 @@ def _mixture_with_constant_components(x, mask):
     with fg.Model("constant-components") as m:
         n = fg.plate("n", len(x))
         z = fg.categorical("z", pi, plates=[n])
-        fg.gaussian("x", fg.select(mus, z), 1.0, plates=[n], observed=np.where(mask, x, np.nan), mask=mask)
+        fg.gaussian("x", fg.select(mus, z), precision=1.0, plates=[n], observed=np.where(mask, x, np.nan), mask=mask)
     exact = logsumexp(np.log(pi) - 0.5 * np.log(2 * np.pi) - 0.5 * (x[mask, None] - mus) ** 2, axis=1).sum()
     return m, exact
 
@@ -116,9 +116,9 @@ def test_missing_values_equal_dropping_them():
     def fit(data, msk):
         with fg.Model() as m:
             n = fg.plate("n", len(data))
-            mu = fg.gaussian("mu", 0.0, 0.1)
+            mu = fg.gaussian("mu", 0.0, precision=0.1)
             tau = fg.gamma("tau", 1.0, 1.0)
-            fg.gaussian("x", mu, tau, plates=[n], observed=data, mask=msk)
+            fg.gaussian("x", mu, precision=tau, plates=[n], observed=data, mask=msk)
         return fg.infer(m, tol=1e-14, max_iter=500)
 
     a, b = fit(np.where(mask, x, np.nan), mask), fit(x[mask], None)
@@ -170,7 +170,7 @@ def test_mv_gaussian_missing_coordinates_match_scalar_gaussians():
     with fg.Model() as b:
         n, d = fg.plate("n", 6), fg.plate("d", 3)
         alpha = fg.gamma("alpha", 2.0, 1.0)
-        fg.gaussian("y", np.array([0.5, 0.0, -0.5]), alpha, plates=[n, d], observed=np.where(cm, Y, np.nan),
+        fg.gaussian("y", np.array([0.5, 0.0, -0.5]), precision=alpha, plates=[n, d], observed=np.where(cm, Y, np.nan),
                     mask=cm)
     ra, rb = fg.infer(a), fg.infer(b)
     assert abs(ra.elbo - rb.elbo) < 1e-10
@@ -187,7 +187,7 @@ def test_normal_gamma_regression_with_missing_responses():
         with fg.Model() as m:
             n = fg.plate("n", len(yd))
             w = fg.gaussian_gamma("w", dim=3)
-            fg.gaussian("y", fg.inner(Xd, w, plates=[n]), w.tau, plates=[n], observed=yd, mask=msk)
+            fg.gaussian("y", fg.inner(Xd, w, plates=[n]), precision=w.tau, plates=[n], observed=yd, mask=msk)
         return fg.infer(m)
 
     a, b = fit(X, np.where(mask, y, np.nan), mask), fit(X[mask], y[mask], None)
@@ -203,8 +203,8 @@ def test_observed_selector_is_a_fixed_assignment():
     with fg.Model() as m:
         k, n = fg.plate("k", 2), fg.plate("n", 8)
         zz = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n], observed=z)
-        mu = fg.gaussian("mu", 0.0, 0.1, plates=[k])
-        fg.gaussian("x", mu[zz], 1.0, plates=[n], observed=x)
+        mu = fg.gaussian("mu", 0.0, precision=0.1, plates=[k])
+        fg.gaussian("x", mu[zz], precision=1.0, plates=[n], observed=x)
     r = fg.infer(m, tol=1e-14)
     counts = np.bincount(z, minlength=2)
     exact = betaln(1 + counts[0], 1 + counts[1]) - betaln(1, 1)
@@ -230,8 +230,8 @@ def test_partly_observed_selector_is_a_point_mass_where_observed(family):
             z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n], observed=lab, mask=mask)
         else:
             z = fg.bernoulli("z", 0.5, plates=[n], observed=lab, mask=mask)
-        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
-        fg.gaussian("x", mu[z], 1.0, plates=[n], observed=x)
+        mu = fg.gaussian("mu", 0.0, precision=0.01, plates=[k])
+        fg.gaussian("x", mu[z], precision=1.0, plates=[n], observed=x)
     for seed in range(4):
         r = fg.infer(m, seed=seed)
         q = r.posterior("z")
@@ -251,9 +251,9 @@ def test_bernoulli_selector_equals_two_category_categorical():
         with fg.Model() as m:
             k, n = fg.plate("k", 2), fg.plate("n", 12)
             z = fg.bernoulli("z", 0.3, plates=[n]) if bern else fg.categorical("z", [0.7, 0.3], plates=[n])
-            mu = fg.gaussian("mu", 0.0, 0.1, plates=[k])
+            mu = fg.gaussian("mu", 0.0, precision=0.1, plates=[k])
             tau = fg.gamma("tau", 2.0, 2.0)
-            fg.gaussian("x", mu[z], tau, plates=[n], observed=x)
+            fg.gaussian("x", mu[z], precision=tau, plates=[n], observed=x)
         start = Bernoulli(probs=init[:, 1]) if bern else init
         return fg.infer(m, init={"z": start}, tol=1e-14, max_iter=500)
 
@@ -303,10 +303,10 @@ def test_one_component_is_the_model_without_a_mixture():
             n = fg.plate("n", 7)
             if gated:
                 z = fg.categorical("z", fg.dirichlet("pi", [2.0]), plates=[n])
-                mean = fg.gaussian("mu", 0.0, 1.0, plates=[fg.plate("k", 1)])[z]
+                mean = fg.gaussian("mu", 0.0, precision=1.0, plates=[fg.plate("k", 1)])[z]
             else:
-                mean = fg.gaussian("mu", 0.0, 1.0)
-            fg.gaussian("x", mean, fg.gamma("tau", 1.0, 1.0), plates=[n], observed=x)
+                mean = fg.gaussian("mu", 0.0, precision=1.0)
+            fg.gaussian("x", mean, precision=fg.gamma("tau", 1.0, 1.0), plates=[n], observed=x)
         return fg.infer(m, tol=1e-13)
 
     a, b = fit(True), fit(False)

@@ -46,9 +46,9 @@ def test_scalar_gaussian_mixture():
     with fg.Model() as m:
         k, n = fg.plate("k", K), fg.plate("n", N)
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n])
-        mu = fg.gaussian("mu", 0.0, 0.1, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=0.1, plates=[k])
         tau = fg.gamma("tau", 2.0, 2.0, plates=[k])
-        fg.gaussian("x", mu[z], tau[z], plates=[n], observed=x)
+        fg.gaussian("x", mu[z], precision=tau[z], plates=[n], observed=x)
     pi = Dirichlet(np.ones(K))
     nodes = {"pi": pi, "z": Categorical(pi, plates=(N,)), "mu": GaussianARD(0, 0.1, plates=(K,)),
              "tau": Gamma(2.0, 2.0, plates=(K,))}
@@ -73,8 +73,8 @@ def test_scalar_gaussian_mixture_with_missing_values():
     with fg.Model() as m:
         k, n = fg.plate("k", K), fg.plate("n", N)
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n])
-        mu = fg.gaussian("mu", 0.0, 0.1, plates=[k])
-        fg.gaussian("x", mu[z], 1.5, plates=[n], observed=np.where(mask, x, np.nan), mask=mask)
+        mu = fg.gaussian("mu", 0.0, precision=0.1, plates=[k])
+        fg.gaussian("x", mu[z], precision=1.5, plates=[n], observed=np.where(mask, x, np.nan), mask=mask)
     pi = Dirichlet(np.ones(K))
     z_obs, z_mis = Categorical(pi, plates=(mask.sum(),)), Categorical(pi, plates=((~mask).sum(),))
     mu = GaussianARD(0, 0.1, plates=(K,))

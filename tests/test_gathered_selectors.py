@@ -34,7 +34,7 @@ def _model(y, g, mask=None):
         n, c, k = fg.plate("n", len(y)), fg.plate("c", G), fg.plate("k", K)
         pi = fg.dirichlet("pi", np.full(K, ALPHA))
         zc = fg.categorical("zc", pi, plates=[c], categories=k)
-        mu = fg.gaussian("mu", 0.0, PRIOR_PREC, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=PRIOR_PREC, plates=[k])
         fg.gaussian("y", mean=mu[zc[g]], precision=NOISE, plates=[n], observed=y, mask=mask)
     return m
 

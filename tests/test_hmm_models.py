@@ -132,3 +132,20 @@ def test_distinct_priors_on_the_states_start_the_chain_at_the_optimum_for_every_
     assert any("'z' started from its update given its components, whose priors" in n for n in r.notes)
     np.testing.assert_allclose(r.posterior("mu").mean(), [3.0215, 8.8273], atol=0.01)
     np.testing.assert_allclose(r.posterior("theta").mean()[:, 0], [0.6666, 0.0731], atol=0.01)
+
+
+def test_viterbi_paths_of_a_fitted_hmm():
+    """result.viterbi("z") of a VB-HMM (π, A, means and precisions learnt) gives each sequence's segments, −1 past
+    its length, and agrees with the steps' modes where q is certain."""
+    rng = np.random.default_rng(1)
+    truth = [np.repeat([0, 1, 0], [20, 25, 15]), np.repeat([1, 0], [10, 15])]
+    seqs = [np.array([-3.0, 3.0])[z] + 0.5 * rng.normal(size=z.size) for z in truth]
+    r = models.hmm(seqs, 2, "gaussian")
+    path = r.viterbi("z")
+    assert path.shape == (2, 60) and np.all(path[1, 25:] == -1)
+    high = int(np.argmax(r.posterior("mu").mean()))
+    for z, p in zip(truth, path, strict=True):
+        np.testing.assert_array_equal(p[: z.size] == high, z == 1)
+    q = r.posterior("z")
+    sure = q.mean().max(-1) > 0.999
+    np.testing.assert_array_equal(path[sure], q.map_states()[sure])

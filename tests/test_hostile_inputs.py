@@ -110,14 +110,14 @@ def scene_plate(**kw):
     args = {"name": "n", "size": 3} | kw
     with fg.Model() as m:
         n = fg.plate(args["name"], args["size"])
-        fg.gaussian("x", 0.0, 1.0, plates=[n], observed=np.arange(3.0))
+        fg.gaussian("x", 0.0, precision=1.0, plates=[n], observed=np.arange(3.0))
     _infer(m)
 
 
 def scene_gaussian(**kw):
     with fg.Model() as m:
         n = fg.plate("n", N)
-        mu = fg.gaussian("mu", 0.0, 1.0)
+        mu = fg.gaussian("mu", 0.0, precision=1.0)
         args = {"name": "x", "mean": mu, "precision": 2.0, "plates": [n], "observed": np.arange(3.0),
                 "mask": None} | kw
         fg.gaussian(**args)
@@ -138,7 +138,7 @@ def scene_gamma(**kw):
         args = {"name": "t", "shape": 2.0, "rate": 1.0, "plates": [n], "observed": None, "mask": None} | kw
         t = fg.gamma(**args)
         if args["observed"] is None:
-            fg.gaussian("x", 0.0, t, plates=[n], observed=np.arange(3.0))
+            fg.gaussian("x", 0.0, precision=t, plates=[n], observed=np.arange(3.0))
     _infer(m)
 
 
@@ -203,7 +203,7 @@ def scene_mixture(**kw):
         k = fg.plate("k", 2)
         pi = fg.dirichlet("pi", [1.0, 1.0])
         z = fg.categorical("z", pi, plates=[n])
-        mus = fg.gaussian("mus", 0.0, 0.1, plates=[k])
+        mus = fg.gaussian("mus", 0.0, precision=0.1, plates=[k])
         args = {"name": "x", "mean": mus[z], "precision": 1.0, "plates": [n], "observed": [-1.0, 0.0, 2.0]} | kw
         args.pop("seed", None)
         fg.gaussian(**args)
@@ -216,7 +216,7 @@ def scene_mv_gaussian(**kw):
         args = {"name": "w", "mean": 0.0, "precision": 1.0, "covariance": None, "plates": [], "dim": 2,
                 "observed": None} | kw
         w = fg.mv_gaussian(**args)
-        fg.gaussian("y", fg.inner(np.ones((3, 2)), w, plates=[n]), 1.0, plates=[n], observed=[1.0, 2.0, 3.0])
+        fg.gaussian("y", fg.inner(np.ones((3, 2)), w, plates=[n]), precision=1.0, plates=[n], observed=[1.0, 2.0, 3.0])
     _infer(m)
 
 
@@ -225,7 +225,7 @@ def scene_gaussian_gamma(**kw):
         n = fg.plate("n", N)
         args = {"name": "w", "mean": 0.0, "precision": 1.0, "shape": 1e-2, "rate": 1e-4, "dim": 2} | kw
         w = fg.gaussian_gamma(**args)
-        fg.gaussian("y", fg.inner(np.eye(3, 2), w, plates=[n]), w.tau, plates=[n], observed=[1.0, 2.0, 3.0])
+        fg.gaussian("y", fg.inner(np.eye(3, 2), w, plates=[n]), precision=w.tau, plates=[n], observed=[1.0, 2.0, 3.0])
     _infer(m)
 
 
@@ -234,16 +234,16 @@ def scene_inner(**kw):
         n = fg.plate("n", N)
         w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
         args = {"X": np.eye(3, 2), "w": w, "plates": [n]} | kw
-        fg.gaussian("y", fg.inner(**args), 1.0, plates=[n], observed=[1.0, 2.0, 3.0])
+        fg.gaussian("y", fg.inner(**args), precision=1.0, plates=[n], observed=[1.0, 2.0, 3.0])
     _infer(m)
 
 
 def scene_arithmetic(**kw):
     with fg.Model() as m:
         n = fg.plate("n", N)
-        a = fg.gaussian("a", 0.0, 1.0, plates=[n])
+        a = fg.gaussian("a", 0.0, precision=1.0, plates=[n])
         c = kw.get("c", 2.0)
-        fg.gaussian("y", a * c + c, 1.0, plates=[n], observed=[1.0, 2.0, 3.0])
+        fg.gaussian("y", a * c + c, precision=1.0, plates=[n], observed=[1.0, 2.0, 3.0])
     _infer(m)
 
 
@@ -252,7 +252,7 @@ def scene_select(**kw):
         n = fg.plate("n", N)
         z = fg.categorical("z", [0.5, 0.5], plates=[n])
         args = {"values": [0.0, 1.0], "selector": z} | kw
-        fg.gaussian("x", fg.select(**args), 1.0, plates=[n], observed=[0.0, 1.0, 0.5])
+        fg.gaussian("x", fg.select(**args), precision=1.0, plates=[n], observed=[0.0, 1.0, 0.5])
     _infer(m)
 
 
@@ -269,7 +269,7 @@ def scene_bernoulli_logit(**kw):
 def scene_probit(**kw):
     with fg.Model() as m:
         n = fg.plate("n", N)
-        x = fg.gaussian("x", 0.0, 1.0, plates=[n])
+        x = fg.gaussian("x", 0.0, precision=1.0, plates=[n])
         args = {"name": "s", "x": x, "observed": [0, 1, 1], "mask": None} | kw
         fg.probit(**args)
     _infer(m, fg.NCVMP())
@@ -290,7 +290,7 @@ def _site_scene(builder, **extra):
     def scene(**kw):
         with fg.Model() as m:
             n = fg.plate("n", N)
-            x = fg.gaussian("x", 0.0, 1.0, plates=[n])
+            x = fg.gaussian("x", 0.0, precision=1.0, plates=[n])
             args = {"name": "s", "x": x, "location": [0.0, 1.0, 2.0], "scale": 1.0} | extra | kw
             builder(**args)
         _infer(m, fg.NCVMP())
@@ -305,9 +305,9 @@ scene_student_t_site = _site_scene(fg.student_t_site, dof=3.0)
 def _simple_model():
     with fg.Model() as m:
         n = fg.plate("n", N)
-        mu = fg.gaussian("mu", 0.0, 1.0)
+        mu = fg.gaussian("mu", 0.0, precision=1.0)
         tau = fg.gamma("tau", 1.0, 1.0)
-        fg.gaussian("x", mu, tau, plates=[n], observed=[0.0, 1.0, 2.0])
+        fg.gaussian("x", mu, precision=tau, plates=[n], observed=[0.0, 1.0, 2.0])
     return m
 
 
@@ -396,7 +396,7 @@ def scene_poisson(**kw):
 def scene_poisson_log(**kw):
     with fg.Model() as m:
         n = fg.plate("n", N)
-        x = fg.gaussian("x", 0.0, 1.0, plates=[n])
+        x = fg.gaussian("x", 0.0, precision=1.0, plates=[n])
         args = {"name": "y", "log_rate": x, "exposure": [1.0, 2.0, 1.0], "plates": [], "observed": [0, 3, 1],
                 "mask": None} | kw
         fg.poisson_log(**args)
@@ -425,9 +425,9 @@ def scene_multinomial(**kw):
 def scene_index(**kw):
     with fg.Model() as m:
         n, c = fg.plate("n", N), fg.plate("c", 2)
-        a = fg.gaussian("a", 0.0, 1.0, plates=[c])
+        a = fg.gaussian("a", 0.0, precision=1.0, plates=[c])
         args = {"x": a, "idx": [0, 1, 1], "plate": n, "along": c} | kw
-        fg.gaussian("y", fg.index(**args), 1.0, plates=[n], observed=[1.0, 2.0, 3.0])
+        fg.gaussian("y", fg.index(**args), precision=1.0, plates=[n], observed=[1.0, 2.0, 3.0])
     _infer(m)
 
 
@@ -642,9 +642,9 @@ def test_random_infer_options_get_only_library_errors(option, value):
 def _gaussian_tau(data, **kw):
     with fg.Model() as m:
         n = fg.plate("n", len(data))
-        mu = fg.gaussian("mu", 0.0, 1e-2)
+        mu = fg.gaussian("mu", 0.0, precision=1e-2)
         tau = fg.gamma("tau", 1.0, 1.0)
-        fg.gaussian("x", mu, tau, plates=[n], observed=data, **kw)
+        fg.gaussian("x", mu, precision=tau, plates=[n], observed=data, **kw)
     return m
 
 
@@ -676,9 +676,9 @@ def test_complex_data_rejected(value):
     with fg.Model():
         n = fg.plate("n", 3)
         with pytest.raises(fg.ModelError, match=r"observed data of 'x' must be real, got the complex"):
-            fg.gaussian("x", 0.0, 1.0, plates=[n], observed=np.broadcast_to(value, (3,)))
+            fg.gaussian("x", 0.0, precision=1.0, plates=[n], observed=np.broadcast_to(value, (3,)))
         with pytest.raises(fg.ModelError, match=r"'y': mean must be real, got the complex"):
-            fg.gaussian("y", value, 1.0, plates=[n])
+            fg.gaussian("y", value, precision=1.0, plates=[n])
         with pytest.raises(fg.ModelError, match=r"inner: X must be real"):
             fg.inner(np.ones((3, 2)) * value if np.ndim(value) == 0 else np.ones((3, 2)) + 1j,
                      fg.mv_gaussian("w", dim=2), plates=[n])
@@ -749,7 +749,7 @@ def test_huge_plate_clear_error():
     with fg.Model():  # each plate is fine, the arrays they imply are not
         a, b = fg.plate("a", 2**20), fg.plate("b", 2**20)
         with pytest.raises(fg.ModelError, match=r"'x' spans plates of shape \(1048576, 1048576\)"):
-            fg.gaussian("x", 0.0, 1.0, plates=[a, b])
+            fg.gaussian("x", 0.0, precision=1.0, plates=[a, b])
 
 
 @pytest.mark.parametrize("seed", ["abc", -1, 1.5, True, [1, "a"], np.float64(3.0)])
@@ -860,7 +860,7 @@ def test_numpy_scalar_options_accepted():
     with fg.Model():
         n = fg.plate("n", np.int64(3))
         assert n.size == 3 and type(n.size) is int
-        fg.gaussian("x", np.float32(1.0), np.float64(2.0), plates=[n])
+        fg.gaussian("x", np.float32(1.0), precision=np.float64(2.0), plates=[n])
         fg.mv_gaussian("w", dim=np.int16(2))
         fg.laplace_site("s", fg.gaussian("y", plates=[n]), scale=np.float32(2.0))
 

@@ -26,7 +26,7 @@ def _intercepts(rng, G=4, N=30):
     y = rng.normal(size=G)[g] + 0.3 * rng.normal(size=N)
     with fg.Model("varying-intercept") as m:
         n, c = fg.plate("n", N), fg.plate("c", G)
-        mu = fg.gaussian("mu", 0.0, 1e-2)
+        mu = fg.gaussian("mu", 0.0, precision=1e-2)
         ta = fg.gamma("tau_a", 2.0, 1.0)
         a = fg.gaussian("a", mean=mu, precision=ta, plates=[c])
         tau = fg.gamma("tau", 2.0, 1.0)
@@ -41,7 +41,7 @@ def _slopes_and_precisions(rng, G=4, N=30):
     y = rng.normal(size=G)[g] + rng.normal(size=G)[g] * x + 0.3 * rng.normal(size=N)
     with fg.Model("varying-slopes") as m:
         n, c = fg.plate("n", N), fg.plate("c", G)
-        mu = fg.gaussian("mu", 0.0, 1e-2)
+        mu = fg.gaussian("mu", 0.0, precision=1e-2)
         a = fg.gaussian("a", mean=mu, precision=1.0, plates=[c])
         b = fg.gaussian("b", mean=0.0, precision=1.0, plates=[c])
         tau = fg.gamma("tau", 2.0, 1.0, plates=[c])
@@ -54,7 +54,7 @@ def _three_levels(rng, S=2, C=5, N=30):
     cty = rng.integers(0, C, N)
     with fg.Model("three-levels") as m:
         n, c, s = fg.plate("n", N), fg.plate("c", C), fg.plate("s", S)
-        b = fg.gaussian("b_state", 0.0, 1e-1, plates=[s])
+        b = fg.gaussian("b_state", 0.0, precision=1e-1, plates=[s])
         rate = fg.gamma("rate", 2.0, 1.0, plates=[s])
         ta = fg.gamma("tau_a", 2.0, rate[soc], plates=[c])  # a Gamma rate indexed by state
         a = fg.gaussian("a", mean=b[soc], precision=ta, plates=[c])
@@ -69,7 +69,7 @@ def _multi_plate(rng, G=3, K=2, N=8):
         n = fg.plate("n", N)
         k = fg.plate("k", K)
         c = fg.plate("c", G)
-        a = fg.gaussian("a", 0.0, 1.0, plates=[k, c])
+        a = fg.gaussian("a", 0.0, precision=1.0, plates=[k, c])
         t = fg.gamma("t", 2.0, 1.0, plates=[k, c])
         fg.gaussian("y", mean=fg.index(a, g, along=c), precision=fg.index(t, g, along=c), plates=[n, k],
                     observed=rng.normal(size=(N, K)))
@@ -95,7 +95,7 @@ def _chained(rng, G=4, H=6, N=12):
     with fg.Model("chained") as m:
         fg.plate("h", H)
         n, c = fg.plate("n", N), fg.plate("c", G)
-        a = fg.gaussian("a", 0.0, 1.0, plates=[c])
+        a = fg.gaussian("a", 0.0, precision=1.0, plates=[c])
         fg.gaussian("y", mean=a[i][j] + a[k], precision=2.0, plates=[n], observed=rng.normal(size=N))
     return m
 
@@ -122,7 +122,7 @@ def _logistic(rng, G=3, N=20):
     with fg.Model("logistic") as m:
         fg.plate("n", N)
         c = fg.plate("c", G)
-        mu = fg.gaussian("mu", 0.0, 1.0)
+        mu = fg.gaussian("mu", 0.0, precision=1.0)
         a = fg.gaussian("a", mean=mu, precision=2.0, plates=[c])
         b = fg.gaussian("b", mean=0.0, precision=1.0, plates=[c])
         fg.bernoulli_logit("y", logit=a[g] + b[g] * x, observed=rng.integers(0, 2, N))
@@ -222,7 +222,7 @@ def test_index_equals_explicit_replication():
     def fit(indexed: bool):
         with fg.Model("perm") as m:
             n, c = fg.plate("n", G), fg.plate("c", G)
-            mu = fg.gaussian("mu", 0.0, 1e-2)
+            mu = fg.gaussian("mu", 0.0, precision=1e-2)
             a = fg.gaussian("a", mean=mu, precision=2.0, plates=[c])
             if indexed:
                 fg.gaussian("y", mean=a[perm], precision=3.0, plates=[n], observed=y)
@@ -256,7 +256,7 @@ def test_plate_choice():
         fg.plate("n", 5)
         m = fg.plate("m", 5)
         c = fg.plate("c", 3)
-        a = fg.gaussian("a", 0.0, 1.0, plates=[c])
+        a = fg.gaussian("a", 0.0, precision=1.0, plates=[c])
         with pytest.raises(fg.ModelError, match=r"several plates \['n', 'm'\].*plate=<plate>"):
             a[[0, 1, 2, 0, 1]]
         view = fg.index(a, [0, 1, 2, 0, 1], plate=m)
@@ -271,7 +271,7 @@ def _bad(labels, match, plates=("c",), plate=None, along=None):
         c = fg.plate("c", 3)
         d = fg.plate("d", 2)
         byname = {"c": c, "d": d}
-        a = fg.gaussian("alpha", 0.0, 1.0, plates=[byname[p] for p in plates])
+        a = fg.gaussian("alpha", 0.0, precision=1.0, plates=[byname[p] for p in plates])
         kw = {}
         if plate is not None:
             kw["plate"] = {"n": n, **byname}.get(plate, plate)
@@ -316,7 +316,7 @@ def test_bad_labels(labels, match):
 def test_label_dtypes_accepted(labels):
     with fg.Model("dtypes"):
         fg.plate("n", 4)
-        a = fg.gaussian("a", 0.0, 1.0, plates=[fg.plate("c", 3)])
+        a = fg.gaussian("a", 0.0, precision=1.0, plates=[fg.plate("c", 3)])
         view = a[labels]
     assert view.labels.dtype == np.int64
     np.testing.assert_array_equal(view.labels, [2, 0, 1, 2])
@@ -329,10 +329,10 @@ def test_bad_index_targets():
     _bad([0, 1, 1, 0], r"along=Plate\('d', 2\) is not a plate of 'alpha'", plates=("c",), along="d")
     with fg.Model("no-plate"):
         fg.plate("n", 3)
-        s = fg.gaussian("s", 0.0, 1.0)
+        s = fg.gaussian("s", 0.0, precision=1.0)
         with pytest.raises(fg.ModelError, match=r"'s' has no plate, so it cannot be indexed by labels \[0, 1, 0\]"):
             s[[0, 1, 0]]
-        t = fg.gaussian("t", 0.0, 1.0, plates=[fg.plate("c", 2)])
+        t = fg.gaussian("t", 0.0, precision=1.0, plates=[fg.plate("c", 2)])
         with pytest.raises(fg.ModelError, match=r"only a random variable can be indexed.*'sum_0'"):
             fg.index(t + 1.0, [0, 1, 0])
         with pytest.raises(fg.ModelError, match=r"variable\(s\) \['t'\] appear on both sides"):
@@ -360,7 +360,7 @@ def test_grouped_fusion_equals_generic_path(precision):
     def fit(fused: bool):
         with fg.Model("grouped") as m:
             n, c = fg.plate("n", N), fg.plate("c", G)
-            mu = fg.gaussian("mu", 0.0, 1e-2)
+            mu = fg.gaussian("mu", 0.0, precision=1e-2)
             ta = fg.gamma("tau_a", 1.0, 1.0)
             a = fg.gaussian("a", mean=mu, precision=ta, plates=[c])
             prec = {"constant": lambda: 4.0, "shared": lambda: fg.gamma("tau", 1.0, 1.0),
@@ -418,7 +418,7 @@ def test_rowwise_inner_pullback_is_gradient():
 def test_indexed_view_cannot_be_gated():
     with fg.Model("gated-view"):
         n, c = fg.plate("n", 3), fg.plate("c", 2)
-        a = fg.gaussian("a", 0.0, 1.0, plates=[c])
+        a = fg.gaussian("a", 0.0, precision=1.0, plates=[c])
         z = fg.categorical("z", probs=[0.5, 0.5], plates=[n])
         with pytest.raises(fg.ModelError, match=r"gate the variable itself, 'a'\[\.\.\.\]"):
             a[[0, 1, 0]][z]
@@ -511,7 +511,7 @@ def test_indexed_scale_as_sd_equals_explicit_plates(prior):
             c = fg.plate("c", G)
             s = (fg.half_normal("s", 3.0, plates=[c]) if prior == "half_normal"
                  else fg.uniform_scale("s", 10.0, plates=[c]))
-            a = fg.gaussian("a", 0.0, 0.1, plates=[c])
+            a = fg.gaussian("a", 0.0, precision=0.1, plates=[c])
             if indexed:
                 n = fg.plate("n", G * R)
                 fg.gaussian("y", a[g], sd=s[g], plates=[n], observed=y)
@@ -544,7 +544,7 @@ def test_default_algorithm_sees_indexed_arguments(likelihood):
     g = np.array([0, 1, 2, 0, 1, 2, 2])
     with fg.Model("default-ncvmp") as m:
         n, c = fg.plate("n", 7), fg.plate("c", 3)
-        a = fg.gaussian("a", 0.0, 1.0, plates=[c])
+        a = fg.gaussian("a", 0.0, precision=1.0, plates=[c])
         if likelihood == "bernoulli_logit":
             fg.bernoulli_logit("y", a[g], observed=[0, 1, 1, 0, 1, 0, 1], plates=[n])
         else:

@@ -24,9 +24,9 @@ def test_gaussian_with_gamma_precision_and_missing_entries():
     mask = np.array([True, True, False, True, True])
     with fg.Model() as m:
         n = fg.plate("n", N)
-        mu = fg.gaussian("mu", 0.0, 1.0)
+        mu = fg.gaussian("mu", 0.0, precision=1.0)
         tau = fg.gamma("tau", 2.0, 1.0)
-        fg.gaussian("y", mu, tau, plates=[n], observed=y, mask=mask)
+        fg.gaussian("y", mu, precision=tau, plates=[n], observed=y, mask=mask)
     d = {"mu": rng.normal(size=S), "tau": rng.gamma(2.0, size=S)}
     ll = _ll(m, d, "y")
     ref = stats.norm.logpdf(y, d["mu"][:, None], d["tau"][:, None] ** -0.5)
@@ -39,7 +39,7 @@ def test_gaussian_with_a_scale_prior_and_an_indexed_mean():
     y = rng.normal(size=N)
     with fg.Model() as m:
         n, c = fg.plate("n", N), fg.plate("c", 2)
-        a = fg.gaussian("a", 0.0, 1.0, plates=[c])
+        a = fg.gaussian("a", 0.0, precision=1.0, plates=[c])
         sigma = fg.half_cauchy("sigma", 1.0)
         fg.gaussian("y", a[g], sd=sigma, plates=[n], observed=y)
     d = {"a": rng.normal(size=(S, 2)), "sigma": rng.gamma(2.0, size=S)}
@@ -53,7 +53,7 @@ def test_normal_gamma_regression():
     with fg.Model() as m:
         n = fg.plate("n", N)
         w = fg.gaussian_gamma("w", np.zeros(2), 1.0, shape=2.0, rate=1.0)
-        fg.gaussian("y", fg.inner(X, w, plates=[n]), w.tau, plates=[n], observed=y)
+        fg.gaussian("y", fg.inner(X, w, plates=[n]), precision=w.tau, plates=[n], observed=y)
     d = {"w": rng.normal(size=(S, 2)), "w.tau": rng.gamma(2.0, size=S)}
     ref = stats.norm.logpdf(y, d["w"] @ X.T, d["w.tau"][:, None] ** -0.5)
     np.testing.assert_allclose(_ll(m, d, "y"), ref, rtol=1e-12)
@@ -63,7 +63,7 @@ def test_student_t():
     y = rng.normal(size=N) * 3
     with fg.Model() as m:
         n = fg.plate("n", N)
-        mu = fg.gaussian("mu", 0.0, 1.0)
+        mu = fg.gaussian("mu", 0.0, precision=1.0)
         tau = fg.gamma("tau", 2.0, 1.0)
         fg.student_t("y", mu, tau, dof=3.5, plates=[n], observed=y)
     d = {"mu": rng.normal(size=S), "tau": rng.gamma(2.0, size=S)}
@@ -129,7 +129,7 @@ def test_probit_and_sites():
     loc = rng.normal(size=N)
     with fg.Model() as m:
         n = fg.plate("n", N)
-        x = fg.gaussian("x", 0.0, 1.0, plates=[n])
+        x = fg.gaussian("x", 0.0, precision=1.0, plates=[n])
         fg.probit("s", x, observed=y)
         fg.laplace_site("la", x, loc, scale=0.7)
         fg.cauchy_site("ca", x, loc, scale=0.4)
@@ -212,10 +212,10 @@ def test_gated_mixture_marginalises_each_rows_label():
     with fg.Model() as m:
         n, k, j = fg.plate("n", N), fg.plate("k", K), fg.plate("j", 2)
         pi = fg.dirichlet("pi", np.ones(K))
-        mus = fg.gaussian("mus", 0.0, 0.1, plates=[k])
+        mus = fg.gaussian("mus", 0.0, precision=0.1, plates=[k])
         taus = fg.gamma("taus", 2.0, 1.0, plates=[k])
         z = fg.categorical("z", pi, plates=[n], categories=k)
-        fg.gaussian("y", mus[z], taus[z], plates=[n, j], observed=y)  # two coordinates share a row's label
+        fg.gaussian("y", mus[z], precision=taus[z], plates=[n, j], observed=y)  # two coordinates share a row's label
     d = {"pi": rng.dirichlet(np.ones(K), size=S), "mus": rng.normal(size=(S, K)),
          "taus": rng.gamma(2.0, size=(S, K)), "z": rng.integers(0, K, size=(S, N))}
     ll = _ll(m, d, "y")
@@ -253,9 +253,9 @@ def test_an_observed_selector_keeps_its_one_term():
     with fg.Model() as m:
         n, k = fg.plate("n", N), fg.plate("k", 2)
         pi = fg.dirichlet("pi", np.ones(2))
-        mus = fg.gaussian("mus", 0.0, 0.1, plates=[k])
+        mus = fg.gaussian("mus", 0.0, precision=0.1, plates=[k])
         z = fg.categorical("z", pi, plates=[n], categories=k, observed=lab)
-        fg.gaussian("y", mus[z], 1.0, plates=[n], observed=y)
+        fg.gaussian("y", mus[z], precision=1.0, plates=[n], observed=y)
     d = {"pi": rng.dirichlet(np.ones(2), size=S), "mus": rng.normal(size=(S, 2))}
     out = pointwise_log_likelihood(m, d)
     np.testing.assert_allclose(out["y"], stats.norm.logpdf(y, d["mus"][:, lab], 1.0), rtol=1e-12)
@@ -337,7 +337,7 @@ def test_a_nan_log_likelihood_is_named_not_passed_on():
     with fg.Model() as m:
         n = fg.plate("n", N)
         tau = fg.gamma("tau", 2.0, 1.0)
-        fg.gaussian("y", 0.0, tau, plates=[n], observed=np.zeros(N))
+        fg.gaussian("y", 0.0, precision=tau, plates=[n], observed=np.zeros(N))
     with pytest.raises(fg.ModelError, match=r"log p\(y\[0\] \| θ\) is NaN at draw 1 \(5 entries"):
         with np.errstate(invalid="ignore"):
             pointwise_log_likelihood(m, {"tau": np.array([1.0, -1.0, 2.0])})

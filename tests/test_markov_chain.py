@@ -84,7 +84,7 @@ def _vb_hmm(y, K, lengths=None):
         k = fg.plate("k", K)
         pi = fg.dirichlet("pi", np.ones(K))
         A = fg.dirichlet("A", np.ones(K), plates=[k])
-        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=0.01, plates=[k])
         tau = fg.gamma("tau", 1.0, 1.0, plates=[k])
         z = fg.markov_chain("z", initial=pi, transition=A, plates=[n, t], lengths=lengths)
         fg.gaussian("y", mean=mu[z], precision=tau[z], plates=[n, t], observed=y)
@@ -278,3 +278,87 @@ def test_time_plate_must_come_last():
         n = fg.plate("n", 2)
         with pytest.raises(fg.ModelError, match=r"'zz': the time plate 't' must be declared after"):
             fg.markov_chain("zz", initial=np.ones(2) / 2, transition=np.eye(2), plates=[n, t])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_viterbi_kernel_is_the_best_path_by_enumeration(seed):
+    """The kernel's path maximises log p̃(z) over all K^L paths of small random chains (lengths below T, a
+    transition that forbids some moves), and its score is that maximum."""
+    import itertools
+
+    from factors.kernels.viterbi import viterbi
+
+    rng = np.random.default_rng(seed)
+    K, T = 2 + seed % 3, 5
+    lengths = np.array([T, 3, 1, 4])
+    phi = rng.normal(0.0, 2.0, (len(lengths), T, K))
+    log_pi = np.log(rng.dirichlet(np.ones(K)))
+    A = rng.dirichlet(np.ones(K), size=K)
+    A[0, -1] = 0.0  # a forbidden move
+    with np.errstate(divide="ignore"):
+        log_A = np.log(A / A.sum(1, keepdims=True))
+    path, score = viterbi(phi, log_pi, log_A, lengths)
+    for n, L in enumerate(lengths):
+        paths = np.array(list(itertools.product(range(K), repeat=int(L))))
+        logw = log_pi[paths[:, 0]] + phi[n, np.arange(L), paths].sum(1)
+        if L > 1:
+            logw = logw + log_A[paths[:, :-1], paths[:, 1:]].sum(1)
+        np.testing.assert_array_equal(path[n, :L], paths[np.argmax(logw)])
+        assert np.all(path[n, L:] == -1)
+        assert score[n] == pytest.approx(logw.max(), rel=1e-13, abs=1e-12)
+
+
+def test_viterbi_path_is_not_the_steps_modes():
+    """q(0,1) = q(0,2) = 0.3, q(1,0) = 0.4: the steps' modes (0, 0) are a path of probability 0; Viterbi gives
+    (1, 0)."""
+    from factors.kernels.forward_backward import forward_backward
+    from factors.kernels.viterbi import viterbi
+
+    with np.errstate(divide="ignore"):
+        log_pi = np.log([0.6, 0.4, 0.0])
+        log_A = np.log([[0.0, 0.5, 0.5], [1.0, 0.0, 0.0], [1 / 3, 1 / 3, 1 / 3]])
+    phi, lengths = np.zeros((1, 2, 3)), np.array([2])
+    gamma, _, _ = forward_backward(phi, log_pi, log_A, lengths)
+    assert gamma[0].argmax(-1).tolist() == [0, 0]
+    path, score = viterbi(phi, log_pi, log_A, lengths)
+    assert path[0].tolist() == [1, 0] and score[0] == pytest.approx(np.log(0.4))
+
+
+def test_result_viterbi_matches_hmmlearn_and_enumeration():
+    """With π, A and the Gaussian emissions fixed, q(z) = p(z | y) and result.viterbi("z") is hmmlearn's Viterbi
+    path, sequence by sequence, with log q(z*) = its log-probability minus log p(y); for a short sequence also the
+    best of all K^T paths of q."""
+    import itertools
+
+    rng = np.random.default_rng(5)
+    K, D = 3, 1
+    pi, A, mu, tau = _random_hmm(rng, K, D)
+    lengths = np.array([60, 35, 6])
+    T = lengths.max()
+    h = hmm.GaussianHMM(K, covariance_type="diag", init_params="", params="")
+    h.startprob_, h.transmat_, h.means_, h.covars_ = pi, A, mu, 1.0 / tau
+    X, _ = h.sample(int(lengths.sum()), random_state=3)
+    y = np.zeros((len(lengths), T, D))
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    for i, (s, L) in enumerate(zip(starts, lengths, strict=True)):
+        y[i, :L] = X[s:s + L]
+    r = fg.infer(_fixed_hmm(y, pi, A, mu, tau, lengths), max_iter=5)
+    path, logq = r.viterbi("z", return_log_prob=True)
+    assert path.shape == (3, T) and np.all(path[1, 35:] == -1) and np.all(path[2, 6:] == -1)
+    q = r.posterior("z")
+    for i, (s, L) in enumerate(zip(starts, lengths, strict=True)):
+        best_logp, best = h.decode(X[s:s + L], algorithm="viterbi")
+        np.testing.assert_array_equal(path[i, :L], best)
+        assert logq[i] == pytest.approx(best_logp - h.score(X[s:s + L]), abs=1e-8)
+    # the short sequence by enumeration of q: log q(z) = log p(z, y) − log p(y)
+    x = y[2, :6, 0]
+    paths = np.array(list(itertools.product(range(K), repeat=6)))
+    ll = -0.5 * tau[paths, 0] * (x - mu[paths, 0]) ** 2 + 0.5 * np.log(tau[paths, 0] / (2 * np.pi))
+    logw = np.log(pi[paths[:, 0]]) + np.log(A[paths[:, :-1], paths[:, 1:]]).sum(1) + ll.sum(1)
+    np.testing.assert_array_equal(path[2, :6], paths[np.argmax(logw)])
+    assert np.exp(logq[2]) == pytest.approx(np.exp(logw.max() - np.logaddexp.reduce(logw)), rel=1e-9)
+    assert q.viterbi().tolist() == path.tolist()
+    with pytest.raises(fg.ModelError, match=r"viterbi: 'mu' is not a hidden Markov chain"):
+        with fg.Model("plain") as m:
+            fg.gaussian("x", fg.gaussian("mu", 0.0, precision=1.0), precision=1.0, observed=0.5)
+        fg.infer(m).viterbi("mu")

@@ -40,9 +40,9 @@ def _run(K, T, N, seed, sweeps):
         pi = fg.dirichlet("pi", np.full(K, 1.0))
         A = fg.dirichlet("A", np.full(K, 1.0), plates=[k])
         z = fg.markov_chain("z", initial=pi, transition=A, plates=[n, t])
-        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=0.01, plates=[k])
         tau = fg.gamma("tau", 2.0, 2.0, plates=[k])
-        fg.gaussian("y", mu[z], tau[z], plates=[n, t], observed=y)
+        fg.gaussian("y", mu[z], precision=tau[z], plates=[n, t], observed=y)
     init = {"mu": FgGaussian(m0, precision=np.full(K, 4.0))}
     order = ["z", "pi", "A", "tau", "mu"]  # the chain first: nothing reads its starting q
     r = fg.infer(m, init=init, schedule=order, tol=None, max_iter=sweeps, progress=False)

@@ -12,7 +12,7 @@ from factors.kernels import jj_lambda
 
 def _scalar_logistic(method, y=1, m0=0.0, prec0=1.0):
     with fg.Model("logistic") as m:
-        x = fg.gaussian("x", m0, prec0)
+        x = fg.gaussian("x", m0, precision=prec0)
         fg.bernoulli_logit("y", logit=x, observed=y, method=method)
     return m
 
@@ -161,7 +161,7 @@ def test_softmax_regression_runs_every_method(method):
     with fg.Model("softmax") as m:
         n, k = fg.plate("n", N), fg.plate("k", K)
         W = fg.mv_gaussian("W", mean=0.0, precision=1.0, plates=[k], dim=D)
-        b = fg.gaussian("b", 0.0, 1.0, plates=[k])
+        b = fg.gaussian("b", 0.0, precision=1.0, plates=[k])
         fg.categorical_softmax("y", logits=fg.inner(X, W, plates=[n]) + b, over=k, observed=labels, method=method)
     r = fg.infer(m, algorithm=fg.NCVMP(damping=0.5 if method == "taylor" else 0.0), max_iter=400)
     assert np.all(np.isfinite(r.elbo_trace))
@@ -178,7 +178,7 @@ def test_softmax_tilted_bound_beats_log_bound():
     for method in ("tilted", "log"):
         with fg.Model("sm") as m:
             n, k = fg.plate("n", N), fg.plate("k", K)
-            g = fg.gaussian("g", 0.0, 0.5, plates=[n, k])
+            g = fg.gaussian("g", 0.0, precision=0.5, plates=[n, k])
             fg.categorical_softmax("y", logits=g, over=k, observed=labels, method=method)
         out[method] = fg.infer(m, algorithm=fg.NCVMP(), max_iter=500).elbo
     assert out["tilted"] >= out["log"] - 1e-9

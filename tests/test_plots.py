@@ -17,10 +17,10 @@ def _fit(name="a", prec=1.0, seed=0):
     x = np.random.default_rng(seed).normal(1.0, 1.0, size=20)
     with fg.Model(name) as m:
         n, g = fg.plate("n", 20), fg.plate("g", 2)
-        mu = fg.gaussian("mu", 0.0, prec)
+        mu = fg.gaussian("mu", 0.0, precision=prec)
         tau = fg.gamma("tau", 1.0, 1.0)
-        fg.gaussian("b", 0.0, 1.0, plates=[g])
-        fg.gaussian("x", mu, tau, plates=[n], observed=x)
+        fg.gaussian("b", 0.0, precision=1.0, plates=[g])
+        fg.gaussian("x", mu, precision=tau, plates=[n], observed=x)
     return fg.infer(m)
 
 

@@ -71,12 +71,12 @@ def test_polynomial_moments_are_exact():
 def _model(data, shared: bool):
     with fg.Model("poly") as m:
         n = fg.plate("n", len(data))
-        a = fg.gaussian("a", 1.0, 1.0)
-        b = fg.gaussian("b", 0.5, 1.0)
-        c = fg.gaussian("c", -1.0, 1.0, plates=[n])
+        a = fg.gaussian("a", 1.0, precision=1.0)
+        b = fg.gaussian("b", 0.5, precision=1.0)
+        c = fg.gaussian("c", -1.0, precision=1.0, plates=[n])
         tau = fg.gamma("tau", 2.0, 1.0)
         mean = a * b + b * c if shared else b * (a + c)
-        fg.gaussian("y", mean, tau, plates=[n], observed=data)
+        fg.gaussian("y", mean, precision=tau, plates=[n], observed=data)
     return m
 
 
@@ -93,8 +93,8 @@ def test_shared_variable_sum_matches_factored_form():
 
 def test_square_is_refused():
     with fg.Model("sq"):
-        a = fg.gaussian("a", 0.0, 1.0)
-        b = fg.gaussian("b", 0.0, 1.0)
+        a = fg.gaussian("a", 0.0, precision=1.0)
+        b = fg.gaussian("b", 0.0, precision=1.0)
         with pytest.raises(fg.ModelError, match=r"\['a'\] would be multiplied by itself"):
             _ = (a + b) * a
         y = a + a  # 2a: exact (E[y²] = 4E[a²])

@@ -109,7 +109,7 @@ def _mixture(y):
     with fg.Model("mix") as m:
         n, k = fg.plate("n", len(y)), fg.plate("k", 2)
         pi = fg.dirichlet("pi", np.ones(2))
-        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=0.01, plates=[k])
         z = fg.categorical("z", pi, plates=[n])
         fg.gaussian("y", mean=mu[z], precision=4.0, plates=[n], observed=fg.data("y", y))
     return m
@@ -213,7 +213,7 @@ def test_hierarchical_predictive_at_new_rows_gathers_the_group_effects():
     y = np.array([-2.0, 0.0, 1.0, 3.0])[g] + 0.5 * rng.normal(size=80)
     with fg.Model("groups") as m:
         n, k = fg.plate("n", 80), fg.plate("k", 4)
-        a = fg.gaussian("a", 0.0, 0.01, plates=[k])
+        a = fg.gaussian("a", 0.0, precision=0.01, plates=[k])
         fg.gaussian("y", mean=a[fg.data("g", g)], precision=4.0, plates=[n], observed=fg.data("y", y))
     r = fg.infer(m)
     q = r.posterior("a")
@@ -262,3 +262,76 @@ def test_predict_mixture_with_a_gated_gamma_precision():
     assert draws.shape == (400, 60, 2)
     sd_tight, sd_wide = draws[:, :30].std(0).mean(), draws[:, 30:].std(0).mean()
     assert 0.05 < sd_tight < 0.2 and 2.0 < sd_wide < 4.5
+
+
+def _exposure_model(X, g, e, y, y_as_data):
+    with fg.Model("pois_exposure") as m:
+        n, k = fg.plate("n", len(y)), fg.plate("k", 3)
+        w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
+        a = fg.gaussian("a", 0.0, precision=1.0, plates=[k])
+        rate = fg.inner(fg.data("X", X), w, plates=[n]) + a[fg.data("g", g)]
+        fg.poisson_log("y", log_rate=rate, exposure=fg.data("e", e),
+                       observed=fg.data("y", y) if y_as_data else y)
+    return m
+
+
+@pytest.mark.parametrize("y_as_data", [False, True])
+def test_predict_at_new_rows_needs_the_inputs_only_never_the_observed(y_as_data):
+    """A Poisson-log regression with an exposure and group labels as data nodes: predicting at new rows takes
+    the new X, labels and exposure (the exposure a constant parameter of the factor), never new y; a missing
+    input is named with its role."""
+    rng = np.random.default_rng(21)
+    N = 90
+    X = rng.normal(size=(N, 2))  # no intercept: the group effects a_g are the levels
+    g, e = rng.integers(0, 3, N), rng.uniform(0.5, 3.0, N)
+    y = rng.poisson(e * np.exp(X @ np.array([0.3, 0.6]) + np.array([-0.5, 0.0, 0.5])[g])).astype(float)
+    r = fg.infer(_exposure_model(X, g, e, y, y_as_data), fg.NCVMP())
+    X_new = np.column_stack([np.linspace(-1.0, 1.0, 5), np.ones(5)])
+    g_new, e_new = np.array([0, 1, 2, 2, 0]), np.array([0.5, 1.0, 2.0, 4.0, 10.0])
+    draws = fg.predict(r, data={"X": X_new, "g": g_new, "e": e_new}, draws=S, seed=2)["y"]
+    assert draws.shape == (S, 5)
+    qw, qa = r.posterior("w"), r.posterior("a")
+    mu = X_new @ qw.mean() + qa.mean()[g_new]
+    v = np.einsum("nd,de,ne->n", X_new, qw.cov(), X_new) + qa.var()[g_new]
+    mean = e_new * np.exp(mu + v / 2)  # E[y*] = e·E_q[exp(xᵀw + a_g)], q mean-field in w and a
+    var = mean + e_new**2 * (np.exp(2 * mu + 2 * v) - np.exp(2 * mu + v))
+    assert np.all(np.abs(draws.mean(0) - mean) < 4 * np.sqrt(var / S))
+    with pytest.raises(ModelError, match=r"^predict: plate 'n' changes size from 90 to 5 \(from '[Xg]'\), but the "
+                                         r"data node 'e' \(shape \(90,\)\) also spans it \(the exposure of 'y'\)"):
+        fg.predict(r, data={"X": X_new, "g": g_new})
+    with pytest.raises(ModelError, match=r"data node 'g' \(shape \(90,\)\) also spans it \(the labels of 'a'"):
+        fg.predict(r, data={"X": X_new, "e": e_new})
+    with pytest.raises(ModelError, match=r"'y': exposure must be positive"):  # the builder's own check
+        fg.predict(r, data={"X": X_new, "g": g_new, "e": -e_new})
+    # the same rows count: a new exposure alone is a new input, the rest held at the fitted data
+    same = fg.predict(r, data={"e": 2.0 * e}, draws=4000, seed=3)["y"]
+    base = fg.predict(r, data={"e": e}, draws=4000, seed=3)["y"]
+    assert same.shape == base.shape == (4000, N)
+    assert same.mean() > 1.8 * base.mean()
+
+
+def test_multinomial_predicts_new_rows_from_their_trials():
+    """The trials of a multinomial are an input: at new rows its draws sum to the new trials; without trials=
+    they come from the observed counts, which new rows lack, and the error says so."""
+    rng = np.random.default_rng(4)
+    N = 40
+    X, t = rng.normal(size=(N, 2)), rng.integers(1, 20, N)
+    Y = np.stack([rng.multinomial(k, [0.2, 0.3, 0.5]) for k in t]).astype(float)
+    with fg.Model() as m:
+        n, c = fg.plate("n", N), fg.plate("c", 3)
+        W = fg.mv_gaussian("W", 0.0, 1.0, dim=2, plates=[c])
+        fg.multinomial_softmax("y", fg.data("t", t), fg.inner(fg.data("X", X), W, plates=[n]), over=c,
+                               observed=fg.data("y", Y))
+    r = fg.infer(m, fg.NCVMP(), max_iter=30, tol=1e-3)
+    draws = fg.predict(r, data={"X": X[:3], "t": np.array([1, 5, 100])}, draws=50)["y"]
+    assert draws.shape == (50, 3, 3)
+    np.testing.assert_array_equal(draws.sum(-1), np.broadcast_to([1.0, 5.0, 100.0], (50, 3)))
+    with pytest.raises(ModelError, match=r"'t' \(shape \(40,\)\) also spans it \(the trials of 'y'\)"):
+        fg.predict(r, data={"X": X[:3]})
+    with fg.Model() as m:
+        n = fg.plate("n", N)
+        fg.multinomial("y", None, fg.dirichlet("pi", np.ones(3)), plates=[n], observed=fg.data("y", Y))
+    r = fg.infer(m)
+    assert fg.predict(r, data={"y": Y[:3]}, draws=5)["y"].sum(-1).tolist() == [Y[:3].sum(-1).tolist()] * 5
+    with pytest.raises(ModelError, match=r"trials of 'y' come from its observed counts .* 3 of its rows are missing"):
+        fg.predict(r, data={"y": np.ma.masked_all((3, 3))})

@@ -26,10 +26,11 @@ print("DONE", r.n_iter, flush=True)
 """
 
 
-def _run(handler: str, extra: str = "", tty: bool = True, env_extra: dict | None = None) -> tuple[str, str]:
-    """Run the fit in a subprocess with stderr a pseudo-terminal (or a pipe); returns (stdout, stderr)."""
+def _run(handler: str, extra: str = "", tty: bool = True, env_extra: dict | None = None,
+         code: str | None = None) -> tuple[str, str]:
+    """Run the fit (or ``code``) in a subprocess with stderr a pseudo-terminal (or a pipe); returns (stdout, stderr)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env_extra or {})}
-    code = SCRIPT % (handler, extra)
+    code = code or SCRIPT % (handler, extra)
     if not tty:
         p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
                            timeout=300)
@@ -82,6 +83,28 @@ def test_progress_false_silences_a_terminal():
     assert "ELBO" not in err and "MVI iterations" not in err
 
 
+EARLY = """
+import numpy as np
+import factorgraph as fg
+with fg.Model("early") as m:
+    n = fg.plate("n", 20)
+    mu = fg.gaussian("mu", 0.0, precision=1e-2)
+    fg.gaussian("x", mean=mu, precision=fg.gamma("tau", 1.0, 1.0), plates=[n], observed=np.linspace(-1, 1, 20))
+r = fg.infer(m, max_iter=200)
+print("DONE", r.n_iter, r.converged, flush=True)
+"""
+
+
+def test_a_fit_that_converges_early_closes_its_bar_at_the_sweeps_made():
+    """The bar of a fit that converges after a few of its 200 sweeps ends at n/n, 100 % (it stayed at
+    "6 % | 12/200")."""
+    out, err = _run("", code=EARLY)
+    _, n, converged = out.split()
+    assert converged == "True" and 1 < int(n) < 200
+    final = err.replace("\r", "\n").strip().splitlines()[-1]
+    assert f"{n}/{n}" in final and "100%" in final, final
+
+
 @pytest.mark.slow
 def test_progress_true_forces_it():
     out, err = _run("MVI('lr', n_samples=200)", extra=", progress=True", tty=False)
@@ -96,6 +119,9 @@ def test_fallback_line_without_tqdm(tmp_path):
     out, err = _run("MVI('lr', n_samples=200)", env_extra={"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
     assert "DONE" in out
     assert "tiny-logit: " in err and "ELBO" in err and "%|" not in err
+    out, err = _run("", code=EARLY, env_extra={"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
+    n = out.split()[1]
+    assert err.replace("\r", "\n").strip().splitlines()[-1].startswith(f"early: {n}/{n}  ELBO")
 
 
 def _logit_model():

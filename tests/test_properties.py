@@ -40,9 +40,9 @@ def test_gaussian_model_shapes_and_monotone_elbo(spec):
     shape, mu_axes, tau_axes, data, prior_prec, a0, b0 = spec
     with fg.Model("prop") as m:
         plates = [fg.plate(f"p{i}", s) for i, s in enumerate(shape)]
-        mu = fg.gaussian("mu", 0.0, prior_prec, plates=[plates[i] for i in mu_axes])
+        mu = fg.gaussian("mu", 0.0, precision=prior_prec, plates=[plates[i] for i in mu_axes])
         tau = fg.gamma("tau", a0, b0, plates=[plates[i] for i in tau_axes])
-        fg.gaussian("x", mu, tau, plates=plates, observed=data)
+        fg.gaussian("x", mu, precision=tau, plates=plates, observed=data)
     r = fg.infer(m, max_iter=30, tol=None)
 
     assert r.posterior("mu").mean().shape == tuple(shape[i] for i in mu_axes)
@@ -66,8 +66,8 @@ def test_constant_precision_posterior_is_exact(shape, data):
     p0 = data.draw(st.floats(min_value=1e-3, max_value=10.0))
     with fg.Model() as m:
         a, b = fg.plate("a", shape[0]), fg.plate("b", shape[1])
-        mu = fg.gaussian("mu", 0.0, p0, plates=[a])
-        fg.gaussian("x", mu, lam, plates=[a, b], observed=x)
+        mu = fg.gaussian("mu", 0.0, precision=p0, plates=[a])
+        fg.gaussian("x", mu, precision=lam, plates=[a, b], observed=x)
     q = fg.infer(m).posterior("mu")
     prec = p0 + lam * shape[1]
     np.testing.assert_allclose(q.var(), np.full(shape[0], 1.0 / prec), rtol=1e-10)
@@ -80,7 +80,7 @@ nonfinite = st.sampled_from([np.nan, np.inf, -np.inf])
 
 
 def _gaussian_precision(v):
-    fg.gaussian("x", 0.0, v)
+    fg.gaussian("x", 0.0, precision=v)
 
 
 def _gaussian_variance(v):
@@ -176,7 +176,7 @@ def test_bad_entry_in_a_plated_parameter_raises(n, pos, value):
         p = fg.plate("n", n)
         with pytest.raises(fg.ModelError, match="'x'"):
             if which == "precision":
-                fg.gaussian("x", 0.0, arr, plates=[p])
+                fg.gaussian("x", 0.0, precision=arr, plates=[p])
             else:
                 fg.gamma("x", plates=[p], **{which: arr})
 
@@ -213,14 +213,14 @@ def _group_model(x, m0, p0, a0, b0, batched):
         if batched:
             g = fg.plate("g", x.shape[0])
             n = fg.plate("n", x.shape[1])
-            mu = fg.gaussian("mu", m0, p0, plates=[g])
+            mu = fg.gaussian("mu", m0, precision=p0, plates=[g])
             tau = fg.gamma("tau", a0, b0, plates=[g])
-            fg.gaussian("x", mu, tau, plates=[g, n], observed=x)
+            fg.gaussian("x", mu, precision=tau, plates=[g, n], observed=x)
         else:
             n = fg.plate("n", x.shape[0])
-            mu = fg.gaussian("mu", m0, p0)
+            mu = fg.gaussian("mu", m0, precision=p0)
             tau = fg.gamma("tau", a0, b0)
-            fg.gaussian("x", mu, tau, plates=[n], observed=x)
+            fg.gaussian("x", mu, precision=tau, plates=[n], observed=x)
     return m
 
 

@@ -343,7 +343,7 @@ def test_eight_schools_against_independent_fit():
      r"'x': give sd= or precision=, not both"),
     (lambda: fg.gaussian("x", 0.0, sd=fg.gamma("t", 1.0, 1.0)), r"'x': sd must be .* scale variable.*"
      r"'t' is a Gamma variable over a precision: pass precision=t"),
-    (lambda: fg.gaussian("x", 0.0, sd=fg.gaussian("m", 0.0, 1.0)), r"'x': sd must be .*scale variable"),
+    (lambda: fg.gaussian("x", 0.0, sd=fg.gaussian("m", 0.0, precision=1.0)), r"'x': sd must be .*scale variable"),
     # a scale given as the precision would silently mean sd= (its q is over σ⁻²)
     (lambda: fg.gaussian("x", 0.0, precision=fg.half_cauchy("s", scale=1.0)),
      r"'x': precision=s is a scale σ \(fg.half_cauchy\), a standard deviation, not a precision; pass sd=s"),
@@ -433,7 +433,7 @@ def test_sd_on_mv_gaussian_and_constant_sd():
     for kw in ({"sd": 0.5}, {"precision": 4.0}):
         with fg.Model("c") as m:
             n = fg.plate("n", 60)
-            mu = fg.gaussian("mu", 0.0, 0.01)
+            mu = fg.gaussian("mu", 0.0, precision=0.01)
             fg.gaussian("y", mean=mu, plates=[n], observed=y, **kw)
         fits.append(fg.infer(m))
     assert fits[0].elbo == fits[1].elbo

@@ -47,7 +47,7 @@ def linear(X, y, fused=True):
         tau = fg.gamma("tau", 1.0, 1.0)
         mean = fg.inner(X, w, plates=[n])
         if not fused:  # an intercept: the likelihood stays factorised (messages through the sum)
-            mean = mean + fg.gaussian("b", 0.0, 1.0)
+            mean = mean + fg.gaussian("b", 0.0, precision=1.0)
         fg.gaussian("y", mean=mean, precision=tau, plates=[n], observed=y)
     return m
 
@@ -67,9 +67,9 @@ def gaussian_mixture(x, K=3):
     with fg.Model("gaussian_mixture") as m:
         k, n = fg.plate("k", K), fg.plate("n", N)
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n])
-        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=0.01, plates=[k])
         tau = fg.gamma("tau", 1.0, 1.0, plates=[k])
-        fg.gaussian("x", mu[z], tau[z], plates=[n], observed=x)
+        fg.gaussian("x", mu[z], precision=tau[z], plates=[n], observed=x)
     return m
 
 
@@ -77,7 +77,7 @@ def varying_intercept(y, groups, G=7):
     N = y.shape[0]
     with fg.Model("varying_intercept") as m:
         c, n = fg.plate("c", G), fg.plate("n", N)
-        mu = fg.gaussian("mu", 0.0, 0.01)
+        mu = fg.gaussian("mu", 0.0, precision=0.01)
         a = fg.gaussian("a", mean=mu, precision=fg.gamma("tau_a", 2.0, 1.0), plates=[c])
         fg.gaussian("y", mean=a[groups], precision=fg.gamma("tau", 2.0, 1.0), plates=[n], observed=y)
     return m
@@ -89,7 +89,8 @@ def varying_slopes(y, groups, X, G=7, generic=False):
     N = y.shape[0]
     with fg.Model("varying_slopes") as m:
         c, n, d = fg.plate("c", G), fg.plate("n", N), fg.plate("d", 2)
-        a = fg.gaussian("a", mean=fg.gaussian("mu", 0.0, 0.01), precision=fg.gamma("tau_a", 2.0, 1.0), plates=[c])
+        a = fg.gaussian("a", mean=fg.gaussian("mu", 0.0, precision=0.01), precision=fg.gamma("tau_a", 2.0, 1.0),
+                        plates=[c])
         b = fg.gaussian("b", 0.0, precision=1.0, plates=[c, d])
         w = fg.mv_gaussian("w", np.zeros(1), 1.0)
         mean = a[groups] + fg.inner(X[:, :2], fg.index(b, groups, plate=n, along=c), [n]) + fg.inner(X[:, 2:], w, [n])
@@ -104,7 +105,8 @@ def slopes_times_rows(y, groups, x, G=7, kind="fused"):
     N = y.shape[0]
     with fg.Model("slopes_times_rows") as m:
         c, n = fg.plate("c", G), fg.plate("n", N)
-        a = fg.gaussian("a", mean=fg.gaussian("mu", 0.0, 0.01), precision=fg.gamma("tau_a", 2.0, 1.0), plates=[c])
+        a = fg.gaussian("a", mean=fg.gaussian("mu", 0.0, precision=0.01), precision=fg.gamma("tau_a", 2.0, 1.0),
+                        plates=[c])
         b = fg.gaussian("b", 0.0, precision=1.0, plates=[c])
         if kind == "polynomial":
             ag = a[groups]
@@ -369,7 +371,7 @@ def linear_masked(X, y, mask, fused=True):
         tau = fg.gamma("tau", 1.0, 1.0)
         mean = fg.inner(X, w, plates=[n])
         if not fused:
-            mean = mean + fg.gaussian("b", 0.0, 1.0)
+            mean = mean + fg.gaussian("b", 0.0, precision=1.0)
         fg.gaussian("y", mean=mean, precision=tau, plates=[n], observed=y, mask=mask)
     return m
 
@@ -379,9 +381,9 @@ def mixture_masked(x, mask, K=3):
     with fg.Model("gaussian_mixture") as m:
         k, n = fg.plate("k", K), fg.plate("n", N)
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n])
-        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=0.01, plates=[k])
         tau = fg.gamma("tau", 1.0, 1.0, plates=[k])
-        fg.gaussian("x", mu[z], tau[z], plates=[n], observed=x, mask=mask)
+        fg.gaussian("x", mu[z], precision=tau[z], plates=[n], observed=x, mask=mask)
     return m
 
 
@@ -437,9 +439,9 @@ def _latent_parent(y, x, mask):
     N = len(x)
     with fg.Model("latent_parent") as m:
         n = fg.plate("n", N)
-        mu = fg.gaussian("mu", 0.0, 0.01)
-        yy = fg.gaussian("y", mu, 1.0, plates=[n], observed=y, mask=mask)
-        fg.gaussian("x", yy, fg.gamma("t", 1.0, 1.0), plates=[n], observed=x)
+        mu = fg.gaussian("mu", 0.0, precision=0.01)
+        yy = fg.gaussian("y", mu, precision=1.0, plates=[n], observed=y, mask=mask)
+        fg.gaussian("x", yy, precision=fg.gamma("t", 1.0, 1.0), plates=[n], observed=x)
     return m
 
 

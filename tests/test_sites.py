@@ -55,7 +55,7 @@ def test_laplace_robust_regression_converges_and_resists_outliers():
 
 def test_non_log_concave_site_is_clipped_and_reported():
     with fg.Model("cauchy") as m:
-        x = fg.gaussian("x", 0.0, 1.0)
+        x = fg.gaussian("x", 0.0, precision=1.0)
         fg.cauchy_site("y", x=x, location=3.0, scale=0.3)
     r = fg.infer(m, algorithm=fg.NCVMP(damping=0.3), max_iter=500)
     assert np.all(np.isfinite(r.elbo_trace))

@@ -191,7 +191,7 @@ def test_indexed_mean_and_scale_variable():
     y[:3] += 30.0
     with fg.Model("groups") as m:
         c, n = fg.plate("c", G), fg.plate("n", N)
-        mu = fg.gaussian("mu", 0.0, 0.01, plates=[c])
+        mu = fg.gaussian("mu", 0.0, precision=0.01, plates=[c])
         sigma = fg.half_cauchy("sigma", 1.0)
         fg.student_t("y", mu[g], sd=sigma, dof=3.0, plates=[n], observed=y)
     r = fg.infer(m)
@@ -215,7 +215,7 @@ def _bad(**kw):
             mean = fg.inner(X, w, [n])
         prec = args.pop("precision", 1.0)
         if prec == "gaussian":
-            prec = fg.gaussian("p", 0.0, 1.0)
+            prec = fg.gaussian("p", 0.0, precision=1.0)
         fg.student_t("y", mean, precision=prec, plates=[n], **args)
 
 
@@ -277,7 +277,7 @@ def test_mixture_of_t_components():
     with fg.Model("mixture of t") as m:
         k, n = fg.plate("k", 2), fg.plate("n", len(y))
         z = fg.categorical("z", fg.dirichlet("pi", [1.0, 1.0]), plates=[n], categories=k)
-        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=0.01, plates=[k])
         fg.student_t("y", mu[z], fg.gamma("tau", 1.0, 1.0), dof=3.0, plates=[n], observed=y)
     r = fg.infer(m, seed=0, max_iter=500)
     assert r.converged and np.all(np.diff(r.elbo_trace) >= -1e-9 * np.abs(r.elbo_trace[1:]))
@@ -285,6 +285,6 @@ def test_mixture_of_t_components():
     with fg.Model("learned dof"):
         k, n = fg.plate("k", 2), fg.plate("n", 4)
         z = fg.categorical("z", [0.5, 0.5], plates=[n], categories=k)
-        mu = fg.gaussian("mu", 0.0, 0.01, plates=[k])
+        mu = fg.gaussian("mu", 0.0, precision=0.01, plates=[k])
         with pytest.raises(fg.ModelError, match="'x': a gated fg.student_t .* constant dof"):
             fg.student_t("x", mu[z], 1.0, learn_dof=True, plates=[n], observed=np.zeros(4))

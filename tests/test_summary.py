@@ -17,7 +17,7 @@ def _fit():
         n, g = fg.plate("n", 40), fg.plate("g", 3)
         w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
         tau = fg.gamma("tau", 1.0, 1.0)
-        mu = fg.gaussian("mu", 0.0, 1.0, plates=[g])
+        mu = fg.gaussian("mu", 0.0, precision=1.0, plates=[g])
         fg.gaussian("y", mean=fg.inner(X, w, plates=[n]), precision=tau, plates=[n], observed=y)
         fg.gaussian("z", mean=mu, precision=1.0, plates=[g], observed=np.array([1.0, 2.0, 3.0]))
         p = fg.beta("p", 2.0, 2.0)

@@ -35,7 +35,7 @@ def mixture(N=240, seed=0):
     with fg.Model("mixture") as m:
         n, k, d = fg.plate("n", N), fg.plate("k", 3), fg.plate("d", 2)
         pi = fg.dirichlet("pi", concentration=np.ones(3))
-        mus = fg.gaussian("mus", 0.0, 1e-2, plates=[k, d])
+        mus = fg.gaussian("mus", 0.0, precision=1e-2, plates=[k, d])
         taus = fg.gamma("taus", 1.0, 1.0, plates=[k, d])
         z = fg.categorical("z", probs=pi, plates=[n])
         fg.gaussian("x", mean=mus[z], precision=taus[z], plates=[n, d], observed=X)
@@ -195,14 +195,15 @@ def test_models_that_do_not_fit_svi():
         fg.infer(m, algorithm=fg.SVI(batch_size=10))
     with fg.Model("all-local") as m2:
         n = fg.plate("n", 30)
-        mu = fg.gaussian("mu", 0.0, 1.0, plates=[n])
+        mu = fg.gaussian("mu", 0.0, precision=1.0, plates=[n])
         fg.gaussian("y", mean=mu, precision=1.0, plates=[n], observed=rng.normal(size=30))
     with pytest.raises(fg.ModelError, match="no global latent variable"):
         fg.infer(m2, algorithm=fg.SVI(batch_size=10))
     with fg.Model("two-plates") as m3:
         n, g = fg.plate("n", 30), fg.plate("g", 20)
-        a = fg.gaussian("a", 0.0, 1.0, plates=[g])
-        fg.gaussian("y", mean=fg.gaussian("mu", 0.0, 1.0), precision=1.0, plates=[n], observed=rng.normal(size=30))
+        a = fg.gaussian("a", 0.0, precision=1.0, plates=[g])
+        fg.gaussian("y", mean=fg.gaussian("mu", 0.0, precision=1.0), precision=1.0, plates=[n],
+                    observed=rng.normal(size=30))
         fg.gaussian("v", mean=a, precision=1.0, plates=[g], observed=rng.normal(size=20))
     with pytest.raises(fg.ModelError, match="local variables on two plates"):
         fg.infer(m3, algorithm=fg.SVI(batch_size=10))
@@ -310,7 +311,7 @@ def test_indexed_groups_in_memory_and_streamed():
     def build(y, g):
         with fg.Model("groups") as m:
             n, grp = fg.plate("n", len(y)), fg.plate("g", G)
-            mu = fg.gaussian("mu", fg.gaussian("m0", 0.0, 0.01), 1.0, plates=[grp])
+            mu = fg.gaussian("mu", fg.gaussian("m0", 0.0, precision=0.01), precision=1.0, plates=[grp])
             fg.gaussian("y", mean=mu[g], precision=fg.gamma("tau", 1.0, 1.0), plates=[n], observed=y)
         return m
 
@@ -343,7 +344,7 @@ def test_grouped_linear_fused_and_generic_agree_under_svi():
     def build(generic):
         with fg.Model("slopes") as m:
             n, grp = fg.plate("n", N), fg.plate("g", G)
-            a = fg.gaussian("a", fg.gaussian("m0", 0.0, 0.01), 1.0, plates=[grp])
+            a = fg.gaussian("a", fg.gaussian("m0", 0.0, precision=0.01), precision=1.0, plates=[grp])
             w = fg.mv_gaussian("w", np.zeros(2), 1.0)
             mean = a[g] + fg.inner(X, w, [n])
             fg.gaussian("y", mean=mean + 0.0 if generic else mean, precision=fg.gamma("tau", 1.0, 1.0), plates=[n],
@@ -426,14 +427,14 @@ def test_constants_per_row_in_products_under_svi():
     def build(kind):
         with fg.Model(kind) as m:
             n, grp = fg.plate("n", N), fg.plate("g", G)
-            a = fg.gaussian("a", fg.gaussian("m0", 0.0, 0.01), 1.0, plates=[grp])
-            b = fg.gaussian("b", 0.0, 1.0, plates=[grp])
+            a = fg.gaussian("a", fg.gaussian("m0", 0.0, precision=0.01), precision=1.0, plates=[grp])
+            b = fg.gaussian("b", 0.0, precision=1.0, plates=[grp])
             xx, gg = (fg.data("x", x), fg.data("g", g)) if kind == "data" else (x, g)
             if kind == "polynomial":
                 ag = a[g]
                 mean = ag + ag * x
             else:
-                mean = a[gg] + b[gg] * xx + fg.gaussian("c", 0.0, 1.0) * xx
+                mean = a[gg] + b[gg] * xx + fg.gaussian("c", 0.0, precision=1.0) * xx
             fg.gaussian("y", mean=mean, precision=fg.gamma("tau", 1.0, 1.0), plates=[n], observed=y)
         return m
 

@@ -68,6 +68,9 @@ def gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, variance: Any
     (or ``w.tau`` of a normal–gamma ``w`` whose ``inner`` is the mean); ``variance`` may be given
     instead of a constant precision, and ``sd`` instead of either: a positive constant or a scale
     variable (``fg.half_cauchy`` and the like), x ~ N(mean, sd²).  Precision defaults to 1.
+
+    The precision is 1/σ², not the σ of PyMC or scipy: a constant given by position (``fg.gaussian("x", 0, 10)``)
+    warns with the σ it stands for; name it (``precision=``, ``variance=`` or ``sd=``).
     """
     model = current_model(f"gaussian {name!r}")
     model.check_name(name)

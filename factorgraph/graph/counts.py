@@ -34,6 +34,20 @@ def _counts_block(block: np.ndarray, mask: np.ndarray | None, name: str, event_n
     return _counts(block, mask, block.shape, name, event_ndim)
 
 
+def _observed_counts(observed: Any, mask: Any, shape: tuple[int, ...], name: str,
+                     event_ndim: int = 0) -> tuple[Any, Any]:
+    """The checked counts and the mask to build with: the mask of a numpy masked array joins ``mask``
+    (its masked entries are missing, as in every builder)."""
+    y = _counts(observed, mask, shape, name, event_ndim)
+    if checks.is_dask(y):
+        return y, mask
+    m = checks.mask_array(mask, shape[: len(shape) - event_ndim], name)
+    if np.ma.isMaskedArray(observed):
+        hidden = np.ma.getmaskarray(observed)
+        m = m & ~(hidden.any(axis=tuple(range(hidden.ndim - event_ndim, hidden.ndim))) if event_ndim else hidden)
+    return y, (mask if m.all() else m)
+
+
 def _counts(observed: Any, mask: Any, shape: tuple[int, ...], name: str, event_ndim: int = 0) -> np.ndarray:
     if observed is None:
         raise ModelError(f"{name!r}: counts must be observed (observed=...); latent counts are not supported")
@@ -134,7 +148,7 @@ def poisson(name: str, rate: Any, *, exposure: Any = None, plates: Sequence[Plat
         rate = r
     vplates = _var_plates(model, plates, name, [rate])
     var = Variable(model, name, Poisson, vplates)
-    y = _counts(observed, mask, var.shape, name)
+    y, mask = _observed_counts(observed, mask, var.shape, name)
     e = _exposure(exposure, var.shape, name)
     params: dict[str, Any] = {}
     var = _finish(model, var, POISSON, {"rate": rate}, params, y, mask)
@@ -158,7 +172,7 @@ def poisson_log(name: str, log_rate: Any, exposure: Any = None, *, plates: Seque
     log_rate = _gaussian_node(model, log_rate, name, "log_rate")
     vplates = model.sorted_plates([*_plates(model, plates, name), *source_plates(log_rate)])
     var = Variable(model, name, Poisson, vplates)
-    y = _counts(observed, mask, var.shape, name)
+    y, mask = _observed_counts(observed, mask, var.shape, name)
     e = _exposure(exposure, var.shape, name)
     params: dict[str, Any] = {}
     var = _finish(model, var, POISSON_LOG, {"log_rate": log_rate}, params, y, mask)
@@ -184,7 +198,7 @@ def binomial(name: str, trials: Any, probs: Any, *, plates: Sequence[Plate] = ()
     r = _random_or_const(model, probs, name, "probs", Beta, checks.open_unit)
     probs = checks.open_unit(probs, f"{name!r}: probs") if r is None else r
     var = Variable(model, name, Binomial, _var_plates(model, plates, name, [probs]))
-    y = _counts(observed, mask, var.shape, name)
+    y, mask = _observed_counts(observed, mask, var.shape, name)
     n = _trials(trials, var.shape, name)
     _check_trials(y, n, name)
     params: dict[str, Any] = {}
@@ -209,7 +223,7 @@ def binomial_logit(name: str, trials: Any, logit: Any, *, plates: Sequence[Plate
     logit = _gaussian_node(model, logit, name, "logit")
     vplates = model.sorted_plates([*_plates(model, plates, name), *source_plates(logit)])
     var = Variable(model, name, Binomial, vplates)
-    y = _counts(observed, mask, var.shape, name)
+    y, mask = _observed_counts(observed, mask, var.shape, name)
     n = _trials(trials, var.shape, name)
     _check_trials(y, n, name)
     params: dict[str, Any] = {} if xi0 is None else {"xi0": float(checks.nonnegative(xi0, f"{name!r}: xi0"))}
@@ -221,9 +235,11 @@ def binomial_logit(name: str, trials: Any, logit: Any, *, plates: Sequence[Plate
 
 
 # ------------------------------------------------------------------------------------ Multinomial
-def _check_totals(y: np.ndarray, trials: Any, shape: tuple[int, ...], name: str, mask: Any = None) -> None:
+def _check_totals(y: np.ndarray, trials: Any, shape: tuple[int, ...], name: str,
+                  mask: Any = None) -> np.ndarray | None:
+    """The trials (``None`` if not given), checked to be each observed row's total."""
     if trials is None:
-        return
+        return None
     n = _trials(trials, shape, name)
     tot = y.sum(-1)
     bad = tot != n
@@ -233,6 +249,7 @@ def _check_totals(y: np.ndarray, trials: Any, shape: tuple[int, ...], name: str,
         i = tuple(int(j) for j in np.argwhere(bad)[0])
         raise ModelError(f"observed counts of {name!r} must sum to the trials: they sum to "
                          f"{checks._item(tot[i])!r} but trials = {checks._item(n[i])!r} at index {i}")
+    return n
 
 
 def multinomial(name: str, trials: Any, probs: Any, *, plates: Sequence[Plate] = (), observed: Any = None,
@@ -263,9 +280,13 @@ def multinomial(name: str, trials: Any, probs: Any, *, plates: Sequence[Plate] =
         probs = simplex(probs, f"{name!r}: probs")
         K = probs.shape[-1]
     var = Variable(model, name, Multinomial, _var_plates(model, plates, name, [probs]), (K,))
-    y = _counts(observed, mask, var.shape + (K,), name, event_ndim=1)
-    _check_totals(y, trials, var.shape, name, mask)
-    return _finish(model, var, MULTINOMIAL, {"probs": probs}, {}, y, mask)
+    y, mask = _observed_counts(observed, mask, var.shape + (K,), name, event_ndim=1)
+    n = _check_totals(y, trials, var.shape, name, mask)
+    params: dict[str, Any] = {}
+    var = _finish(model, var, MULTINOMIAL, {"probs": probs}, params, y, mask)
+    if n is not None:  # the draws of fg.predict (without them, the observed totals)
+        params["trials"] = _to_factor(var, np.array(n, dtype=float))
+    return var
 
 
 def multinomial_softmax(name: str, trials: Any, logits: Any, over: Plate, *, observed: Any = None,
@@ -290,8 +311,11 @@ def multinomial_softmax(name: str, trials: Any, logits: Any, over: Plate, *, obs
     vplates = tuple(p for p in logits.plates if p is not over)
     var = Variable(model, name, Multinomial, vplates, (K,))
     var.category_plate = over
-    y = _counts(observed, mask, var.shape + (K,), name, event_ndim=1)
-    _check_totals(y, trials, var.shape, name, mask)
-    var = _finish(model, var, MULTINOMIAL_SOFTMAX, {"logits": logits}, {}, y, None, {"logits": over})
+    y, mask = _observed_counts(observed, mask, var.shape + (K,), name, event_ndim=1)
+    n = _check_totals(y, trials, var.shape, name, mask)
+    params: dict[str, Any] = {}
+    var = _finish(model, var, MULTINOMIAL_SOFTMAX, {"logits": logits}, params, y, None, {"logits": over})
+    if n is not None:
+        params["trials"] = _to_factor(var, np.array(n, dtype=float))
     var.prior.method = method
     return var

@@ -29,10 +29,12 @@ from typing import Any
 import numpy as np
 
 from factorgraph.graph import checks
+from factorgraph.graph.arguments import check_call
 from factorgraph.graph.context import current_model
 from factorgraph.graph.expressions import inner as _inner
 from factorgraph.graph.indexing import _labels
-from factorgraph.graph.nodes import Data, Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
+from factorgraph.graph.nodes import Data, Deterministic, Gate, ModelError, Node, Plate, Variable
+from factorgraph.graph.resizing import check_resizable, indexed, new_sizes, observed_roles
 
 _DEPTH = [0]  # nesting of recorded builder calls: only the outermost (the user's) call is recorded
 
@@ -114,7 +116,8 @@ def _found(args: tuple, kwargs: dict) -> list[tuple[str | int, Data]]:
 
 
 def recorded(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a public builder: accept data nodes among its arguments and record the call on the model."""
+    """Wrap a public builder: check its arguments (``arguments.check_call``: a keyword of another library is
+    named with the one meant), accept data nodes among them and record the call on the model."""
 
     sig = inspect.signature(fn)
 
@@ -122,6 +125,7 @@ def recorded(fn: Callable[..., Any]) -> Callable[..., Any]:
     def builder(*args: Any, **kwargs: Any) -> Any:
         if _DEPTH[0]:
             return fn(*args, **kwargs)
+        check_call(fn, sig, args, kwargs)
         found = _found(args, kwargs)
         if found:
             _same_model(found, fn.__name__)
@@ -182,9 +186,15 @@ inner.__doc__ = (_inner.__doc__ or "") + """
 
 
 # ------------------------------------------------------------------------------------ set_data
-def set_data(model: Any, values: dict[str, Any], keep: frozenset[str] = frozenset()) -> None:
-    """Replace data by node name (``Model.set_data``); ``keep``: variables whose data may go stale (their
-    builders are not re-run: ``fg.predict`` draws them afresh)."""
+def set_data(model: Any, values: dict[str, Any], predicted: frozenset[str] = frozenset()) -> None:
+    """Replace data by node name (``Model.set_data``).
+
+    ``predicted``: observed variables whose observed values are not needed (``fg.predict`` draws them).  A
+    data node read only as their observed values or mask need not be given when its plate is resized; such
+    a variable, when it reads new inputs or sits on a resized plate, is rebuilt with all its entries
+    missing (unless its observed values are given), so that its other inputs (an exposure, a number of
+    trials, ...) are checked and taken from the new data as at construction.
+    """
     if not values:
         raise ModelError("set_data: give at least one data node, e.g. model.set_data(X=X_new)")
     new: dict[str, Any] = {}
@@ -193,9 +203,9 @@ def set_data(model: Any, values: dict[str, Any], keep: frozenset[str] = frozense
             raise ModelError(f"set_data: model {model.name!r} has no data node {name!r}; its data nodes are "
                              f"{sorted(model.data)}")
         new[name] = _as_array(value, name)
-    sizes = _new_sizes(model, new)
+    sizes = new_sizes(model, new)
     resized = {p: s for p, (s, _) in sizes.items() if s != p.size}
-    _check_resizable(model, new, sizes, resized, keep)
+    check_resizable(model, new, sizes, resized, predicted)
     saved = _snapshot(model)
     try:
         for p, s in resized.items():
@@ -203,90 +213,18 @@ def set_data(model: Any, values: dict[str, Any], keep: frozenset[str] = frozense
         _update_expressions(model, new, resized)
         _update_labels(model, new)
         for v in list(model.variables.values()):
-            if v.name in keep:
-                continue
             call = model.calls.get(v.name)
             uses = set(getattr(v, "data_roles", {}).values()) & set(new)
             on_resized = any(p in resized for p in (*v.plates, *(v.prior.plates if v.prior else ())))
             if call is not None and (uses or on_resized):
-                _rerun(model, v, call, new)
+                blank = v.name in predicted and not observed_roles(v) & set(new)
+                _rerun(model, v, call, new, blank)
         for name, value in new.items():
             model.data[name].value = value
     except BaseException:
         _restore(model, saved)
         raise
     model.data_version += 1
-
-
-def _new_sizes(model: Any, new: dict[str, Any]) -> dict[Plate, tuple[int, str]]:
-    sizes: dict[Plate, tuple[int, str]] = {}
-    for name, arr in new.items():
-        d = model.data[name]
-        shape = np.shape(arr)
-        if len(shape) != len(d.shape):
-            raise ModelError(f"set_data: {name!r} has shape {shape}, but the data node has {len(d.shape)} axes "
-                             f"(shape {d.shape})")
-        for i in range(len(shape)):
-            if i not in d.axes and shape[i] != d.shape[i]:
-                raise ModelError(f"set_data: {name!r} has shape {shape}; its axis {i} spans no plate and must keep "
-                                 f"its size {d.shape[i]} (shape {d.shape})")
-        for i, p in d.axes.items():
-            s = shape[i]
-            if p in sizes and sizes[p][0] != s:
-                raise ModelError(f"set_data: plate {p.name!r} would get size {sizes[p][0]} from {sizes[p][1]!r} but "
-                                 f"{s} from {name!r}: data on one plate must agree")
-            sizes[p] = (s, name)
-    return sizes
-
-
-def _check_resizable(model: Any, new: dict[str, Any], sizes: dict, resized: dict[Plate, int],
-                     keep: frozenset[str]) -> None:
-    for p, s in resized.items():
-        src = sizes[p][1]
-        for d in model.data.values():
-            if d.name in new or p not in d.plates:
-                continue
-            if all(isinstance(u, Variable) and u.name in keep for u in d.uses):
-                continue
-            raise ModelError(f"set_data: plate {p.name!r} changes size from {p.size} to {s} (from {src!r}), but the "
-                             f"data node {d.name!r} (shape {d.shape}) also spans it: replace it in the same call")
-        for d in model.deterministics:
-            if d.op.name == "inner":
-                X = d.params["X"]
-                if d.params.get("data") is None and any(
-                        q is p for q in d.plates if d.plates.index(q) in d.params["x_axes"]):
-                    raise ModelError(f"set_data: plate {p.name!r} changes size from {p.size} to {s}, but the inputs "
-                                     f"of {d.name!r} (shape {X.shape}) are a constant: declare them with fg.data")
-            else:
-                for role, a in d.parents.items():
-                    if d.params.get("data", {}).get(role) in new:
-                        continue
-                    if not isinstance(a, Node) and p.index in d.params["src"][role] and np.size(a) > 1:
-                        axis = np.ndim(a) - len(d.params["src"][role]) + d.params["src"][role].index(p.index)
-                        if np.shape(a)[axis] != 1:
-                            raise ModelError(f"set_data: plate {p.name!r} changes size from {p.size} to {s}, but "
-                                             f"{d.name!r} has a constant operand of shape {np.shape(a)} on it")
-        for x in _indexed(model):
-            if p is x.plate and getattr(x, "data", None) in new:
-                continue
-            if p is x.plate or p is x.along:
-                raise ModelError(f"set_data: plate {p.name!r} changes size from {p.size} to {s}, but the indexed view "
-                                 f"{x.name!r} has constant labels on it")
-        for v in model.variables.values():
-            if p in v.plates and v.name not in model.calls and v.name not in keep and v.mask is not None:
-                raise ModelError(f"set_data: plate {p.name!r} changes size from {p.size} to {s}, but the observed "
-                                 f"{v.name!r} was not built by a public builder and cannot be rebuilt")
-
-
-def _indexed(model: Any) -> list[Indexed]:
-    args = [a for f in model.factors for a in f.edges.values()] + [
-        a for d in model.deterministics for a in d.parents.values()]
-    seen: dict[int, Indexed] = {}
-    for a in args:
-        while isinstance(a, Indexed) and id(a) not in seen:
-            seen[id(a)] = a
-            a = a.source
-    return list(seen.values())
 
 
 def _update_expressions(model: Any, new: dict[str, Any], resized: dict[Plate, int]) -> None:
@@ -314,7 +252,7 @@ def _update_expressions(model: Any, new: dict[str, Any], resized: dict[Plate, in
 
 def _update_labels(model: Any, new: dict[str, Any]) -> None:
     """New labels of the indexed views ``x[fg.data("g", labels)]``, checked as at construction."""
-    for x in _indexed(model):
+    for x in indexed(model):
         name = getattr(x, "data", None)
         if name in new:
             labels = _labels(x.source.name, new[name], x.along.size)
@@ -331,11 +269,17 @@ def _w_plates(d: Deterministic) -> tuple[Plate, ...]:
     return tuple(p for p in w.plates if p is not consumed)
 
 
-def _rerun(model: Any, v: Variable, call: Call, new: dict[str, Any]) -> None:
-    """Build a scratch copy of ``v`` from its recorded call with the new data, move its data onto ``v``."""
+def _rerun(model: Any, v: Variable, call: Call, new: dict[str, Any], blank: bool = False) -> None:
+    """Build a scratch copy of ``v`` from its recorded call with the new data, move its data onto ``v``;
+    ``blank``: with every observed entry missing (a variable ``fg.predict`` draws)."""
     sig = inspect.signature(call.fn)
     bound = sig.bind(*call.args, **call.kwargs)
     args = {k: _plain(a, new) for k, a in bound.arguments.items()}
+    if blank and args.get("observed") is not None:
+        obs = np.shape(args["observed"])
+        shape = (*(p.size for p in v.plates), *obs[len(v.plates):])
+        args["observed"] = np.ma.masked_all(shape)
+        args.pop("mask", None)
     first = next(iter(sig.parameters))
     scratch = f"{v.name}.set_data"
     while scratch in model._names:
@@ -407,7 +351,7 @@ def _snapshot(model: Any) -> dict[str, Any]:
         "vars": {k: (v.value, v.mask, v.__dict__.get("coord_mask", _NONE)) for k, v in model.variables.items()},
         "factors": [(f, dict(f.edges), dict(f.params)) for f in model.factors],
         "dets": [(d, d.params, dict(d.parents)) for d in model.deterministics],
-        "labels": [(x, x.labels, x.counts) for x in _indexed(model)],
+        "labels": [(x, x.labels, x.counts) for x in indexed(model)],
     }
 
 
@@ -440,16 +384,17 @@ def _restore(model: Any, s: dict[str, Any]) -> None:
 
 
 @contextmanager
-def swapped(model: Any, values: dict[str, Any], keep: frozenset[str] = frozenset(),
+def swapped(model: Any, values: dict[str, Any], predicted: frozenset[str] = frozenset(),
             caller: str = "set_data") -> Iterator[None]:
-    """Within the block the model holds ``values`` (see ``set_data``); afterwards everything is as before.
+    """Within the block the model holds ``values`` (see ``set_data``, ``predicted`` as there); afterwards
+    everything is as before.
     ``caller`` names the user's call in set_data's errors (``fg.predict``'s are "predict: ...")."""
     saved = _snapshot(model)
     version = model.data_version
     try:
         if values:
             try:
-                set_data(model, values, keep)
+                set_data(model, values, predicted)
             except ModelError as e:
                 text = str(e)
                 if not text.startswith("set_data:"):
@@ -459,11 +404,6 @@ def swapped(model: Any, values: dict[str, Any], keep: frozenset[str] = frozenset
     finally:
         _restore(model, saved)
         model.data_version = version
-
-
-def data_plates(model: Any, names: Any) -> set[Plate]:
-    """The plates spanned by the named data nodes."""
-    return {p for n in names for p in model.data[n].plates}
 
 
 __all__ = ["Call", "data", "inner", "recorded", "set_data", "swapped"]

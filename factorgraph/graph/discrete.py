@@ -36,17 +36,11 @@ def beta(name: str, alpha: Any = 1.0, beta: Any = 1.0, *, plates: Sequence[Plate
     return _finish(model, var, BETA, {}, {"alpha": a, "beta": b}, None, None)
 
 
-def _bernoulli_block(block: np.ndarray, mask: np.ndarray | None, name: str) -> np.ndarray:
-    vals, m = checks.observed_array(block.astype(float) if block.dtype == bool else block, mask, block.shape, name)
-    if np.any(~np.isin(vals[m], (0.0, 1.0))):
-        bad = vals[m][~np.isin(vals[m], (0.0, 1.0))][0].item()
-        raise ModelError(f"observed data of Bernoulli variable {name!r} must be 0/1 or bool, got {bad!r}")
-    return vals
-
-
 def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), observed: Any = None,
               mask: Any = None, categories: Plate | None = None) -> Variable:
     """A binary variable x ~ Bernoulli(probs), ``probs`` a constant in (0, 1) or a Beta variable.
+
+    Observed values as bool, 0/1 or ±1 (−1 is 0), as ``fg.bernoulli_logit`` and ``fg.probit`` take them.
 
     As a selector (``v[x]``: category 0 where x is False, 1 where True) it picks the plate of size 2 of ``v``;
     ``categories`` names that plate when ``v`` has more than one of size 2."""
@@ -63,14 +57,7 @@ def bernoulli(name: str, probs: Any = 0.5, *, plates: Sequence[Plate] = (), obse
     var = Variable(model, name, Bernoulli, _var_plates(model, plates, name, [probs]))
     var.category_plate = categories
     if observed is not None:
-        observed = checks.bool_as_float(observed)
-        if checks.is_dask(observed):  # each chunk is checked when it is computed
-            observed, m = checks.lazy_observed(observed, mask, var.shape, name, 0, _bernoulli_block, (name,))
-            return _finish(model, var, BERNOULLI, {"probs": probs}, {}, observed, m)
-        vals, m = checks.observed_array(observed, mask, var.shape, name)
-        if np.any(~np.isin(vals[m], (0.0, 1.0))):
-            bad = vals[m][~np.isin(vals[m], (0.0, 1.0))][0].item()
-            raise ModelError(f"observed data of Bernoulli variable {name!r} must be 0/1 or bool, got {bad!r}")
+        observed, mask = checks.binary_labels(observed, mask, name, var.shape)
     return _finish(model, var, BERNOULLI, {"probs": probs}, {}, observed, mask)
 
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-import networkx as nx
-
 from factorgraph.graph.nodes import Deterministic, Gate, Indexed, Node, Plate, Variable
 
 OBSERVED, PARTIAL = "#b0b0b0", "#dedede"
@@ -130,6 +128,8 @@ def to_matplotlib(model: Any, ax: Any = None) -> Any:
         ax = fig.add_subplot()
     else:
         fig = ax.figure
+    import networkx as nx  # heavy: imported when a model is drawn, not with factorgraph
+
     G = nx.DiGraph()
     nodes = _nodes(model)
     for nid, label, kind, plates in nodes:

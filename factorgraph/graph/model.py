@@ -7,9 +7,8 @@ The ``Model`` class sits above what it offers as methods: the node algebra its n
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from factorgraph.graph import context, drawing, expressions, indexing
@@ -17,6 +16,9 @@ from factorgraph.graph import data as _data
 from factorgraph.graph.checks import plate_size
 from factorgraph.graph.context import current_model
 from factorgraph.graph.nodes import Deterministic, FactorNode, Gate, Indexed, ModelError, Plate, Variable
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 class Model:
@@ -146,6 +148,8 @@ class Model:
     def graph(self) -> nx.Graph:
         """Bipartite networkx graph: variable and deterministic nodes (``bipartite=0``) and
         factors (``bipartite=1``); edges carry the factor's edge name as ``edge``."""
+        import networkx as nx  # a heavy import, only for this view (``import factorgraph`` does not need it)
+
         g = nx.Graph(name=self.name)
         for v in self.variables.values():
             g.add_node(v.name, bipartite=0, kind="variable", family=v.family.__name__,

@@ -52,41 +52,11 @@ def bernoulli_logit(name: str, logit: Any, *, observed: Any = None, mask: Any = 
     vplates = model.sorted_plates([*_plates(model, plates, name), *source_plates(logit)])
     var = Variable(model, name, Bernoulli, vplates)
     if observed is not None:
-        observed, mask = _binary_labels(observed, mask, name)
+        observed, mask = checks.binary_labels(observed, mask, name)
     params = {} if xi0 is None else {"xi0": checks.number(xi0, f"{name!r}: xi0", low=0.0, high=checks.MAX_ABS)}
     var = _finish(model, var, BERNOULLI_LOGIT, {"logit": logit}, params, observed, mask)
     var.prior.method = method
     return var
-
-
-def _binary_block(block: np.ndarray, mask: np.ndarray | None, name: str) -> np.ndarray:
-    return _binary_labels(block, mask, name)[0]
-
-
-def _binary_labels(observed: Any, mask: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Labels as bool, 0/1 or ±1 → (floats 0/1, NaN where missing; the mask, True = observed), missing
-    entries from ``mask=`` and from a masked array's own mask."""
-    if observed is None:
-        raise ModelError(f"{name!r}: observed labels are required, got None")
-    if checks.is_dask(observed):  # each chunk is checked and recoded when it is computed
-        if observed.dtype.kind not in "biuf":
-            raise ModelError(f"labels of {name!r} must be numeric, got a dask array of dtype {observed.dtype}")
-        return checks.lazy_observed(observed, mask, tuple(observed.shape), name, 0, _binary_block, (name,))
-    lab = checks.bool_as_float(observed)
-    shape = np.shape(np.ma.getdata(lab)) if np.ma.isMaskedArray(lab) else None
-    if shape is None:
-        try:
-            shape = np.shape(lab)
-        except (TypeError, ValueError):
-            shape = ()
-    vals, m = checks.observed_array(lab, mask, shape, name)
-    seen = np.unique(vals[m])
-    if np.all(np.isin(seen, (0.0, 1.0))):
-        return np.where(m, vals, np.nan), m
-    if np.all(np.isin(seen, (-1.0, 1.0))):
-        return np.where(m, (vals + 1.0) / 2.0, np.nan), m
-    bad = seen[~np.isin(seen, (-1.0, 0.0, 1.0))]
-    raise ModelError(f"labels of {name!r} must be bool, 0/1 or -1/+1, got {bad[0] if bad.size else seen!r}")
 
 
 def categorical_softmax(name: str, logits: Any, over: Plate, *, observed: Any = None, mask: Any = None,
@@ -171,7 +141,7 @@ def probit(name: str, x: Any, *, observed: Any, mask: Any = None) -> Variable:
     model = current_model(f"probit {name!r}")
     model.check_name(name)
     x = _gaussian_node(model, x, name, "x")
-    s01, mask = _binary_labels(observed, mask, name)
+    s01, mask = checks.binary_labels(observed, mask, name)
     xplates = model.sorted_plates(source_plates(x))
     if s01.shape != tuple(p.size for p in xplates):
         raise ModelError(f"labels of {name!r} have shape {s01.shape}, expected {tuple(p.size for p in xplates)}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.special import gammaln
+from scipy.special import gammaln, logsumexp
 from scipy.stats import gamma as gamma_dist
 
 from factorgraph.graph import checks
@@ -198,8 +198,10 @@ class MixturePredictive:
         m, s2 = self.mu.mean(), self.mu.var()
         var = s2 + 1.0 / taus
         xs = np.where(seen, x, 0.0)
-        dens = np.exp(-0.5 * (xs[:, None, None, :] - m) ** 2 / var - 0.5 * np.log(var) - 0.5 * _LOG_2PI)
-        return np.where(seen[:, None, :], np.log(np.einsum("q,mqkd->mkd", w, dens)), 0.0).sum(-1)
+        # log Σ_q w_q N(x | m, s² + 1/τ_q) in log space: far from a component the density underflows to 0
+        log_dens = -0.5 * (xs[:, None, None, :] - m) ** 2 / var - 0.5 * np.log(var) - 0.5 * _LOG_2PI
+        log_mix = logsumexp(log_dens + np.log(w)[:, None, None], axis=1)  # (M, K, D)
+        return np.where(seen[:, None, :], log_mix, 0.0).sum(-1)
 
     def _t_logpdf(self, x: np.ndarray, logdet: np.ndarray, L: np.ndarray, D) -> np.ndarray:
         """log St(x | m_k, L_k, ν_k) of complete rows, (M, K)."""

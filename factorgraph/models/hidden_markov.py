@@ -59,7 +59,7 @@ def hmm_model(y: Any, K: int, emission: str = "gaussian", concentration: float =
         z = markov_chain("z", initial=pi, transition=A, plates=[n, t], lengths=lengths) if K > 1 else None
         if emission == "gaussian":
             mean, var = float(data.mean()), float(data.var()) or 1.0
-            mu = gaussian("mu", mean, 1.0 / (10.0 * var), plates=kp)
+            mu = gaussian("mu", mean, precision=1.0 / (10.0 * var), plates=kp)
             tau = gamma("tau", 1.0, var, plates=kp)
             gaussian("y", mean=mu[z] if z is not None else mu, precision=tau[z] if z is not None else tau,
                      plates=[n, t], observed=Y)

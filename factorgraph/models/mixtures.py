@@ -76,9 +76,9 @@ def mixture_model(family: str, K: int, data: Any, *, mask: Any = None, concentra
         rows = [n] if x.ndim == 1 else [n, plate("d", x.shape[1])]
         cols = rows[1:]
         if family == "gaussian":
-            mu = gaussian("mu", hp["m0"], hp["l0"], plates=[k, *cols])
+            mu = gaussian("mu", hp["m0"], precision=hp["l0"], plates=[k, *cols])
             tau = gamma("tau", hp["a0"], hp["b0"], plates=[k, *cols])
-            gaussian("x", mu[z], tau[z], plates=rows, observed=obs, mask=m)
+            gaussian("x", mu[z], precision=tau[z], plates=rows, observed=obs, mask=m)
         elif family == "bernoulli":
             p = beta("p", hp["a"], hp["b"], plates=[k, *cols])
             bernoulli("x", p[z], plates=rows, observed=obs, mask=m)

@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from distributions import Categorical, GaussianGamma, GaussianWishart
-from factorgraph.graph.data import data_plates, swapped
+from factorgraph.graph.data import swapped
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import Deterministic, Gate, Indexed, ModelError, Variable
+from factorgraph.graph.resizing import data_plates, observed_roles
 from factorgraph.posterior.fitted_data import without_data
 from factorgraph.posterior.samplers.forward import Forward, check_draws, check_seed
 from factorgraph.posterior.sampling import sample_posterior
@@ -54,9 +55,9 @@ def predict(result: Any, data: dict[str, Any] | None = None, draws: int = 1000,
         draw from, and a Result loaded from a pickle keeps its posteriors but not its model.
     data
         New values of data nodes (``fg.data``) by name, e.g. ``{"X": X_new}``; a plate the data span may
-        take a new size (data on it that are not given, other than the observed values being predicted,
-        must then be given too).  ``None`` (default): the data of the fit (posterior predictive
-        replication).
+        take a new size: every input on it (the X of ``fg.inner``, group labels, an exposure or a number
+        of trials declared with ``fg.data``) must then be given too, never the observed values being
+        predicted.  ``None`` (default): the data of the fit (posterior predictive replication).
     draws
         Number of joint draws S.
     seed
@@ -120,8 +121,7 @@ def predict(result: Any, data: dict[str, Any] | None = None, draws: int = 1000,
     rng = np.random.default_rng(seed)
     post_seed, fwd_seed = rng.integers(2**63, size=2)
     post = sample_posterior(result, S, int(post_seed))
-    keep = frozenset(v.name for v in leaves if not set(getattr(v, "data_roles", {}).values()) & set(values))
-    with swapped(model, values, keep, caller="predict"):
+    with swapped(model, values, frozenset(v.name for v in leaves), caller="predict"):
         fwd = Forward(model, S, np.random.default_rng(int(fwd_seed)))
         fwd.hyper = dict(getattr(result, "hyper", {}))
         for v in model.variables.values():
@@ -194,12 +194,7 @@ def _targets(a: Any) -> list[Any]:
 def _leaf_data(model: Any, leaves: list[Variable]) -> set[str]:
     """The data nodes read only as the observed values (or mask) of ``leaves``."""
     return {d.name for d in model.data.values() if d.uses and all(
-        isinstance(u, Variable) and u in leaves and d.name in _observed_roles(u) for u in d.uses)}
-
-
-def _observed_roles(v: Variable) -> set[str]:
-    roles = getattr(v, "data_roles", {})
-    return {n for r, n in roles.items() if r in ("observed", "mask")}
+        isinstance(u, Variable) and u in leaves and d.name in observed_roles(u) for u in d.uses)}
 
 
 __all__ = ["FitRecord", "predict"]

@@ -10,6 +10,7 @@ import numpy as np
 from distributions import InverseSqrtGamma
 from factorgraph.graph.derived import DerivedPosterior
 from factorgraph.posterior.arviz_io import to_arviz
+from factorgraph.posterior.paths import viterbi
 from factorgraph.posterior.sampling import sample_posterior
 from factorgraph.posterior.summary import summary
 
@@ -160,6 +161,12 @@ class Result:
         ``theta`` gives its means ``"theta"`` and precision matrices ``"theta.precision"`` drawn jointly.
         """
         return sample_posterior(self, draws, seed)
+
+    def viterbi(self, name: str, return_log_prob: bool = False) -> Any:
+        """The most probable state path z* = argmax_z q(z) of the hidden Markov chain ``name``
+        (``fg.markov_chain``), per sequence: integer states of shape ``(*sequence plates, T)``, −1 past a
+        sequence's length; with ``return_log_prob`` also log q(z*).  See ``factorgraph.posterior.paths``."""
+        return viterbi(self, name, return_log_prob)
 
     def summary(self, prob: float = 0.94, draws: int = 4000, seed: int | None = 0, var_names: Any = None) -> Any:
         """A pandas DataFrame of the posterior mean, sd and central ``prob`` credible interval per scalar.

@@ -48,6 +48,7 @@ from factorgraph.graph.checks.arrays import _short as _short
 from factorgraph.graph.checks.arrays import _show as _show
 from factorgraph.graph.checks.arrays import _where as _where
 from factorgraph.graph.checks.observed import (
+    binary_labels,
     bool_as_float,
     counts,
     dask_mask,
@@ -61,7 +62,8 @@ from factorgraph.graph.checks.options import choice, flag, integer, number, posi
 from factorgraph.graph.checks.plates import MAX_ELEMENTS, array_size, fits, plate_list, plate_size, sequence_lengths
 from factorgraph.graph.checks.sd import not_a_scale, sd_as_precision
 
-__all__ = ["MAX_ABS", "MAX_ELEMENTS", "array_size", "as_float_array", "bool_as_float", "choice", "constant", "counts",
+__all__ = ["MAX_ABS", "MAX_ELEMENTS", "array_size", "as_float_array", "binary_labels", "bool_as_float", "choice",
+           "constant", "counts",
            "dask_mask", "fits", "flag", "integer", "integer_labels", "is_dask", "lazy", "lazy_observed", "mask_array",
            "nonnegative", "not_a_scale", "number", "observed_array", "one_hot_labels", "open_unit", "plate_list",
            "plate_size", "positive", "positive_int", "positive_number", "precision_matrix", "sd_as_precision", "seed",

@@ -1,5 +1,6 @@
 """Checks of observed data: ``observed_array`` (values of the variable's shape, with missing entries from
-``mask=`` and from a ``numpy.ma`` masked array's own mask), ``integer_labels`` (class labels 0..K−1), ``counts``
+``mask=`` and from a ``numpy.ma`` masked array's own mask), ``integer_labels`` (class labels 0..K−1),
+``binary_labels`` (bool, 0/1 or ±1), ``counts``
 (non-negative integer counts), ``bool_as_float`` and ``mask_array``.
 
 Dask observed data stay lazy: ``lazy_observed`` checks each chunk when it is computed, against its rows of the
@@ -56,6 +57,40 @@ def observed_array(value: Any, mask: Any, shape: tuple[int, ...], name: str,
                          "mask=... (True = observed)")
     _not_huge(seen, f"observed data of {name!r}", value)
     return arr, m
+
+
+def _binary_block(block: np.ndarray, mask: np.ndarray | None, name: str) -> np.ndarray:
+    return binary_labels(block, mask, name)[0]
+
+
+def binary_labels(observed: Any, mask: Any, name: str,
+                  shape: tuple[int, ...] | None = None) -> tuple[Any, Any]:
+    """Binary labels as bool, 0/1 or ±1 → (floats 0/1, NaN where missing; the mask, True = observed), missing
+    entries from ``mask=`` and from a masked array's own mask; of ``shape`` when given, else of the data's.
+    The same labels are accepted by ``fg.bernoulli``, ``fg.bernoulli_logit`` and ``fg.probit`` (−1 is 0)."""
+    if observed is None:
+        raise ModelError(f"{name!r}: observed labels are required, got None")
+    if is_dask(observed):  # each chunk is checked and recoded when it is computed
+        if observed.dtype.kind not in "biuf":
+            raise ModelError(f"labels of {name!r} must be numeric, got a dask array of dtype {observed.dtype}")
+        return lazy_observed(observed, mask, shape or tuple(observed.shape), name, 0, _binary_block, (name,))
+    lab = bool_as_float(observed)
+    if shape is None:
+        shape = np.shape(np.ma.getdata(lab)) if np.ma.isMaskedArray(lab) else None
+    if shape is None:
+        try:
+            shape = np.shape(lab)
+        except (TypeError, ValueError):
+            shape = ()
+    vals, m = observed_array(lab, mask, shape, name)
+    seen = np.unique(vals[m])
+    if np.all(np.isin(seen, (0.0, 1.0))):
+        return np.where(m, vals, np.nan), m
+    if np.all(np.isin(seen, (-1.0, 1.0))):
+        return np.where(m, (vals + 1.0) / 2.0, np.nan), m
+    bad = seen[~np.isin(seen, (-1.0, 0.0, 1.0))]
+    raise ModelError(f"labels of {name!r} must be bool, 0/1 or -1/+1, got "
+                     f"{_item(bad[0]) if bad.size else 'both 0 and -1'!r}")
 
 
 def mask_array(mask: Any, plate_shape: tuple[int, ...], name: str) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 * ``Poisson``: y ~ Poisson(λ e^o) with the log exposure o (0 without); ``PoissonLog`` at λ = exp(x).
 * ``Binomial``: y ~ Bin(n, p) with the factor's numbers of trials n; ``BinomialLogit`` at p = σ(x).
-* ``Multinomial``: y ~ Mult(n, p / Σ_k p_k), the trials n the row sums of the observed counts;
+* ``Multinomial``: y ~ Mult(n, p / Σ_k p_k), the trials n the factor's (``trials=``) or else the row sums
+  of the observed counts;
   ``MultinomialSoftmax`` at p_k = exp(x_k) / Σ_j exp(x_j).
 """
 
@@ -45,23 +46,31 @@ def _binomial_logit(s: Forward, v: Variable, f: FactorNode, frame: tuple[Plate, 
     _binomial_p(s, v, f, 0.5 * (1.0 + np.tanh(0.5 * x)), full)
 
 
-def _multinomial_p(s: Forward, v: Variable, p: np.ndarray, full: tuple[int, ...]) -> None:
+def _multinomial_p(s: Forward, v: Variable, f: FactorNode, p: np.ndarray, full: tuple[int, ...]) -> None:
+    p = np.broadcast_to(p, full + p.shape[-1:])
+    p = p / p.sum(-1, keepdims=True)
+    if "trials" in f.params:
+        n = np.broadcast_to(np.asarray(f.params["trials"]).astype(np.int64), full)
+        s.put(v, s.rng.multinomial(n, p).astype(float), full)
+        return
     if v.value is None:
         raise ModelError(f"sampling: the numbers of trials of {v.name!r} come from its observed counts, which it lacks")
+    if v.mask is not None and not np.all(v.mask):  # a missing row has no number of trials
+        raise ModelError(f"sampling: the numbers of trials of {v.name!r} come from its observed counts (their row "
+                         f"sums), but {int(np.size(v.mask) - np.count_nonzero(v.mask))} of its rows are missing: give "
+                         "counts for every row (at new rows, in fg.predict's data), or declare trials=")
     n = np.nansum(v.value, axis=-1).astype(np.int64)
     if n.shape != full[1:]:  # fg.predict at a new number of rows without new counts
         raise ModelError(f"sampling: the numbers of trials of {v.name!r} come from its observed counts, of shape "
                          f"{v.value.shape}; at plates of sizes {full[1:]} give counts of that shape (their row "
                          "sums are the trials)")
     n = np.broadcast_to(n, full)
-    p = np.broadcast_to(p, full + p.shape[-1:])
-    p = p / p.sum(-1, keepdims=True)
     s.put(v, s.rng.multinomial(n, p).astype(float), full)
 
 
 @sampler("Multinomial")
 def _multinomial(s: Forward, v: Variable, f: FactorNode, frame: tuple[Plate, ...], full: tuple[int, ...]) -> None:
-    _multinomial_p(s, v, s.arg(f.edges["probs"], frame, v.name), full)
+    _multinomial_p(s, v, f, s.arg(f.edges["probs"], frame, v.name), full)
 
 
 @sampler("MultinomialSoftmax")
@@ -69,4 +78,4 @@ def _multinomial_softmax(s: Forward, v: Variable, f: FactorNode, frame: tuple[Pl
                          full: tuple[int, ...]) -> None:
     x = softmax_logits(s, v, f, frame, "logits")
     e = np.exp(x - x.max(-1, keepdims=True))
-    _multinomial_p(s, v, e / e.sum(-1, keepdims=True), full)
+    _multinomial_p(s, v, f, e / e.sum(-1, keepdims=True), full)
