@@ -66,8 +66,20 @@ def _over_rows(fn: Callable[[int, int], object], N: int, width: int) -> list:
     return list(_pool(len(r)).map(fn, *zip(*r, strict=True)))
 
 
+def is_lazy(a: object) -> bool:
+    """Whether ``a`` is a ``dask.array`` (checked without importing dask): its products are reductions over
+    its chunks, computed by dask, never by the blocked loops below."""
+    return type(a).__module__.startswith("dask.array") and hasattr(a, "chunks")
+
+
 def gram(X: np.ndarray, y: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-    """(XᵀX, Xᵀy) in one blocked pass over the rows of X (Xᵀy is None without y)."""
+    """(XᵀX, Xᵀy) in one blocked pass over the rows of X (Xᵀy is None without y).
+
+    A dask X (or y) gives XᵀX = Σ_c X_cᵀX_c and Xᵀy = Σ_c X_cᵀy_c over its chunks c, computed by dask in one
+    pass that reads each chunk once (no chunk is gathered into this process); the results are numpy arrays.
+    """
+    if is_lazy(X) or is_lazy(y):
+        return _lazy_gram(X, y)
     N, D = X.shape
     if N <= _ROWS:
         return X.T @ X, (None if y is None else X.T @ y)
@@ -79,6 +91,19 @@ def gram(X: np.ndarray, y: np.ndarray | None = None) -> tuple[np.ndarray, np.nda
         if b is not None:
             b += Xc.T @ y[s:s + _ROWS]
     return G, b
+
+
+def _lazy_gram(X, y):
+    import dask
+    import dask.array as da
+
+    X = da.asarray(X)
+    if y is None:
+        (G,) = dask.compute(X.T @ X)
+        return np.asarray(G, dtype=float), None
+    y = da.asarray(y).rechunk((X.chunks[0],))
+    G, b = dask.compute(X.T @ X, X.T @ y)
+    return np.asarray(G, dtype=float), np.asarray(b, dtype=float)
 
 
 def cached_gram(params: dict, y: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
