@@ -93,32 +93,55 @@ def gram(X: np.ndarray, y: np.ndarray | None = None) -> tuple[np.ndarray, np.nda
     return G, b
 
 
-def _lazy_gram(X, y):
+def computed(*values: object) -> tuple:
+    """The values with every dask array among them computed, all in one ``dask.compute`` (so that reductions
+    of the same chunks share one pass over them) into numpy arrays; other values pass through unchanged."""
+    lazy = [i for i, v in enumerate(values) if is_lazy(v)]
+    if not lazy:
+        return values
     import dask
+
+    out = list(values)
+    for i, v in zip(lazy, dask.compute(*(values[i] for i in lazy)), strict=True):
+        out[i] = np.asarray(v)
+    return tuple(out)
+
+
+def _lazy_gram(X, y, squares=False):
+    """(XᵀX, Xᵀy) of dask X and y (and yᵀy with ``squares``) by one ``dask.compute``."""
     import dask.array as da
 
     X = da.asarray(X)
     if y is None:
-        (G,) = dask.compute(X.T @ X)
-        return np.asarray(G, dtype=float), None
+        return computed(X.T @ X)[0], None
     y = da.asarray(y).rechunk((X.chunks[0],))
-    G, b = dask.compute(X.T @ X, X.T @ y)
-    return np.asarray(G, dtype=float), np.asarray(b, dtype=float)
+    G, b, yty = computed(X.T @ X, X.T @ y, y @ y) if squares else (*computed(X.T @ X, X.T @ y), None)
+    return (G, b, float(yty)) if squares else (G, b)
 
 
 def cached_gram(params: dict, y: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-    """XᵀX (and Xᵀy for a given y) of an inner product's X, cached in its parameters."""
+    """XᵀX (and Xᵀy for a given y) of an inner product's X, cached in its parameters (with y, yᵀy too: see
+    ``cached_yty``; for dask data the three come from one pass over the chunks)."""
     cache = params.setdefault("products", {})
     X2 = params["X"].reshape(-1, params["X"].shape[-1])
     if y is not None:
         key = ("xty", id(y))
         if key not in cache:
-            G, b = gram(X2, y)
-            cache["xtx"], cache[key] = G, b
+            if is_lazy(X2) or is_lazy(y):
+                G, b, yty = _lazy_gram(X2, y, squares=True)
+            else:
+                (G, b), yty = gram(X2, y), float(y @ y)
+            cache["xtx"], cache[key], cache[("yty", id(y))] = G, b, yty
         return cache["xtx"], cache[key]
     if "xtx" not in cache:
         cache["xtx"] = gram(X2)[0]
     return cache["xtx"], None
+
+
+def cached_yty(params: dict, y: np.ndarray) -> float:
+    """yᵀy of the outputs y of an inner product's rows, cached with its XᵀX and Xᵀy by ``cached_gram``."""
+    cached_gram(params, y)
+    return params["products"][("yty", id(y))]
 
 
 def projected_moments(X: np.ndarray, mean: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
