@@ -66,8 +66,20 @@ def _over_rows(fn: Callable[[int, int], object], N: int, width: int) -> list:
     return list(_pool(len(r)).map(fn, *zip(*r, strict=True)))
 
 
+def is_lazy(a: object) -> bool:
+    """Whether ``a`` is a ``dask.array`` (checked without importing dask): its products are reductions over
+    its chunks, computed by dask, never by the blocked loops below."""
+    return type(a).__module__.startswith("dask.array") and hasattr(a, "chunks")
+
+
 def gram(X: np.ndarray, y: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-    """(XᵀX, Xᵀy) in one blocked pass over the rows of X (Xᵀy is None without y)."""
+    """(XᵀX, Xᵀy) in one blocked pass over the rows of X (Xᵀy is None without y).
+
+    A dask X (or y) gives XᵀX = Σ_c X_cᵀX_c and Xᵀy = Σ_c X_cᵀy_c over its chunks c, computed by dask in one
+    pass that reads each chunk once (no chunk is gathered into this process); the results are numpy arrays.
+    """
+    if is_lazy(X) or is_lazy(y):
+        return _lazy_gram(X, y)
     N, D = X.shape
     if N <= _ROWS:
         return X.T @ X, (None if y is None else X.T @ y)
@@ -81,19 +93,55 @@ def gram(X: np.ndarray, y: np.ndarray | None = None) -> tuple[np.ndarray, np.nda
     return G, b
 
 
+def computed(*values: object) -> tuple:
+    """The values with every dask array among them computed, all in one ``dask.compute`` (so that reductions
+    of the same chunks share one pass over them) into numpy arrays; other values pass through unchanged."""
+    lazy = [i for i, v in enumerate(values) if is_lazy(v)]
+    if not lazy:
+        return values
+    import dask
+
+    out = list(values)
+    for i, v in zip(lazy, dask.compute(*(values[i] for i in lazy)), strict=True):
+        out[i] = np.asarray(v)
+    return tuple(out)
+
+
+def _lazy_gram(X, y, squares=False):
+    """(XᵀX, Xᵀy) of dask X and y (and yᵀy with ``squares``) by one ``dask.compute``."""
+    import dask.array as da
+
+    X = da.asarray(X)
+    if y is None:
+        return computed(X.T @ X)[0], None
+    y = da.asarray(y).rechunk((X.chunks[0],))
+    G, b, yty = computed(X.T @ X, X.T @ y, y @ y) if squares else (*computed(X.T @ X, X.T @ y), None)
+    return (G, b, float(yty)) if squares else (G, b)
+
+
 def cached_gram(params: dict, y: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-    """XᵀX (and Xᵀy for a given y) of an inner product's X, cached in its parameters."""
+    """XᵀX (and Xᵀy for a given y) of an inner product's X, cached in its parameters (with y, yᵀy too: see
+    ``cached_yty``; for dask data the three come from one pass over the chunks)."""
     cache = params.setdefault("products", {})
     X2 = params["X"].reshape(-1, params["X"].shape[-1])
     if y is not None:
         key = ("xty", id(y))
         if key not in cache:
-            G, b = gram(X2, y)
-            cache["xtx"], cache[key] = G, b
+            if is_lazy(X2) or is_lazy(y):
+                G, b, yty = _lazy_gram(X2, y, squares=True)
+            else:
+                (G, b), yty = gram(X2, y), float(y @ y)
+            cache["xtx"], cache[key], cache[("yty", id(y))] = G, b, yty
         return cache["xtx"], cache[key]
     if "xtx" not in cache:
         cache["xtx"] = gram(X2)[0]
     return cache["xtx"], None
+
+
+def cached_yty(params: dict, y: np.ndarray) -> float:
+    """yᵀy of the outputs y of an inner product's rows, cached with its XᵀX and Xᵀy by ``cached_gram``."""
+    cached_gram(params, y)
+    return params["products"][("yty", id(y))]
 
 
 def projected_moments(X: np.ndarray, mean: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -23,7 +23,7 @@ import numpy as np
 
 from distributions import Gaussian, MvGaussian
 from factorgraph.graph.nodes import Deterministic, FactorNode, Gate, Indexed, Variable
-from factors.data_products import cached_gram
+from factors.data_products import cached_gram, cached_yty
 from factors.deterministic import Inner, Product, Sum
 from factors.gaussian import GAUSSIAN
 from factors.grouped_gaussian import GROUPED_GAUSSIAN
@@ -86,7 +86,7 @@ def _linear_stats(f: FactorNode) -> dict[str, Any]:
     """XᵀX, Xᵀy, yᵀy and n of a Gaussian factor on inner(X, w) with fully observed outputs y."""
     yv = f.edges["out"].value.reshape(-1)
     xtx, xty = cached_gram(f.edges["mean"].params, yv)
-    return {"xtx": xtx, "xty": xty, "yty": float(yv @ yv), "n": yv.size}
+    return {"xtx": xtx, "xty": xty, "yty": cached_yty(f.edges["mean"].params, yv), "n": yv.size}
 
 
 def _precision_on_groups(prec: Any, along: Any, plate: Any, labels: np.ndarray) -> Any:

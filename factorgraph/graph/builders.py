@@ -35,7 +35,7 @@ from factorgraph.graph.nodes import (
     PrecisionOf,
     Variable,
 )
-from factors.data_products import cached_gram
+from factors.data_products import cached_gram, cached_yty, computed
 from factors.gamma import GAMMA
 from factors.gaussian import GAUSSIAN
 from factors.mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
@@ -311,11 +311,14 @@ def _normal_gamma_regression(model: Model, name: str, mean: Any, w: Variable, pl
     var.value, var.mask = y, m
     if m.all():
         xtx, xty = cached_gram(mean.params, yv)
+        yty, n_obs = cached_yty(mean.params, yv), yv.shape[0]
     else:  # missing responses drop out of the likelihood: the statistics of the observed rows only
-        Xo = mean.params["X"].reshape(rows, -1)[m.reshape(-1)]
-        yv = yv[m.reshape(-1)]
-        xtx, xty = Xo.T @ Xo, Xo.T @ yv
-    params = {"xtx": xtx, "xty": xty, "yty": float(yv @ yv), "n": yv.shape[0]}
+        seen = m.reshape(-1)
+        Xo = mean.params["X"].reshape(rows, -1)[seen]
+        yv = yv[seen]
+        xtx, xty, yty, n_obs = computed(Xo.T @ Xo, Xo.T @ yv, yv @ yv, seen.sum())  # dask: one pass
+        yty, n_obs = float(yty), int(n_obs)
+    params = {"xtx": xtx, "xty": xty, "yty": yty, "n": n_obs}
     factor = FactorNode(NORMAL_GAMMA_REGRESSION, f"NormalGammaRegression({name})", {"w": w}, (),
                         "default", params)
     var.prior = factor

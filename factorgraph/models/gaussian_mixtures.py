@@ -26,6 +26,7 @@ from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
 from factorgraph.models.starts import best_of_starts
 from factorgraph.posterior.results import Result
+from factors.data_products import computed
 
 _LOG_PI = float(np.log(np.pi))
 _LOG_2PI = float(np.log(2.0 * np.pi))
@@ -100,6 +101,7 @@ def gaussian_mixture_model(X: Any, K: int, covariance: str = "full", *, concentr
     if seen is None:
         m0 = Xa.mean(0) if mean_prior is None else checks.constant(mean_prior, "mean_prior")
         v0 = np.atleast_2d(np.cov(Xa.T)) if scale is None else checks.constant(scale, "scale")
+        m0, v0 = computed(m0, v0)  # dask data: the column means and covariance in one pass over the chunks
     else:
         m0 = (Xa.sum(0) / seen.sum(0)) if mean_prior is None else checks.constant(mean_prior, "mean_prior")
         v0 = _observed_covariance(Xa, seen, covariance) if scale is None else checks.constant(scale, "scale")

@@ -20,6 +20,7 @@ from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
 from factorgraph.models.starts import best_of_starts
 from factorgraph.posterior.results import Result
+from factors.data_products import computed, is_lazy
 
 FAMILIES = ("gaussian", "mv_gaussian", "bernoulli", "categorical")
 
@@ -52,7 +53,7 @@ def mixture_model(family: str, K: int, data: Any, *, mask: Any = None, concentra
     if family not in FAMILIES:
         raise ModelError(f"mixture: family must be one of {FAMILIES}, got {family!r}")
     K = checks.positive_int(K, "mixture: K")
-    x = np.asarray(data, dtype=float)
+    x = data.astype(float) if is_lazy(data) else np.asarray(data, dtype=float)  # dask data stay in their chunks
     if x.ndim not in (1, 2) or x.shape[0] == 0:
         raise ModelError(f"mixture: data must be an (N,) or (N, D) array, got shape {x.shape}")
     if family == "mv_gaussian" and x.ndim != 2:
@@ -60,7 +61,7 @@ def mixture_model(family: str, K: int, data: Any, *, mask: Any = None, concentra
     hp = {"m0": 0.0, "l0": 1e-2, "a0": 1.0, "b0": 1.0, "a": 1.0, "b": 1.0, "beta": 0.5, "shared": False}
     hp.update(prior or {})
     N = x.shape[0]
-    m = None if mask is None else np.asarray(mask, bool)
+    m = None if mask is None else mask if is_lazy(mask) else np.asarray(mask, bool)
     obs = x if m is None else np.where(m, x, np.nan)
     with Model(f"{family}_mixture_K{K}") as model:
         k, n = plate("k", K), plate("n", N)
@@ -83,7 +84,7 @@ def mixture_model(family: str, K: int, data: Any, *, mask: Any = None, concentra
             p = beta("p", hp["a"], hp["b"], plates=[k, *cols])
             bernoulli("x", p[z], plates=rows, observed=obs, mask=m)
         else:
-            V = int(hp.get("V", np.nanmax(x) + 1))
+            V = int(hp["V"]) if "V" in hp else int(computed(np.nanmax(x))[0] + 1)  # dask: a max over the chunks
             phi = dirichlet("phi", np.full(V, float(hp["beta"])), plates=[k])
             categorical("x", phi[z], plates=rows, observed=obs, mask=m)
     return model

@@ -21,6 +21,7 @@ from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
 from factorgraph.graph.nonconjugate import bernoulli_logit
 from factorgraph.posterior.results import Result
+from factors.data_products import computed
 from factors.kernels import jj_lambda, logistic_expectations
 from schedules import NCVMP, VMP, infer
 
@@ -158,7 +159,7 @@ def _signed_labels(y: Any, N: int) -> np.ndarray:
     if lab.dtype == bool:
         return np.where(lab, 1.0, -1.0)
     vals = checks.constant(lab, "y")
-    u = set(np.unique(vals).tolist())
+    u = set(computed(np.unique(vals))[0].tolist())  # dask labels: the distinct values of each chunk, merged
     if u <= {0.0, 1.0}:
         return 2.0 * vals - 1.0
     if u <= {-1.0, 1.0}:
