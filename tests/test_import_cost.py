@@ -1,6 +1,6 @@
-"""``import factorgraph`` loads what building a model needs, not what fitting or drawing needs: networkx
-(model.graph, model.draw) and the numba ufuncs of the Gaussian factor (built on their first call) wait for their
-first use.  benchmarks/import_time.py prints the time and where it goes."""
+"""``import factorgraph`` loads what building a model needs, not what fitting, summarising or drawing needs:
+networkx (model.graph, model.draw), scipy.stats (summary()) and the numba ufuncs of the Gaussian factor (built on
+their first call) wait for their first use.  benchmarks/import_time.py prints the time and where it goes."""
 
 import os
 import subprocess
@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import factorgraph as fg
 from factors.kernels import elementwise
-late = ("networkx",)
+late = ("networkx", "scipy.stats")
 print([m for m in late if m in sys.modules], elementwise.gaussian_sq_dev.ufunc is None)
 with fg.Model("m") as m:
     n = fg.plate("n", 5)

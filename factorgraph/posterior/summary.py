@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from distributions import (
     Bernoulli,
@@ -70,6 +69,8 @@ def _labels(result: Any, name: str, ndim: int) -> tuple:
 
 
 def _indicators(p: Any) -> tuple[Any, Any, Any]:
+    from scipy import stats  # scipy.stats is slow to import: loaded when a summary is asked for
+
     """Mean, sd and distribution of the 0/1 indicators 1[z = k] of a label with probabilities p: Bernoulli(p)."""
     p = np.clip(np.asarray(p, float), 0.0, 1.0)
     return p, np.sqrt(p * (1.0 - p)), stats.bernoulli(p)
@@ -77,6 +78,8 @@ def _indicators(p: Any) -> tuple[Any, Any, Any]:
 
 def _exact(q: Any) -> list[tuple[str, Any, Any, Any]] | None:
     """(suffix, mean, sd, frozen scipy distribution) for q's marginals, or None when not closed-form."""
+    from scipy import stats  # scipy.stats is slow to import: loaded when a summary is asked for
+
     if isinstance(q, Gaussian):
         m, s = q.mean(), q.std()
         return [("", m, s, stats.norm(m, s))]
