@@ -115,7 +115,10 @@ class _Forward:
         full = (self.S, *(q.size for q in d.plates))
         if d.op.name == "dot":  # aᵀb of two random vectors
             sa, sb, sy = dot_subscripts(d.params)
-            return np.einsum(f"Z{sa}D,Z{sb}D->Z{sy}", self.value(d.parents["a"]), self.value(d.parents["b"]))
+            a = self.value(d.parents["a"])
+            if d.params.get("intercept"):  # bᵀ(a, 1)
+                a = np.concatenate([a, np.ones(a.shape[:-1] + (1,))], axis=-1)
+            return np.einsum(f"Z{sa}D,Z{sb}D->Z{sy}", a, self.value(d.parents["b"]))
         if d.op.name == "polynomial":  # Σ_m c_m Π_{v∈m} v
             leaf = {r: self.arg(x, d.plates, d.name) for r, x in d.parents.items()}
             y = np.zeros(full)
@@ -267,6 +270,10 @@ def _mv_gaussian(s: _Forward, v, f, frame, full):
             alpha = _expand(alpha, rest, frame, v.name)
         else:
             alpha = _expand(alpha, f.edges["precision"].plates, frame, v.name)[..., None]
+        tail = f.params.get("tail")
+        if tail is not None:  # Λ = diag(α, c): α for the first D − T coordinates, the constants c for the rest
+            alpha = np.broadcast_to(alpha, alpha.shape[:-1] + (D - tail.size,))
+            alpha = np.concatenate([alpha, np.broadcast_to(tail, alpha.shape[:-1] + tail.shape)], axis=-1)
         s.put(v, m + z / np.sqrt(alpha), full)
         return
     lam = f.params["precision_raw"]
