@@ -41,7 +41,7 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from . import checks, convergence
-from ._pca_kernel import logdets, row_posteriors
+from factors.kernels.rows import logdets, row_posteriors
 from .nodes import ModelError
 from .pca_result import PCAResult
 from .rotation import ard_term, gaussian_term, optimal_rotation, optimal_translation

@@ -1,0 +1,186 @@
+r"""Fused factor analysis: latent scores with their prior and the Gaussian likelihood of a product of random vectors.
+
+The engine substitutes this factor for two (``schedules.fusion``): the prior z_n ~ N(m₀, Λ₀⁻¹) of latent scores
+z_n ∈ R^K (n = 1..N) that nothing else uses, and a Gaussian likelihood of observed x_nd whose mean is
+``fg.inner(z, w)`` (optionally with an intercept) with loadings w_d (d = 1..D):
+
+    x_nd ~ N(w̃_dᵀz̃_n, τ_d⁻¹),   z̃_n = (z_n, 1) and w̃_d = (w_d, μ_d) with an intercept, else z_n and w_d,
+
+with τ one Gamma per column d or one shared, and O_nd = 1 where x_nd is observed (missing entries drop out of
+the likelihood).  With J the length of w̃ and the sums over the observed rows
+
+    S_d = Σ_n O_nd E[z̃_n z̃_nᵀ],   (XZ)_d = Σ_n O_nd x_nd E[z̃_n],   E[SSE_d] = Σ_n O_nd x_nd² − 2E[w̃_d]ᵀ(XZ)_d
+          + tr(E[w̃_d w̃_dᵀ] S_d),
+
+(one S for every column when nothing is missing), the messages and the evidence are
+
+    to w̃_d:  (E[τ_d](XZ)_d, −½E[τ_d]S_d),      to τ_d:  (−½E[SSE_d], ½Σ_n O_nd)  (summed over d for one τ),
+    E[log f] = Σ_d [½(Σ_n O_nd)(E[log τ_d] − log 2π) − ½E[τ_d]E[SSE_d]] + Σ_n E[log N(z_n | m₀, Λ₀⁻¹)].
+
+The factor owns q(z) (``structured``): given q(w̃) and q(τ) the scores are independent Gaussians,
+
+    Λ_n = Λ₀ + Σ_d O_nd E[τ_d] E[w_d w_dᵀ],   Λ_n E[z_n] = Λ₀m₀ + Σ_d O_nd E[τ_d](x_nd E[w_d] − E[w_d μ_d])
+
+(Winn & Bishop 2005; the E[w_d μ_d] term with an intercept), kept as ``distributions.GaussianRows``: with every
+entry observed Λ_n is one K × K matrix for all rows, so a sweep costs O(NDK + DJ³) and no N × K × K array is
+formed; with missing entries each row has its own (one compiled Cholesky per row, ``kernels.rows``).  This is
+Bayesian PCA's blocked VMP (Bishop 1999) written as a factor; its other blocks (q(w̃), q(α), q(τ)) are the
+engine's ordinary updates.  The rotation speed-up (``schedules.rotation``) moves q(z) and q(w̃) between sweeps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from distributions import Gamma, MvGaussian
+from distributions.gaussian_rows import GaussianRows
+
+from .base import LOG_2PI, FactorType, Moments
+from .kernels.rows import row_posteriors
+from .linear_gaussian import sums_to_precision
+
+FACTOR_ANALYSIS = FactorType("FactorAnalysis", out=MvGaussian, loadings=MvGaussian, precision=Gamma)
+
+
+def _scores(m: Moments, p: dict) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(E[z_n] (N, K), Cov(z_n): (K, K) shared or (N, K, K), shared) of the factor's q(z), or before it has one
+    (a direct call of the rules) of the moments in m["out"]."""
+    q = p["state"].get("q")
+    if q is not None:
+        return q.mean(), q.shared_cov(), q.shared
+    mean, second = (np.asarray(a, dtype=float) for a in m["out"])
+    return mean, second - mean[:, :, None] * mean[:, None, :], False
+
+
+def _tau(m: Moments, p: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(E[τ_d], E[log τ_d]), one per column (D,)."""
+    t, logt = m["precision"]
+    D = p["X"].shape[1]
+    return np.broadcast_to(t, (D,)), np.broadcast_to(logt, (D,))
+
+
+def _loadings(m: Moments) -> tuple[np.ndarray, np.ndarray]:
+    """(E[w̃_d] (D, J), E[w̃_d w̃_dᵀ] (D, J, J))."""
+    return m["loadings"]
+
+
+def _sums(m: Moments, p: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(S: (J, J) with nothing missing, else S_d (D, J, J); XZ (D, J); Σ_n E[z̃_n z̃_nᵀ] (J, J)) of the current
+    q(z), computed once per q."""
+    q = p["state"].get("q")
+    hit = p["state"].get("sums")
+    if q is not None and hit is not None and hit[0] is q:
+        return hit[1]
+    X, M, intercept = p["X"], p["mask"], p["intercept"]
+    Zm, Zc, shared = _scores(m, p)
+    N, K = Zm.shape
+    J = K + int(intercept)
+    if M is None and shared:
+        S = np.empty((J, J))
+        S[:K, :K] = N * Zc + Zm.T @ Zm
+        XZ = np.empty((X.shape[1], J))
+        XZ[:, :K] = X.T @ Zm
+        if intercept:
+            s = Zm.sum(0)
+            S[:K, K] = S[K, :K] = s
+            S[K, K] = N
+            XZ[:, K] = p["colsum"]
+        out = (S, XZ, S)
+    else:
+        Zt = np.empty((N, J))
+        Zt[:, :K] = Zm
+        if intercept:
+            Zt[:, K] = 1.0
+        Ezz = Zt[:, :, None] * Zt[:, None, :]
+        Ezz[:, :K, :K] += Zc
+        Sall = Ezz.sum(0)
+        S = Sall if M is None else (M.T @ Ezz.reshape(N, -1)).reshape(-1, J, J)
+        out = (S, X.T @ Zt, Sall)
+    if q is not None:
+        p["state"]["sums"] = (q, out)
+    return out
+
+
+def _sse(m: Moments, p: dict) -> np.ndarray:
+    """E[SSE_d] over the observed entries of each column (D,)."""
+    S, XZ, _ = _sums(m, p)
+    mean, eww = _loadings(m)
+    quad = np.einsum("djk,dkj->d", eww, S) if S.ndim == 3 else np.einsum("djk,kj->d", eww, S)
+    return p["xx"] - 2.0 * np.einsum("dj,dj->d", mean, XZ) + quad
+
+
+def _conditional(m: Moments, p: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(h, Λ) of every row's q(z_n) ∝ exp(hᵀz − ½zᵀΛz): h (N, K), Λ (K, K) when nothing is missing, else
+    (N, K, K)."""
+    X, M, K = p["X"], p["mask"], p["K"]
+    t, _ = _tau(m, p)
+    mean, eww = _loadings(m)
+    h = X @ (t[:, None] * mean[:, :K])
+    if M is None:
+        P = p["prior_precision"] + np.einsum("d,dkl->kl", t, eww[:, :K, :K])
+        if p["intercept"]:
+            h -= t @ eww[:, :K, K]
+    else:
+        Mt = M * t
+        P = (Mt @ np.ascontiguousarray(eww[:, :K, :K]).reshape(-1, K * K)).reshape(-1, K, K)  # one GEMM
+        P += p["prior_precision"]
+        if p["intercept"]:
+            h -= Mt @ eww[:, :K, K]
+    if p["prior_shift"] is not None:
+        h += p["prior_shift"]
+    return h, P
+
+
+def rows_posterior(m: Moments, p: dict, potentials) -> GaussianRows:
+    """q(z) given q(w̃) and q(τ) (the module docstring); ``potentials=None`` gives the prior rows (the start).
+    The scores have no other factor (the fusion's condition), so the potentials are zero and not read."""
+    if potentials is None:
+        return GaussianRows.standard(p["X"].shape[0], p["prior_mean"], p["prior_precision"])
+    h, P = _conditional(m, p)
+    if P.ndim == 2:
+        Zc = np.linalg.inv(P)
+        return GaussianRows(h @ Zc, Zc, P, np.linalg.slogdet(Zc)[1], shift=h)
+    Zc, Zm, logdet, bad = row_posteriors(P, h)
+    if bad >= 0:
+        raise FloatingPointError(f"the precision of q(z_n) of row {bad} is not positive definite (numerical trouble: "
+                                 "check the data scale)")
+    return GaussianRows(Zm, Zc, P, logdet, shift=h)
+
+
+@FACTOR_ANALYSIS.rule("out", "vmp")
+def fa_to_out(m: Moments, p: dict) -> tuple:
+    """The message to the scores (their prior included): (h, −½Λ) of ``_conditional``; the engine does not use
+    it (the factor owns q(z)), it is E[log f]'s gradient in E[z_n], E[z_nz_nᵀ]."""
+    h, P = _conditional(m, p)
+    return h, -0.5 * (P[None] if P.ndim == 2 else P)
+
+
+@FACTOR_ANALYSIS.rule("loadings", "vmp")
+def fa_to_loadings(m: Moments, p: dict) -> tuple:
+    t, _ = _tau(m, p)
+    S, XZ, _ = _sums(m, p)
+    return t[:, None] * XZ, -0.5 * t[:, None, None] * S
+
+
+@FACTOR_ANALYSIS.rule("precision", "vmp")
+def fa_to_precision(m: Moments, p: dict) -> tuple:
+    sse, n = _sse(m, p), p["count"]
+    return sums_to_precision(sse.sum(), n.sum()) if p["shared_noise"] else sums_to_precision(sse, n)
+
+
+@FACTOR_ANALYSIS.evidence(kind="exact")
+def fa_evidence(m: Moments, p: dict) -> np.ndarray:
+    t, logt = _tau(m, p)
+    lik = (0.5 * p["count"] * (logt - LOG_2PI) - 0.5 * t * _sse(m, p)).sum()
+    Zm = _scores(m, p)[0]
+    N, K = Zm.shape
+    lam, m0 = p["prior_precision"], p["prior_mean"]
+    s1 = Zm.sum(0)
+    scatter = _sums(m, p)[2][:K, :K] - np.outer(m0, s1) - np.outer(s1, m0) + N * np.outer(m0, m0)
+    prior = N * (0.5 * p["prior_logdet"] - 0.5 * K * LOG_2PI) - 0.5 * np.einsum("kl,lk->", lam, scatter)
+    return np.asarray(lik + prior)
+
+
+FACTOR_ANALYSIS.structured = rows_posterior
+
+__all__ = ["FACTOR_ANALYSIS", "rows_posterior"]
