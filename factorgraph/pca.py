@@ -40,11 +40,12 @@ from typing import Any
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from . import checks, convergence
 from factors.kernels.rows import logdets, row_posteriors
+from schedules.rotation import ard_term, gaussian_term, optimal_rotation, optimal_translation
+
+from . import checks, convergence
 from .nodes import ModelError
 from .pca_result import PCAResult
-from .rotation import ard_term, gaussian_term, optimal_rotation, optimal_translation
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 

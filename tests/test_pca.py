@@ -26,7 +26,7 @@ from scipy.linalg import subspace_angles
 import factorgraph as fg
 from factorgraph import models
 from factorgraph.pca import _State
-from factorgraph.rotation import ard_term, evaluate, gaussian_term, optimal_rotation
+from schedules.rotation import ard_term, evaluate, gaussian_term, optimal_rotation
 
 
 def _synthetic(seed=0, N=400, D=10, K=3, noise=0.3):
