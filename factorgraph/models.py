@@ -25,7 +25,7 @@ from .gaussian_mixtures import (  # noqa: F401  (models.gaussian_mixture)
 from .mixtures import mixture, mixture_model  # noqa: F401  (models.mixture)
 from .model import Model
 from .nodes import ModelError
-from .pca import PCAResult, pca  # noqa: F401  (models.pca)
+from .pca import PCAResult, pca, pca_model  # noqa: F401  (models.pca)
 from .results import Result
 from .state_space_models import (  # noqa: F401  (models.local_level, models.linear_state_space)
     StatePredictive,
