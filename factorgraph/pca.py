@@ -54,7 +54,7 @@ def _observed(X: Any, mask: Any) -> tuple[np.ndarray, np.ndarray | None]:
     M = checks.mask_array(mask, Xa.shape, "X") & ~np.isnan(Xa)
     if hidden is not None:
         M &= ~hidden
-    checks.constant(Xa[M], "pca: X (its observed entries)")  # finite (±inf is not "missing"), not huge
+    checks.constant(Xa if M.all() else Xa[M], "pca: X (its observed entries)")  # finite (±inf is not "missing")
     if M.all():
         return Xa, None
     empty = np.flatnonzero(~M.any(0))

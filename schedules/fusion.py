@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.linalg.blas import dsyrk
 
 from distributions import Gamma, Gaussian, MvGaussian
 from factorgraph import checks
@@ -328,7 +329,13 @@ def _factor_analysis_stats(f: FactorNode) -> dict[str, Any]:
     lam = lam * np.eye(K) if lam.ndim == 0 else (np.diag(lam) if lam.ndim == 1 else lam)
     m0 = np.broadcast_to(np.asarray(prior.edges["mean"], dtype=float), (K,)).copy()
     count = np.full(X.shape[1], float(X.shape[0])) if M is None else M.sum(0).astype(float)
-    return {"X": X, "mask": None if M is None else np.ascontiguousarray(M, dtype=float),
+    colmean = X.sum(0) / np.maximum(count, 1.0)
+    gram = None
+    if M is None:  # the centred Gram matrix, for the sums over the rows (factors.factor_analysis._gram_sums)
+        upper = dsyrk(1.0, (X - colmean).T)  # one triangle of X_cᵀX_c (the transpose is Fortran-ordered: no copy)
+        gram = np.triu(upper) + np.triu(upper, 1).T
+    return {"X": X, "mask": None if M is None else np.ascontiguousarray(M, dtype=float), "gram": gram,
+            "colmean": colmean,
             "xx": np.einsum("nd,nd->d", X, X), "colsum": X.sum(0), "count": count, "K": K,
             "intercept": bool(mean.params.get("intercept")), "shared_noise": not f.edges["precision"].plates,
             "prior_precision": lam, "prior_logdet": float(np.linalg.slogdet(lam)[1]), "prior_mean": m0,

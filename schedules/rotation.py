@@ -72,7 +72,7 @@ from scipy.optimize import minimize
 from distributions import MvGaussian
 from distributions.gaussian_chain import GaussianChain
 from factorgraph.nodes import ModelError
-from factors.factor_analysis import FACTOR_ANALYSIS
+from factors.factor_analysis import FACTOR_ANALYSIS, moved_sums, rows_sums
 from factors.gaussian_markov_chain import _sums
 
 Term = Callable[[np.ndarray, np.ndarray, float], tuple[float, np.ndarray]]
@@ -341,9 +341,12 @@ class ScoresRotation(Rotation):
             raise ModelError(f"ScoresRotation: the prior of {self.variable!r} must be N(0, I)")
         return f
 
-    def _set(self, eng: Any, qz: Any, qw: MvGaussian) -> None:
+    def _set(self, eng: Any, qz: Any, qw: MvGaussian, T: np.ndarray) -> None:
+        """Put the moved q(z), q(w̃); T (acting on z̃) moves the factor's sums over the rows with q(z)."""
         variables = eng.c.model.variables
-        self._factor(eng).params["state"]["q"] = qz  # the factor owns q(z)
+        p = self._factor(eng).params
+        moved_sums(p, eng.q[self.variable], qz, T)
+        p["state"]["q"] = qz  # the factor owns q(z)
         eng.set_posterior(variables[self.variable], qz)
         eng.set_posterior(variables[self.loadings], qw)
 
@@ -356,13 +359,15 @@ class ScoresRotation(Rotation):
         Wm, Wc = qw.mean(), qw.cov()
         K = Wm.shape[-1] - 1
         eww = eng.stats[self.loadings][1]
-        c, gain = optimal_translation(qz.mean().sum(0), qz.mean().shape[0], eww[:, :K, :K].sum(0),
+        c, gain = optimal_translation(rows_sums(f.params)[1][:K], qz.mean().shape[0], eww[:, :K, :K].sum(0),
                                       eww[:, :K, K].sum(0), self.translate)
         if gain <= 0.0:
             return 0.0
         V = np.eye(K + 1)  # w̃ → V w̃: μ_d → μ_d − cᵀw_d
         V[K, :K] = -c
-        self._set(eng, qz.shifted(c), MvGaussian(mean=Wm @ V.T, cov=V @ Wc @ V.T))
+        T = np.eye(K + 1)  # z̃ → T z̃ = (z + c, 1)
+        T[:K, K] = c
+        self._set(eng, qz.shifted(c), MvGaussian(mean=Wm @ V.T, cov=V @ Wc @ V.T), T)
         return gain
 
     def terms(self, eng: Any) -> list[Term]:
@@ -375,10 +380,12 @@ class ScoresRotation(Rotation):
     def apply(self, eng: Any, R: np.ndarray) -> None:
         """z_n → Rz_n, w_d → R⁻ᵀw_d (any invertible R), then refit q(α)."""
         qz, qw = eng.q[self.variable], eng.q[self.loadings]
-        K = R.shape[0]
-        U = np.eye(qw.mean().shape[-1])  # acts on w̃ = (w, μ)
+        K, J = R.shape[0], qw.mean().shape[-1]
+        U = np.eye(J)  # acts on w̃ = (w, μ)
         U[:K, :K] = np.linalg.inv(R).T
-        self._set(eng, qz.transformed(R), MvGaussian(mean=qw.mean() @ U.T, cov=U @ qw.cov() @ U.T))
+        T = np.eye(J)  # acts on z̃ = (z, 1)
+        T[:K, :K] = R
+        self._set(eng, qz.transformed(R), MvGaussian(mean=qw.mean() @ U.T, cov=U @ qw.cov() @ U.T), T)
         eng.update(eng.c.model.variables[self.precision])
 
 
