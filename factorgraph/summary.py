@@ -26,6 +26,7 @@ from distributions import (
     TiltedScale,
 )
 from distributions.gaussian_chain import GaussianChain
+from distributions.gaussian_rows import GaussianRows
 
 if TYPE_CHECKING:
     from .results import Result
@@ -58,7 +59,7 @@ def _exact(q: Any) -> list[tuple[str, Any, Any, Any]] | None:
     if isinstance(q, Gaussian):
         m, s = q.mean(), q.std()
         return [("", m, s, stats.norm(m, s))]
-    if isinstance(q, MvGaussian | GaussianChain):  # a Gaussian chain's one-step marginals are Gaussian
+    if isinstance(q, MvGaussian | GaussianChain | GaussianRows):  # a chain's one-step marginals are Gaussian
         m, s = q.mean(), np.sqrt(q.var())
         return [("", m, s, stats.norm(m, s))]
     if isinstance(q, Gamma):
