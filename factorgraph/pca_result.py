@@ -73,7 +73,8 @@ class PCAResult(Result):
 
     @property
     def latent_cov(self) -> np.ndarray:
-        return self.posteriors["z"].shared_cov()
+        q = self.posteriors["z"]  # GaussianRows keeps one covariance for every fully observed row
+        return q.shared_cov() if hasattr(q, "shared_cov") else q.cov()
 
     @property
     def mean(self) -> np.ndarray:

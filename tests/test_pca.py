@@ -13,7 +13,8 @@
   with every entry observed the per-row path reproduces the shared one; the translation and rotation gains
   are the bound's rises, the bound never falls, ARD prunes, the imputations are calibrated;
 * the fit (``fg.infer`` on ``models.pca_model``, the fused factor analysis and ``schedules.rotation``) reaches
-  the fixed point of the hand-written blocked VMP it replaced, recorded from it, to 1e-8.
+  the fixed point of the hand-written blocked VMP it replaced, recorded from it, to 1e-8; the fused factor runs
+  the engine's generic iterates; the fit is a ``fg.Result`` (summary, to_arviz, predict, compare).
 """
 
 from __future__ import annotations
@@ -231,6 +232,56 @@ def test_fixed_point_is_the_hand_paths(case):
     np.testing.assert_allclose(r.noise_precision, noise, rtol=1e-8)
     np.testing.assert_allclose(r.mean, mean, rtol=1e-8)
     np.testing.assert_allclose(np.sort(r.ard_precision), ard, rtol=1e-8)
+
+
+@pytest.mark.parametrize("missing", [False, True])
+def test_fused_factor_runs_the_generic_paths_iterates(missing, monkeypatch):
+    """The fused factor analysis (schedules.fusion, factors/factor_analysis.py) computes what the engine's generic
+    path computes on the same model (fg.dot with an intercept, the scores' own prior, Λ = diag(α, c)): the same
+    bounds and posteriors, sweep by sweep."""
+    import schedules.fusion
+
+    X, _ = _synthetic(33, N=40, D=5, K=2)
+    if missing:
+        X, _ = _with_missing(X, 0.2, 34)
+    W0 = np.random.default_rng(35).normal(size=(5, 3))
+    kw = dict(rotate=False, init=W0, max_iter=6, tol=0.0, scale=False, noise="isotropic" if missing else "diagonal")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fg.ConvergenceWarning)
+        fused = models.pca(X, 3, **kw)
+        monkeypatch.setattr(schedules.fusion, "_factor_analyses", lambda *args: {})
+        generic = models.pca(X, 3, **kw)
+    assert type(fused.posteriors["z"]).__name__ == "GaussianRows" and type(generic.posteriors["z"]) is fg.MvGaussian
+    np.testing.assert_allclose(fused.elbo_trace, generic.elbo_trace, rtol=1e-10)
+    for name in ("loadings", "mean", "latent_mean", "noise_precision", "ard_precision"):
+        np.testing.assert_allclose(getattr(fused, name), getattr(generic, name), rtol=1e-9, atol=1e-10, err_msg=name)
+    np.testing.assert_allclose(np.broadcast_to(fused.latent_cov, generic.latent_cov.shape), generic.latent_cov,
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_a_pca_fit_is_a_result():
+    """models.pca returns a fg.Result: summary (the scores' marginals exact), to_arviz, fg.predict and fg.compare
+    work on it."""
+    X, _ = _synthetic(36, N=50, D=5, K=2)
+    Xm, _ = _with_missing(X, 0.2, 37)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fg.ConvergenceWarning)
+        r3, r1, rm = models.pca(X, 3), models.pca(X, 1), models.pca(Xm, 3)
+    assert isinstance(r3, fg.Result) and isinstance(r3, models.PCAResult)
+    table = r3.summary()
+    np.testing.assert_allclose(table.loc["z[7, 1]", "mean"], r3.scores[7, 1])
+    assert table.loc["z[7, 1]", "exact"] and table.loc["w[2, 0]", "exact"]
+    np.testing.assert_allclose(table.loc["w[2, 3]", "mean"], r3.mean[2])  # the column's mean: w's last coordinate
+    pytest.importorskip("arviz")
+    groups = set(r3.to_arviz(draws=20).groups())
+    assert {"posterior", "log_likelihood", "observed_data"} <= groups
+    assert rm.to_arviz(draws=20).posterior["z"].shape[-2:] == (50, 3)
+    draws = fg.predict(r3, draws=30)["x"]
+    assert draws.shape == (30, 50, 5)
+    np.testing.assert_allclose(draws.mean(0), r3.reconstruct(), atol=0.7 * np.abs(X).std())
+    comparison = fg.compare({"K = 3": r3, "K = 1": r1})
+    assert comparison.names == ["K = 3", "K = 1"]
+    np.testing.assert_allclose(comparison.evidence, [r3.elbo, r1.elbo])
 
 
 @pytest.mark.parametrize("noise", ["diagonal", "isotropic"])
