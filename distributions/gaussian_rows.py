@@ -21,7 +21,7 @@ class GaussianRows(Distribution):
     The latent scores of Bayesian PCA given their loadings have one covariance Σ = (I + Σ_d E[τ_d]E[w_dw_dᵀ])⁻¹
     for every fully observed row (``factors.factor_analysis`` builds this q).  Kept shared, the N × K × K second
     moments are never formed unless asked for: ``expected_stats`` gives them as a ``RowMoments``, which numpy
-    forms on use, and ``second_sum`` gives their (weighted) sums over the rows directly.
+    forms on use, and ``second_sum`` gives their sum over the rows directly.
 
     Parameters
     ----------
@@ -107,19 +107,10 @@ class GaussianRows(Distribution):
         """(m_n, E[z_nz_nᵀ]), the second as a ``RowMoments`` (formed when numpy uses it)."""
         return self._mean, RowMoments(self._mean, self._cov)
 
-    def second_sum(self, weights: np.ndarray | None = None) -> np.ndarray:
-        """Σ_n E[z_nz_nᵀ] (K, K), or with ``weights`` (N, D) the D sums Σ_n w_nd E[z_nz_nᵀ] (D, K, K), by matrix
-        products (the shared covariance times Σ_n w_nd, plus MᵀW-weighted outer products of the means)."""
+    def second_sum(self) -> np.ndarray:
+        """Σ_n E[z_nz_nᵀ] (K, K), without forming the N second moments."""
         m = self._mean
-        N, K = m.shape
-        if weights is None:
-            cov = N * self._cov if self.shared else self._cov.sum(0)
-            return cov + m.T @ m
-        W = np.asarray(weights, dtype=float)
-        outer = (W.T @ (m[:, :, None] * m[:, None, :]).reshape(N, K * K)).reshape(-1, K, K)
-        if self.shared:
-            return outer + W.sum(0)[:, None, None] * self._cov
-        return outer + (W.T @ self._cov.reshape(N, K * K)).reshape(-1, K, K)
+        return (m.shape[0] * self._cov if self.shared else self._cov.sum(0)) + m.T @ m
 
     def transformed(self, R: np.ndarray, c: np.ndarray | None = None) -> GaussianRows:
         """The law of R z_n + c: means R m_n + c, covariances R Σ_n Rᵀ, precisions R⁻ᵀ Λ_n R⁻¹, log-determinants
@@ -157,7 +148,7 @@ class RowMoments:
 
     ``np.asarray`` (and any numpy function or ufunc) forms it; ``np.isfinite`` is answered from the parts, in
     broadcast form (every entry is finite when the means and covariances are), so that checking the moments of
-    a q costs nothing.  ``sum_rows`` gives Σ_n E[z_nz_nᵀ] without forming the array.
+    a q costs nothing (``GaussianRows.second_sum`` gives Σ_n E[z_nz_nᵀ] without forming it).
     """
 
     __slots__ = ("_mean", "_cov")
@@ -186,11 +177,6 @@ class RowMoments:
 
     def __getitem__(self, index) -> np.ndarray:
         return np.asarray(self)[index]
-
-    def sum_rows(self) -> np.ndarray:
-        """Σ_n E[z_nz_nᵀ] (K, K)."""
-        m = self._mean
-        return (m.shape[0] * self._cov if self._cov.ndim == 2 else self._cov.sum(0)) + m.T @ m
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if ufunc is np.isfinite and method == "__call__" and len(inputs) == 1 and not kwargs:

@@ -22,8 +22,10 @@ The factor owns q(z) (``structured``): given q(w̃) and q(τ) the scores are ind
     Λ_n = Λ₀ + Σ_d O_nd E[τ_d] E[w_d w_dᵀ],   Λ_n E[z_n] = Λ₀m₀ + Σ_d O_nd E[τ_d](x_nd E[w_d] − E[w_d μ_d])
 
 (Winn & Bishop 2005; the E[w_d μ_d] term with an intercept), kept as ``distributions.GaussianRows``: with every
-entry observed Λ_n is one K × K matrix for all rows, so a sweep costs O(NDK + DJ³) and no N × K × K array is
-formed; with missing entries each row has its own (one compiled Cholesky per row, ``kernels.rows``).  This is
+entry observed Λ_n is one K × K matrix for all rows, the means are affine in the rows (E[z_n] = Aᵀx_n + c) and
+S, XZ come from the centred Gram matrix cached at compile time (``_gram_sums``, docs/maths.md §12), so a sweep
+makes one O(NDK) pass over X, costs O(NDK + D²K + DJ³) and forms no N × K × K array; with missing entries each
+row has its own Λ_n (one compiled Cholesky per row, ``kernels.rows``) and the sums are taken over the rows.  This is
 Bayesian PCA's blocked VMP (Bishop 1999) written as a factor; its other blocks (q(w̃), q(α), q(τ)) are the
 engine's ordinary updates.  The rotation speed-up (``schedules.rotation``) moves q(z) and q(w̃) between sweeps.
 """

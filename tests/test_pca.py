@@ -234,6 +234,40 @@ def test_fixed_point_is_the_hand_paths(case):
     np.testing.assert_allclose(np.sort(r.ard_precision), ard, rtol=1e-8)
 
 
+@pytest.mark.parametrize("shared", [True, False])
+def test_gaussian_rows_are_the_dense_rows(shared):
+    """GaussianRows (the fused factor's q(z)) against the same rows as an MvGaussian: moments, natural parameters,
+    entropy, log density, the moved laws Rz + c, and the lazily formed second moments."""
+    rng = np.random.default_rng(38)
+    N, K = 6, 3
+    B = rng.normal(size=(K, K + 2)) if shared else rng.normal(size=(N, K, K + 2))
+    cov = B @ np.swapaxes(B, -1, -2) / 5
+    mean = rng.normal(size=(N, K))
+    q = GaussianRows(mean, cov, np.linalg.inv(cov), np.linalg.slogdet(cov)[1])
+    dense = fg.MvGaussian(mean, cov=np.broadcast_to(cov, (N, K, K)))
+    first, second = q.expected_stats()
+    np.testing.assert_allclose(np.asarray(second), dense.expected_stats()[1], rtol=1e-12)
+    np.testing.assert_allclose(first, dense.mean())
+    assert np.isfinite(second).all() and second.shape == (N, K, K)
+    for a, b in zip(q.natural, dense.natural, strict=True):
+        np.testing.assert_allclose(np.broadcast_to(a, b.shape), b, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(q.entropy(), dense.entropy(), rtol=1e-12)
+    x = rng.normal(size=(N, K))
+    np.testing.assert_allclose(q.logpdf(x), dense.logpdf(x), rtol=1e-12)
+    np.testing.assert_allclose(q.second_sum(), dense.expected_stats()[1].sum(0), rtol=1e-12)
+    R, c = np.eye(K) + 0.3 * rng.normal(size=(K, K)), rng.normal(size=K)
+    moved = q.transformed(R, c)
+    np.testing.assert_allclose(moved.mean(), mean @ R.T + c, rtol=1e-12)
+    np.testing.assert_allclose(moved.cov(), R @ dense.cov() @ R.T, rtol=1e-12)
+    np.testing.assert_allclose(moved.entropy(), q.entropy() + np.linalg.slogdet(R)[1], rtol=1e-12)
+    np.testing.assert_allclose(moved.natural[1], -0.5 * np.linalg.inv(moved.shared_cov()), rtol=1e-9)
+    np.testing.assert_allclose(q.shifted(c).mean(), mean + c)
+    draws = q.sample(4000, rng=1)
+    assert draws.shape == (4000, N, K) and np.abs(draws.mean(0) - mean).max() < 0.2
+    bad = GaussianRows(np.where(np.arange(N)[:, None] == 2, np.nan, mean), cov, np.linalg.inv(cov), 0.0)
+    assert not np.all(np.isfinite(bad.expected_stats()[1]))
+
+
 @pytest.mark.parametrize("missing", [False, True])
 def test_fused_factor_runs_the_generic_paths_iterates(missing, monkeypatch):
     """The fused factor analysis (schedules.fusion, factors/factor_analysis.py) computes what the engine's generic
