@@ -1,7 +1,7 @@
-"""Fusing Gaussian likelihoods with fully observed outputs into factors that run on cached sums.
+"""Fusing Gaussian likelihoods of observed outputs into factors that run on cached sums.
 
-Three substitutions, made when a model is compiled (each keeps the replaced factor as ``source``, whose data
-``bind`` reads again after ``model.set_data``):
+Four substitutions, made when a model is compiled (each keeps the replaced factor as ``source``, whose data
+``bind`` reads again after ``model.set_data``; the first three need every output observed):
 
 * ``y ~ N(inner(X, w), τ⁻¹)``, w one MvGaussian: the linear-Gaussian factor on XᵀX, Xᵀy, yᵀy
   (factors/linear_gaussian.py);
@@ -16,7 +16,8 @@ Three substitutions, made when a model is compiled (each keeps the replaced fact
 * ``x ~ N(fg.inner(z, w), τ⁻¹)`` over plates (n, d) with x observed (entries may be missing), latent scores z_n
   whose only other factor is their constant prior N(m₀, Λ₀⁻¹), loadings w_d (``intercept=True`` allowed) and
   τ a Gamma per column or one: the scores' prior and the likelihood become one factor that owns q(z)
-  (factors/factor_analysis.py; Bayesian PCA), whose sweep costs O(NDK + DK³) and never forms N × K × K arrays.
+  (factors/factor_analysis.py; Bayesian PCA), whose sweep costs O(NDK + DK³) and never forms N × K × K arrays;
+  the missing entries of x drop out of it (schedules/missing.py).
 """
 
 from __future__ import annotations
