@@ -6,6 +6,7 @@ Adding a factor = one module here + one line in ``FACTOR_TYPES`` + its test fixt
 from .base import FactorType, RuleNotFound
 from .binomial import BINOMIAL, BINOMIAL_LOGIT
 from .discrete import BERNOULLI, BETA, CATEGORICAL, DIRICHLET
+from .factor_analysis import FACTOR_ANALYSIS
 from .gamma import GAMMA
 from .gaussian import GAUSSIAN
 from .gaussian_markov_chain import GAUSSIAN_MARKOV_CHAIN, GAUSSIAN_MARKOV_CHAIN_DIAG
@@ -45,5 +46,6 @@ FACTOR_TYPES += (UNIFORM_SCALE,)
 FACTOR_TYPES += (SCALE_SIGMA,)
 FACTOR_TYPES += (GROUPED_LINEAR_GAUSSIAN,)
 FACTOR_TYPES += (MV_GAUSSIAN_WISHART_MISSING, MV_GAUSSIAN_NORMAL_WISHART_MISSING)
+FACTOR_TYPES += (FACTOR_ANALYSIS,)
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

@@ -15,7 +15,10 @@ contribution's gradient with respect to the parent's statistics:
   (the indexed view w[groups] then sums the rows of each group)
 * y = aᵀb of two independent random vectors (``dot(a, b)``, ``inner(Z, w)`` with a random Z):
       E[y] = E[a]ᵀE[b],  E[y²] = tr(E[aaᵀ]E[bbᵀ])  ⇒ to a: (Σ η₁E[b], Σ η₂E[bbᵀ])
-  summed over the plates of y that a lacks (e.g. over d for z_n in y_nd = z_nᵀw_d)
+  summed over the plates of y that a lacks (e.g. over d for z_n in y_nd = z_nᵀw_d); with an intercept
+  (``intercept=True``) b has one more coordinate and y = b_{1:D}ᵀa + b_{D+1} = bᵀã with ã = (a, 1): the same
+  rules on ã, whose moments are (E[a], 1) and [[E[aaᵀ], E[a]], [E[a]ᵀ, 1]], and a message (h̃, H̃) to ã is
+  (h̃_{1:D} + 2H̃_{1:D, D+1}, H̃_{1:D, 1:D}) to a (the gradient through ã's moments)
 
 A constant operand c enters with statistics (c, c²).  The parent's plates may be fewer than y's:
 messages are summed over the missing plates (``plating.reduce``).
@@ -137,6 +140,8 @@ class Dot:
 
         E[y] = E[a]ᵀE[b],   E[y²] = Σ_ij E[a_i a_j] E[b_i b_j],
         to a: (Σ_{plates of y not in a} η₁E[b],  Σ η₂E[bbᵀ]).
+
+    With ``p["intercept"]`` b has D + 1 coordinates and a is read as ã = (a, 1) (module docstring).
     """
 
     name = "dot"
@@ -144,7 +149,7 @@ class Dot:
     @staticmethod
     def forward(par: dict[str, Stats], p: dict[str, Any]) -> Stats:
         sa, sb, sy = dot_subscripts(p)
-        (a1, a2), (b1, b2) = (_on_plates(par[r], p, r) for r in ("a", "b"))
+        (a1, a2), (b1, b2) = (_operand(par, p, r) for r in ("a", "b"))
         return (np.einsum(f"{sa}D,{sb}D->{sy}", a1, b1, optimize=True),
                 np.einsum(f"{sa}DE,{sb}DE->{sy}", a2, b2, optimize=True))
 
@@ -153,10 +158,28 @@ class Dot:
         sa, sb, sy = dot_subscripts(p)
         other = "b" if role == "a" else "a"
         mine, theirs = (sa, sb) if role == "a" else (sb, sa)
-        o1, o2 = _on_plates(par[other], p, other)
+        o1, o2 = _operand(par, p, other)
         h, eta2 = (np.broadcast_to(m, p["sizes"]) for m in msg)
-        return (np.einsum(f"{sy},{theirs}D->{mine}D", h, o1, optimize=True),
-                np.einsum(f"{sy},{theirs}DE->{mine}DE", eta2, o2, optimize=True))
+        h1 = np.einsum(f"{sy},{theirs}D->{mine}D", h, o1, optimize=True)
+        h2 = np.einsum(f"{sy},{theirs}DE->{mine}DE", eta2, o2, optimize=True)
+        if role == "a" and p.get("intercept"):  # the message to ã = (a, 1), pulled back to a
+            return h1[..., :-1] + 2.0 * h2[..., :-1, -1], h2[..., :-1, :-1]
+        return h1, h2
+
+
+def _operand(par: dict[str, Stats], p: dict[str, Any], role: str) -> Stats:
+    """An operand's moments on its plates; with an intercept, a's are those of ã = (a, 1)."""
+    s1, s2 = _on_plates(par[role], p, role)
+    if role == "b" or not p.get("intercept"):
+        return s1, s2
+    D = s1.shape[-1]
+    t1 = np.concatenate([s1, np.ones(s1.shape[:-1] + (1,))], axis=-1)
+    t2 = np.empty(s2.shape[:-2] + (D + 1, D + 1))
+    t2[..., :D, :D] = s2
+    t2[..., :D, D] = s1
+    t2[..., D, :D] = s1
+    t2[..., D, D] = 1.0
+    return t1, t2
 
 
 _PLATE_LETTERS = "abcdefghijklmnopqrstuvwxyz"  # plates of a dot product (events are D, E)

@@ -18,6 +18,10 @@ scatter is never formed.  When the data and the mean sit on different plates (a 
 μ_k on the components) the sums over d of products of a row's and a component's moments are matrix products
 (``factors.contract``), and Λ E[x] is kept factored, so no rows × components × D array is formed either.
 
+With ``p["tail"]`` = c (T constants) the precision is Λ = diag(α, c): α (ARD, or one α) covers the first
+K = D − T coordinates and the constants the last T (the loadings and mean of Bayesian PCA, one joint vector):
+E[log|Λ|] = Σ_{k≤K} E[log α_k] + Σ_t log c_t, and α's message counts the first K coordinates only.
+
 Missing coordinates of an observed ``out`` (``p["observed_coords"]``, m ∈ {0, 1}^D per row) are
 marginalised: with Λ = αI or diag(α) the density of the observed coordinates has Λ_o = diag(m ∘ α), so
 S_dd, log α_d and the count D are taken over the observed coordinates only (n_o = Σ m_d).  A constant Λ
@@ -55,6 +59,33 @@ def _scatter_diag(m: Moments) -> np.ndarray:
     return x1d - 2.0 * x0 * m0 + m1d
 
 
+def _tail_diag(m: Moments, p: dict) -> np.ndarray:
+    """diag E[Λ] = (E[α] (K of them, or one repeated), c), shape (…, D), for Λ = diag(α, c)."""
+    a, c = m["precision"][0], p["tail"]
+    K = p["D"] - c.size
+    head = a if p["ard"] else np.broadcast_to(np.asarray(a)[..., None], np.shape(a) + (K,))
+    return np.concatenate([head, np.broadcast_to(c, head.shape[:-1] + c.shape)], axis=-1)
+
+
+def _tail_rules(m: Moments, p: dict, edge: str) -> tuple:
+    """The messages and E[log f] of the factor with Λ = diag(α, c) (``edge`` "evidence" for E[log f])."""
+    c = p["tail"]
+    K = p["D"] - c.size
+    lam = _tail_diag(m, p)
+    if edge in ("out", "mean"):
+        other = m["mean" if edge == "out" else "out"][0]
+        return (lam * other, -0.5 * lam[..., :, None] * np.eye(p["D"]))
+    x0, x1d, m0, m1d = _diagonals(m)
+    sdd = x1d - 2.0 * x0 * m0 + m1d  # S_dd
+    if edge == "precision":
+        if p["ard"]:
+            return (-0.5 * sdd[..., :K], np.full(sdd.shape[:-1] + (K,), 0.5))
+        return (-0.5 * sdd[..., :K].sum(-1), np.full(sdd.shape[:-1], 0.5 * K))
+    loga = m["precision"][1]
+    logdet = (loga.sum(-1) if p["ard"] else K * loga) + np.log(c).sum()
+    return 0.5 * logdet - 0.5 * p["D"] * LOG_2PI - 0.5 * (lam * sdd).sum(-1)
+
+
 def _lam(m: Moments, p: dict) -> np.ndarray:
     """E[Λ] as a (…, D, D) matrix."""
     a = m["precision"][0]
@@ -80,16 +111,22 @@ def _diag_message(m: Moments, p: dict, other: np.ndarray) -> tuple:
 
 @MV_GAUSSIAN.rule("out", "vmp")
 def mv_to_out(m: Moments, p: dict) -> tuple:
+    if p.get("tail") is not None:
+        return _tail_rules(m, p, "out")
     return _diag_message(m, p, m["mean"][0])
 
 
 @MV_GAUSSIAN.rule("mean", "vmp")
 def mv_to_mean(m: Moments, p: dict) -> tuple:
+    if p.get("tail") is not None:
+        return _tail_rules(m, p, "mean")
     return _diag_message(m, p, m["out"][0])
 
 
 @MV_GAUSSIAN.rule("precision", "vmp")
 def mv_to_precision(m: Moments, p: dict) -> tuple:
+    if p.get("tail") is not None:
+        return _tail_rules(m, p, "precision")
     obs = p.get("observed_coords")
     if obs is not None:
         d = _scatter_diag(m) * obs
@@ -109,6 +146,8 @@ def mv_to_precision(m: Moments, p: dict) -> tuple:
 
 @MV_GAUSSIAN.evidence(kind="exact")
 def mv_evidence(m: Moments, p: dict) -> np.ndarray:
+    if p.get("tail") is not None:
+        return _tail_rules(m, p, "evidence")
     a, loga = m["precision"]
     D = p["D"]
     obs = p.get("observed_coords")

@@ -66,15 +66,15 @@ def reduce(arr: np.ndarray, src: Sequence[int], dst: Sequence[int], sizes: Seque
 
 def move_plate_to_event(arr: np.ndarray, plates: Sequence[int], plate: int, event_ndim: int) -> np.ndarray:
     """Move the axis of ``plate`` to the front of the event axes (the plate becomes an event axis)."""
-    i = list(plates).index(plate)
-    return np.moveaxis(arr, i, arr.ndim - event_ndim - 1)
+    i, j = list(plates).index(plate), arr.ndim - event_ndim - 1
+    return arr if i == j else np.moveaxis(arr, i, j)
 
 
 def move_event_to_plate(arr: np.ndarray, plates: Sequence[int], plate: int, event_ndim: int) -> np.ndarray:
     """Inverse of ``move_plate_to_event``: ``plates`` lists the node's plates including ``plate``,
     and ``event_ndim`` counts the event axes of the result."""
-    i = list(plates).index(plate)
-    return np.moveaxis(arr, arr.ndim - event_ndim - 1, i)
+    i, j = list(plates).index(plate), arr.ndim - event_ndim - 1
+    return arr if i == j else np.moveaxis(arr, j, i)
 
 
 def weighted_reduce(arr: np.ndarray, weights: np.ndarray, src: Sequence[int], dst: Sequence[int],

@@ -1,7 +1,7 @@
-"""Fusing Gaussian likelihoods with fully observed outputs into factors that run on cached sums.
+"""Fusing Gaussian likelihoods of observed outputs into factors that run on cached sums.
 
-Three substitutions, made when a model is compiled (each keeps the replaced factor as ``source``, whose data
-``bind`` reads again after ``model.set_data``):
+Four substitutions, made when a model is compiled (each keeps the replaced factor as ``source``, whose data
+``bind`` reads again after ``model.set_data``; the first three need every output observed):
 
 * ``y ~ N(inner(X, w), τ⁻¹)``, w one MvGaussian: the linear-Gaussian factor on XᵀX, Xᵀy, yᵀy
   (factors/linear_gaussian.py);
@@ -12,7 +12,12 @@ Three substitutions, made when a model is compiled (each keeps the replaced fact
   (factors/grouped_linear_gaussian.py).  The mean is read as Σ_terms (constant column) × (coefficient); a
   term that is not of that form (a product of two random nodes, a constant offset, a plated-over-rows
   variable, a gate), coefficients gathered by different labels, a variable used twice, or a variable taken
-  over by a global handler leaves the factor to the generic path, which gives the same fixed point.
+  over by a global handler leaves the factor to the generic path, which gives the same fixed point;
+* ``x ~ N(fg.inner(z, w), τ⁻¹)`` over plates (n, d) with x observed (entries may be missing), latent scores z_n
+  whose only other factor is their constant prior N(m₀, Λ₀⁻¹), loadings w_d (``intercept=True`` allowed) and
+  τ a Gamma per column or one: the scores' prior and the likelihood become one factor that owns q(z)
+  (factors/factor_analysis.py; Bayesian PCA), whose sweep costs O(NDK + DK³) and never forms N × K × K arrays;
+  the missing entries of x drop out of it (schedules/missing.py).
 """
 
 from __future__ import annotations
@@ -20,11 +25,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.linalg.blas import dsyrk
 
-from distributions import Gaussian, MvGaussian
+from distributions import Gamma, Gaussian, MvGaussian
+from factorgraph.graph import checks
 from factorgraph.graph.nodes import Deterministic, FactorNode, Gate, Indexed, Variable
 from factors.data_products import cached_gram, cached_yty
-from factors.deterministic import Inner, Product, Sum
+from factors.deterministic import Dot, Inner, Product, Sum
+from factors.factor_analysis import FACTOR_ANALYSIS
 from factors.gaussian import GAUSSIAN
 from factors.grouped_gaussian import GROUPED_GAUSSIAN
 from factors.grouped_linear_gaussian import (
@@ -34,6 +42,7 @@ from factors.grouped_linear_gaussian import (
     grouped_linear_stats,
 )
 from factors.linear_gaussian import LINEAR_GAUSSIAN
+from factors.mv_gaussian import MV_GAUSSIAN_FIXED
 from factors.plating import expand
 
 
@@ -49,8 +58,13 @@ def fuse(model, handled: set[str] = frozenset()) -> list[FactorNode]:
         for p in d.parents.values():
             if isinstance(p, Deterministic):
                 uses[id(p)] = uses.get(id(p), 0) + 1
+    scores = _factor_analyses(model, uses, handled)
     out = []
     for f in model.factors:
+        if id(f) in scores:  # a factor-analysis likelihood (fused) or its scores' prior (absorbed into it)
+            if scores[id(f)] is not None:
+                out.append(scores[id(f)])
+            continue
         fused = _fuse_grouped(f) or _fuse_grouped_linear(f, uses, handled)
         if fused is not None:
             out.append(fused)
@@ -79,6 +93,8 @@ def fused_stats(f: FactorNode) -> dict[str, Any]:
         return _linear_stats(f.source)
     if f.ftype is GROUPED_GAUSSIAN:
         return _grouped_stats(f.source)
+    if f.ftype is FACTOR_ANALYSIS:
+        return _factor_analysis_stats(f)
     return _grouped_linear_stats(f.source)
 
 
@@ -252,3 +268,76 @@ def _dets(node: Any) -> list[Deterministic]:
     if not isinstance(node, Deterministic):
         return []
     return [node] + [d for p in node.parents.values() for d in _dets(p)]
+
+
+# ------------------------------------------------------------------------ factor analysis
+def _factor_analyses(model, uses: dict[int, int], handled: set[str]) -> dict[int, FactorNode | None]:
+    """The factor-analysis fusions: id(likelihood) -> the fused factor, id(the scores' prior) -> None."""
+    out: dict[int, FactorNode | None] = {}
+    users: dict[int, int] = {}  # node -> how many factor edges and expression operands use it
+    for a in [*(a for f in model.factors for a in f.edges.values()),
+              *(a for d in model.deterministics for a in d.parents.values())]:
+        users[id(a)] = users.get(id(a), 0) + 1
+    for f in model.factors:
+        y, mean, prec = f.edges.get("out"), f.edges.get("mean"), f.edges.get("precision")
+        if not (f.ftype is GAUSSIAN and f.method == "default" and isinstance(y, Variable)
+                and isinstance(y.mask, np.ndarray) and users.get(id(y)) == 1 and not checks.is_dask(y.value)
+                and isinstance(mean, Deterministic) and mean.op is Dot and uses.get(id(mean)) == 1
+                and len(f.plates) == 2 and y.plates == f.plates == mean.plates
+                and isinstance(prec, Variable) and prec.family is Gamma):
+            continue
+        roles = [("a", "b")] if mean.params.get("intercept") else [("a", "b"), ("b", "a")]
+        for zr, wr in roles:
+            z, w = mean.parents[zr], mean.parents[wr]
+            if _scores_and_loadings(z, w, prec, users, handled):
+                consumed = {"out": z.plates[0], "loadings": w.plates[0]}
+                if prec.plates:
+                    consumed["precision"] = w.plates[0]
+                fused = FactorNode(FACTOR_ANALYSIS, f.name, {"out": z, "loadings": w, "precision": prec}, (),
+                                   f.method, {}, consumed)
+                fused.source, fused.scores_prior = f, z.prior  # what it replaces, whose data rebind() reads again
+                out[id(f)], out[id(z.prior)] = fused, None
+                break
+    return out
+
+
+def _scores_and_loadings(z: Any, w: Any, prec: Variable, users: dict[int, int], handled: set[str]) -> bool:
+    """Whether z can be the fused factor's scores and w its loadings: latent vectors on one plate each (two
+    plates), z used only by its constant proper prior and this product, τ one Gamma or one per column of w."""
+    if not all(isinstance(v, Variable) and v.family is MvGaussian and len(v.plates) == 1 and v.mask is None
+               and v.name not in handled for v in (z, w)) or z.plates[0] is w.plates[0]:
+        return False
+    prior = z.prior
+    lam = prior.params.get("precision_raw") if prior is not None else None
+    return (prior is not None and prior.ftype is MV_GAUSSIAN_FIXED and prior.plates == z.plates
+            and users.get(id(z)) == 2 and isinstance(prior.edges.get("mean"), np.ndarray)
+            and isinstance(lam, np.ndarray) and bool(np.any(lam)) and prec.plates in ((), w.plates))
+
+
+def _factor_analysis_stats(f: FactorNode) -> dict[str, Any]:
+    """The data of a factor-analysis likelihood as (N, D) rows × columns (missing entries 0, their mask), its
+    column sums, and the scores' prior."""
+    src, prior = f.source, f.scores_prior
+    y, mean, z = src.edges["out"], src.edges["mean"], f.edges["out"]
+    rows_first = y.plates[0] is z.plates[0]
+    X = np.asarray(y.value, dtype=float)
+    M = None if y.mask is None or y.mask.all() else np.asarray(y.mask, dtype=bool)
+    if not rows_first:
+        X, M = X.T, (None if M is None else M.T)
+    X = np.ascontiguousarray(np.where(M, X, 0.0) if M is not None else X)
+    K = z.event_shape[0]
+    lam = np.asarray(prior.params["precision_raw"], dtype=float)
+    lam = lam * np.eye(K) if lam.ndim == 0 else (np.diag(lam) if lam.ndim == 1 else lam)
+    m0 = np.broadcast_to(np.asarray(prior.edges["mean"], dtype=float), (K,)).copy()
+    count = np.full(X.shape[1], float(X.shape[0])) if M is None else M.sum(0).astype(float)
+    colmean = X.sum(0) / np.maximum(count, 1.0)
+    gram = None
+    if M is None:  # the centred Gram matrix, for the sums over the rows (factors.factor_analysis._gram_sums)
+        upper = dsyrk(1.0, (X - colmean).T)  # one triangle of X_cᵀX_c (the transpose is Fortran-ordered: no copy)
+        gram = np.triu(upper) + np.triu(upper, 1).T
+    return {"X": X, "mask": None if M is None else np.ascontiguousarray(M, dtype=float), "gram": gram,
+            "colmean": colmean,
+            "xx": np.einsum("nd,nd->d", X, X), "colsum": X.sum(0), "count": count, "K": K,
+            "intercept": bool(mean.params.get("intercept")), "shared_noise": not f.edges["precision"].plates,
+            "prior_precision": lam, "prior_logdet": float(np.linalg.slogdet(lam)[1]), "prior_mean": m0,
+            "prior_shift": lam @ m0 if m0.any() else None}

@@ -44,7 +44,8 @@ def drop_missing(c) -> None:
             coords = None
         if v.mask is None or (v.mask.all() and coords is None):
             continue
-        prior = next((f for f in c.factors if f.node is v.prior), None)
+        # (a fused factor that replaced the prior, ``schedules.fusion``, stands for it and marginalises the entries)
+        prior = next((f for f in c.factors if f.node is v.prior or getattr(f.node, "source", None) is v.prior), None)
         uses = [x for x in c.consumers.get(id(v), []) if not (x.factor is prior and x.edge == "out")]
         if prior is not None and "out" not in prior.rules and prior.node.edges.get("out") is v and (
                 uses or id(v) in c.selector_factors):

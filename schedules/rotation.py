@@ -1,4 +1,6 @@
-"""Parameter-expanded VB: the rotation speed-up of Luttinen & Ilin (2010) for products WZ.
+"""Parameter-expanded VB: the rotation speed-up of Luttinen & Ilin (2010) for products WZ, an engine step run
+between sweeps (``Model.sweep_hooks``) by Bayesian PCA (``ScoresRotation``) and linear state-space models
+(``StateRotation``) alike.
 
 In a model where the data depend on two factors only through their product, y = W z (Bayesian PCA,
 factor analysis, a linear state-space model's C x_t), the likelihood is unchanged by z → R z,
@@ -47,16 +49,31 @@ raises the bound; applying it (moments x → Rx, Σ → RΣRᵀ; w → R⁻ᵀw;
 never lowers the ELBO.  The terms are reusable: a state-space chain adds its own term for the rotated
 dynamics, whatever rotates adds its term.
 
+The step itself (``Rotation``): a sweep hook that finds R for the current q and moves q by it; a subclass says
+which terms enter (``terms``) and how q moves (``apply``).  ``ScoresRotation`` rotates the latent scores and the
+loadings of a fused factor analysis (``factors.factor_analysis``; preceded, with missing entries and an
+intercept, by ``optimal_translation``); ``StateRotation`` the states, dynamics and loadings of
+``models.linear_state_space``.
+
 References: Luttinen, J. & Ilin, A. (2010), "Transformations in variational Bayesian factor analysis
 to speed up learning", Neurocomputing 73.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
+
+from distributions import MvGaussian
+from distributions.gaussian_chain import GaussianChain
+from factorgraph.graph.nodes import ModelError
+from factors.factor_analysis import FACTOR_ANALYSIS, moved_sums, rows_sums
+from factors.gaussian_markov_chain import _sums
 
 Term = Callable[[np.ndarray, np.ndarray, float], tuple[float, np.ndarray]]
 """A bound term: (R, R⁻¹, log|det R|) → (f(R), ∂f/∂R); the inverse and determinant are computed once for all
@@ -253,5 +270,201 @@ def optimal_translation(z_sum: np.ndarray, n: float, A_W: np.ndarray, wmu_sum: n
     return c, float(0.5 * g @ c)
 
 
-__all__ = ["Term", "ard_term", "evaluate", "gaussian_term", "markov_chain_term", "optimal_rotation",
-           "optimal_translation", "similarity_ard_term"]
+class Rotation(ABC):
+    """The rotation speed-up as a sweep hook (``model.sweep_hooks.append(hook)``): after each sweep, ``prepare``
+    (refit what the terms assume optimal), find the R maximising the sum of ``terms`` (``optimal_rotation``) and
+    move q by it (``apply``); returns the bound's predicted rise (0: R = I).  ``gains`` records it per call.
+    Subclasses define ``variable`` (the rotated vectors, whose last axis has length K), ``terms`` and ``apply``."""
+
+    variable: str
+
+    def __init__(self) -> None:
+        self.gains: list[float] = []
+
+    def __call__(self, eng: Any) -> float:
+        gain = self.prepare(eng)
+        R, rise = optimal_rotation(self.terms(eng), eng.q[self.variable].mean().shape[-1])
+        if rise > 0.0:
+            self.apply(eng, R)
+        self.gains.append(gain + rise)
+        return gain + rise
+
+    def prepare(self, eng: Any) -> float:
+        """What runs before the terms are formed; returns any rise of the bound it made itself."""
+        return 0.0
+
+    @abstractmethod
+    def terms(self, eng: Any) -> list[Term]:
+        """The bound's terms f(R) at the current q."""
+
+    @abstractmethod
+    def apply(self, eng: Any, R: np.ndarray) -> None:
+        """Move q by R (any invertible R)."""
+
+
+class ScoresRotation(Rotation):
+    """The rotation of a fused factor analysis (``factors.factor_analysis``; ``models.pca``): scores z_n → Rz_n and
+    loadings w_d → R⁻ᵀw_d (the intercept μ_d of w̃_d = (w_d, μ_d) unchanged), so that every w̃_dᵀz̃_n is unchanged.
+
+    The bound changes by ``gaussian_term`` (the N scores, prior N(0, I)) + ``ard_term`` (the D loadings under
+    their ARD precisions α, or one shared α, Gam(a₀, b₀)); q(α) is refitted after the move.  q(α) must be optimal
+    when the hook runs (it is when α is updated after the loadings in the sweep).  With ``translate`` (the
+    loadings' intercept prior precision β₀) and missing entries, the rotation is preceded by the translation
+    z_n → z_n + c, μ_d → μ_d − cᵀw_d of ``optimal_translation``, which removes the slow mode that couples the
+    scores' mean and the intercepts when rows see different columns.
+
+    Parameters
+    ----------
+    scores, loadings, precision
+        The names of z, w (or w̃) and α in the model.
+    shape, rate
+        a₀, b₀ of α's Gamma prior.
+    shared
+        One α for all K coordinates (w_d ~ N(0, α⁻¹I)) instead of ARD.
+    translate
+        β₀ when w̃ carries an intercept with prior N(0, β₀⁻¹), else None.
+    """
+
+    def __init__(self, scores: str, loadings: str, precision: str, shape: float, rate: float, shared: bool = False,
+                 translate: float | None = None) -> None:
+        super().__init__()
+        self.variable, self.loadings, self.precision = scores, loadings, precision
+        self.shape, self.rate, self.shared, self.translate = float(shape), float(rate), bool(shared), translate
+
+    def _factor(self, eng: Any) -> Any:
+        f = eng.structured.get(self.variable)
+        if f is None or f.node.ftype is not FACTOR_ANALYSIS:
+            raise ModelError(f"ScoresRotation: {self.variable!r} is not the scores of a fused factor analysis "
+                             "(a constant N(0, I) prior and fg.inner(z, w) in a Gaussian likelihood of observed data)")
+        p = f.params
+        if p["prior_shift"] is not None or not np.array_equal(p["prior_precision"], np.eye(p["K"])):
+            raise ModelError(f"ScoresRotation: the prior of {self.variable!r} must be N(0, I)")
+        return f
+
+    def _set(self, eng: Any, qz: Any, qw: MvGaussian, T: np.ndarray) -> None:
+        """Put the moved q(z), q(w̃); T (acting on z̃) moves the factor's sums over the rows with q(z)."""
+        variables = eng.c.model.variables
+        p = self._factor(eng).params
+        moved_sums(p, eng.q[self.variable], qz, T)
+        p["state"]["q"] = qz  # the factor owns q(z)
+        eng.set_posterior(variables[self.variable], qz)
+        eng.set_posterior(variables[self.loadings], qw)
+
+    def prepare(self, eng: Any) -> float:
+        """With missing entries and an intercept: the optimal translation (its gain ½gᵀH⁻¹g ≥ 0)."""
+        f = self._factor(eng)
+        if self.translate is None or f.params["mask"] is None:
+            return 0.0
+        qz, qw = eng.q[self.variable], eng.q[self.loadings]
+        Wm, Wc = qw.mean(), qw.cov()
+        K = Wm.shape[-1] - 1
+        eww = eng.stats[self.loadings][1]
+        c, gain = optimal_translation(rows_sums(f.params)[1][:K], qz.mean().shape[0], eww[:, :K, :K].sum(0),
+                                      eww[:, :K, K].sum(0), self.translate)
+        if gain <= 0.0:
+            return 0.0
+        V = np.eye(K + 1)  # w̃ → V w̃: μ_d → μ_d − cᵀw_d
+        V[K, :K] = -c
+        T = np.eye(K + 1)  # z̃ → T z̃ = (z + c, 1)
+        T[:K, K] = c
+        self._set(eng, qz.shifted(c), MvGaussian(mean=Wm @ V.T, cov=V @ Wc @ V.T), T)
+        return gain
+
+    def terms(self, eng: Any) -> list[Term]:
+        qz = eng.q[self.variable]
+        K = qz.mean().shape[-1]
+        eww = eng.stats[self.loadings][1]
+        return [gaussian_term(qz.second_sum(), qz.mean().shape[0]),
+                ard_term(eww[:, :K, :K].sum(0), eww.shape[0], self.shape, self.rate, shared=self.shared)]
+
+    def apply(self, eng: Any, R: np.ndarray) -> None:
+        """z_n → Rz_n, w_d → R⁻ᵀw_d (any invertible R), then refit q(α)."""
+        qz, qw = eng.q[self.variable], eng.q[self.loadings]
+        K, J = R.shape[0], qw.mean().shape[-1]
+        U = np.eye(J)  # acts on w̃ = (w, μ)
+        U[:K, :K] = np.linalg.inv(R).T
+        T = np.eye(J)  # acts on z̃ = (z, 1)
+        T[:K, :K] = R
+        self._set(eng, qz.transformed(R), MvGaussian(mean=qw.mean() @ U.T, cov=U @ qw.cov() @ U.T), T)
+        eng.update(eng.c.model.variables[self.precision])
+
+
+def _rotated_draws(sampler, R: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Draws of the chain pushed forward by R: R x_t for each draw x of the chain before the rotation."""
+    return sampler(draws, rng) @ R.T
+
+
+class StateRotation(Rotation):
+    """The rotation speed-up (Luttinen & Ilin 2010) for ``linear_state_space``: a sweep hook (``Model.sweep_hooks``)
+    that moves q along x_t → R x_t, C → C R⁻¹, A → R A R⁻¹ with the R maximising the bound.
+
+    q(x) becomes the chain pushed forward by R (means Rμ_t, moments R E[x_tx_tᵀ] Rᵀ and R E[x_tx_{t−1}ᵀ] Rᵀ,
+    entropy + L log|det R|); each row of q(C) is pushed forward by R⁻ᵀ (C x_t is unchanged); q(A) is pushed
+    forward by A → RAR⁻¹ and replaced by the product of its row marginals (q(A) keeps its rows independent;
+    ``similarity_ard_term``); q(α), q(γ) are refitted.  The likelihood of y is invariant; the change of the bound
+    is ``gaussian_term`` (the initial state and the dynamics, Q = I fixed, exactly) + ``similarity_ard_term``
+    (A) + ``ard_term`` (C), all exact.  q(α), q(γ) are refitted before the terms are formed (the ARD terms assume
+    the optimal q) and R = I unless the bound rises: the ELBO never falls.
+
+    ``full=False`` rotates A → AR⁻¹ only (rows a_i → R⁻ᵀa_i, ``ard_term``; the dynamics then enter through
+    ``markov_chain_term``): also exact and monotone, a smaller move (benchmarks/state_space_rotation.py).
+    ``gains`` records the bound's predicted rise at each call.
+    """
+
+    variable = "x"
+
+    def __init__(self, a0: float, full: bool = True) -> None:
+        super().__init__()
+        self.a0 = float(a0)
+        self.full = bool(full)
+
+    def prepare(self, eng: Any) -> float:
+        """Refit q(α), q(γ) (the ARD terms assume them optimal)."""
+        variables = eng.c.model.variables
+        eng.update(variables["alpha"])
+        eng.update(variables["gamma"])
+        return 0.0
+
+    def terms(self, eng: Any) -> list[Term]:
+        """The bound terms f(R) of the current q; they assume q(α), q(γ) optimal."""
+        qx, qA, qC = eng.q["x"], eng.q["A"], eng.q["C"]
+        mA, cA, mC = qA.mean(), qA.cov(), qC.mean()
+        CC = (qC.cov() + mC[:, :, None] * mC[:, None, :]).sum(0)
+        c_term = ard_term(CC, mC.shape[0], self.a0, self.a0)
+        _, xx1, s11, s00, s10, L = (np.asarray(a) for a in _sums(qx, eng.structured["x"].params["lengths"]))
+        D = mA.shape[-1]
+        xx1, s11, s00, s10 = (a.reshape(-1, D, D).sum(0) for a in (xx1, s11, s00, s10))
+        n = float(L.sum())
+        if not self.full:
+            AA = (cA + mA[:, :, None] * mA[:, None, :]).sum(0)
+            return [markov_chain_term(xx1 + s11, n, s10, mA), ard_term(AA, mA.shape[0], self.a0, self.a0), c_term]
+        cross = mA @ s10.T
+        W = s11 - cross - cross.T + mA @ s00 @ mA.T + np.diag(np.einsum("kl,ilk->i", s00, cA))
+        return [gaussian_term(W + xx1, n), similarity_ard_term(mA, cA, self.a0, self.a0), c_term]
+
+    def apply(self, eng: Any, R: np.ndarray) -> None:
+        """Transform q by R (any invertible R) and refit q(α), q(γ)."""
+        variables = eng.c.model.variables
+        qx, qA, qC = eng.q["x"], eng.q["A"], eng.q["C"]
+        U = np.linalg.inv(R)
+        ld = np.linalg.slogdet(R)[1]
+        chain = eng.structured["x"]
+        sampler = qx._sampler
+        q = GaussianChain(
+            qx.mean() @ R.T, R @ qx.second @ R.T, R @ qx.pair @ R.T, qx.log_normalizer,
+            qx.joint_entropy + np.asarray(chain.params["lengths"], dtype=float) * ld,
+            sampler=None if sampler is None else partial(_rotated_draws, sampler, R.copy()))
+        chain.params["state"]["q"] = q
+        eng.set_posterior(variables["x"], q)
+        if self.full:
+            A = MvGaussian(mean=R @ qA.mean() @ U, cov=U.T @ np.einsum("ij,jkl->ikl", R * R, qA.cov()) @ U)
+        else:
+            A = MvGaussian(mean=qA.mean() @ U, cov=U.T @ qA.cov() @ U)
+        eng.set_posterior(variables["A"], A)
+        eng.set_posterior(variables["C"], MvGaussian(mean=qC.mean() @ U, cov=U.T @ qC.cov() @ U))
+        eng.update(variables["alpha"])
+        eng.update(variables["gamma"])
+
+
+__all__ = ["Rotation", "ScoresRotation", "StateRotation", "Term", "ard_term", "evaluate", "gaussian_term",
+           "markov_chain_term", "optimal_rotation", "optimal_translation", "similarity_ard_term"]

@@ -115,7 +115,8 @@ class PosteriorUpdates(MessagePassing):
         potentials); with ``start`` it builds its starting q from v's current statistics instead."""
         pot = None
         if not start:
-            pot = list(v.family._zero_natural(v.shape, v.event_shape))
+            # zeros as broadcast views: none is allocated unless another factor sends a message
+            pot = [np.broadcast_to(0.0, v.shape + tuple(v.event_shape[:1]) * k) for k in v.family.event_ndims]
             for cons in self.c.consumers.get(id(v), []):
                 if cons.factor is not f:
                     pot = [a + b for a, b in zip(pot, self.consumer_message(cons), strict=True)]

@@ -88,6 +88,9 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "Categorical": {},
         "MvGaussian": {"D": D, "ard": False},
         "MvGaussian/ard": {"D": D, "ard": True},
+        # Λ = diag(α, c): ARD α over the first D − 1 coordinates, or one α for them, and a constant for the last
+        "MvGaussian/tail": {"D": D, "ard": True, "tail": np.array([2.5])},
+        "MvGaussian/tail_shared": {"D": D, "ard": False, "tail": np.array([2.5])},
         "MvGaussianFixedPrecision": {"D": D, "precision": _spd(rng), "logdet": None},
         "NormalGamma": {"D": D, "ard": False, "mean": rng.normal(size=D), "shape": 2.0, "rate": 0.5},
         "NormalGamma/ard": {"D": D, "ard": True, "mean": rng.normal(size=D), "shape": 2.0, "rate": 0.5},
@@ -126,6 +129,9 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         # a row with its middle coordinate missing, and a complete row (the conjugate message)
         "MvGaussianWishartMissing": {"D": D, **missing_patterns(np.array([[1, 0, 1], [1, 1, 1]]))},
         "MvGaussianNormalWishartMissing": {"D": D, **missing_patterns(np.array([[0, 1, 1], [1, 1, 1]]))},
+        # 4 rows × 2 columns, D − 1 scores and an intercept; 4 rows × 2 columns with entries missing, D scores
+        "FactorAnalysis": _factor_analysis_fixture(np.random.default_rng(8), intercept=True),
+        "FactorAnalysis/missing": _factor_analysis_fixture(np.random.default_rng(9), intercept=False),
     }[name]
     if name == "NormalWishart":
         from factors.normal_wishart import prior_natural
@@ -134,6 +140,22 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
     if name == "MvGaussianFixedPrecision":
         params["logdet"] = float(np.linalg.slogdet(params["precision"])[1])
     return params
+
+
+def _factor_analysis_fixture(rng, intercept):
+    """The fused factor analysis's parameters (schedules.fusion): rows × columns data, the scores' constant prior;
+    with ``intercept`` every entry observed and one τ per column, else entries missing and one shared τ."""
+    X = rng.normal(size=(4, 2))
+    M = None if intercept else np.array([[1, 0], [1, 1], [0, 1], [1, 1]], dtype=float)
+    X = X if M is None else X * M
+    K = D - 1 if intercept else D
+    lam = _spd(rng)[:K, :K]
+    m0 = rng.normal(size=K)
+    count = np.full(2, 4.0) if M is None else M.sum(0)
+    return {"X": X, "mask": M, "xx": (X * X).sum(0), "colsum": X.sum(0), "count": count, "K": K,
+            "intercept": intercept, "shared_noise": not intercept, "prior_precision": lam,
+            "prior_logdet": float(np.linalg.slogdet(lam)[1]), "prior_mean": m0, "prior_shift": lam @ m0,
+            "gram": None, "colmean": X.sum(0) / count, "state": {}}
 
 
 # the grouped linear-Gaussian fixture: 2 groups, every slot used: scalar blocks of one coefficient (s0, s2, s4,
@@ -158,8 +180,10 @@ def _grouped_linear_fixture(rng):
 
 
 CASES = [(ft, variant) for ft in FACTOR_TYPES
-         for variant in ([ft.name, ft.name + "/ard"] if ft.name in ("MvGaussian", "NormalGamma") else
-                         [ft.name, ft.name + "/shared"] if ft.name == "GaussianMarkovChainDiag" else [ft.name])]
+         for variant in ([ft.name, ft.name + "/ard", ft.name + "/tail", ft.name + "/tail_shared"]
+                         if ft.name == "MvGaussian" else [ft.name, ft.name + "/ard"] if ft.name == "NormalGamma" else
+                         [ft.name, ft.name + "/shared"] if ft.name == "GaussianMarkovChainDiag" else
+                         [ft.name, ft.name + "/missing"] if ft.name == "FactorAnalysis" else [ft.name])]
 
 
 def _moments(ft, variant, rng):
@@ -175,6 +199,15 @@ def _moments(ft, variant, rng):
             m[edge] = _stats(family, rng, BATCH + (D,))
         elif edge == "precision" and variant.endswith("/ard"):
             m[edge] = _stats(family, rng, BATCH + (D,))
+        elif edge == "precision" and variant.endswith("/tail"):
+            m[edge] = _stats(family, rng, BATCH + (D - 1,))
+        elif ft.name == "FactorAnalysis":  # 4 rows of scores (D − 1 with the intercept), 2 columns of loadings
+            K = D - 1 if variant == ft.name else D
+            if edge == "out":
+                a = rng.normal(size=(4, K, K + 2))
+                m[edge] = MvGaussian(mean=rng.normal(size=(4, K)), cov=a @ a.transpose(0, 2, 1) / 5).expected_stats()
+            else:
+                m[edge] = _stats(family, rng, (2,) if edge == "loadings" or variant == ft.name else ())
         elif ft.name == "GroupedLinearGaussian" and edge != "precision":
             m[edge] = _stats(family, rng, _GL_SHAPES[edge])
         elif ft.name in ("LinearGaussian",) and edge == "precision":
@@ -284,13 +317,19 @@ def _det_mean_field(rng):
 
 
 @pytest.mark.parametrize("case", ["sum", "product", "inner", "inner_mean_field", "inner_rowwise_precision",
-                                  "inner_plated", "inner_plated_wfirst", "inner_plated_2x", "dot"])
+                                  "inner_plated", "inner_plated_wfirst", "inner_plated_2x", "dot", "dot_intercept"])
 def test_deterministic_pullback_is_gradient(case):
     rng = np.random.default_rng(2)
-    op = {"sum": Sum, "product": Product, "dot": Dot}.get(case, Inner)
+    op = {"sum": Sum, "product": Product, "dot": Dot, "dot_intercept": Dot}.get(case, Inner)
     if case == "dot":  # y_tp = c_pᵀx_t: x on plate 0 (4 steps), c on plate 1 (2 outputs)
         params = {"src": {"a": (1,), "b": (0,)}, "dst": (0, 1), "sizes": (4, 2)}
         par = {"a": _stats(MvGaussian, rng, (2,)), "b": _stats(MvGaussian, rng, (4,))}
+        yshape = (4, 2)
+    elif case == "dot_intercept":  # y_nd = w_dᵀ(z_n, 1): z_n of D − 1 on plate 0 (4 rows), w_d of D on plate 1 (2)
+        params = {"src": {"a": (0,), "b": (1,)}, "dst": (0, 1), "sizes": (4, 2), "intercept": True}
+        a = rng.normal(size=(4, D - 1, D + 1))
+        par = {"a": MvGaussian(mean=rng.normal(size=(4, D - 1)), cov=a @ a.transpose(0, 2, 1) / 4).expected_stats(),
+               "b": _stats(MvGaussian, rng, (2,))}
         yshape = (4, 2)
     elif case.startswith("inner_plated"):
         params, par, yshape = _det_plated(rng, case)

@@ -20,9 +20,9 @@ from benchmarks.state_space_rotation import synthetic
 from distributions import MvGaussian
 from factorgraph import models
 from factorgraph.graph.nodes import ModelError
-from factorgraph.models.state_space import StateRotation, _pca_loadings, _series, linear_state_space_model
+from factorgraph.models.state_space import _pca_loadings, _series, linear_state_space_model
 from schedules import infer
-from schedules.rotation import evaluate, markov_chain_term, similarity_ard_term
+from schedules.rotation import StateRotation, evaluate, markov_chain_term, similarity_ard_term
 
 
 def _fd_grad(term, R, h=1e-6):

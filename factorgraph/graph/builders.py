@@ -151,7 +151,10 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
 
     ``precision``: a positive scalar (Λ = λI), a vector (diagonal), a D×D matrix, 0 (an improper
     flat prior), a scalar Gamma variable α (Λ = αI) or a Gamma variable plated over a plate of size
-    D (ARD: Λ = diag(α)), also gated (``alpha[z]``) or gathered by labels (``alpha[g]``).  D comes
+    D (ARD: Λ = diag(α)), also gated (``alpha[z]``) or gathered by labels (``alpha[g]``), or a pair ``(α, c)``
+    of such a Gamma α (not gated) and T positive constants c: Λ = diag(α, c), α for the first D − T coordinates
+    (ARD over a plate of size D − T, or one α for all) and c for the last T (a latent vector only; Bayesian
+    PCA's loadings with their column's mean, ``models.pca``).  D comes
     from ``dim``, ``mean``, ``precision`` or, failing those, from the first ``fg.inner`` that uses the
     variable.  ``sd`` may replace ``precision``: a positive scalar or
     vector (Λ = diag(sd⁻²)), or a scale variable σ (``fg.half_cauchy`` and the like; Λ = σ⁻²I, or ARD when σ
@@ -167,6 +170,12 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
         return _cov.mv_gaussian_wishart(name, mean, precision, plates, dim, observed, mask)
     model = current_model(f"mv_gaussian {name!r}")
     model.check_name(name)
+    tail = None  # Λ = diag(α, c): the constant precisions c of the last coordinates
+    if isinstance(precision, tuple) and len(precision) == 2 and isinstance(precision[0], Variable):
+        precision, tail = precision[0], np.atleast_1d(checks.positive(precision[1], f"{name!r}: c of precision=(α, c)"))
+        if tail.ndim != 1 or observed is not None or sd is not None or covariance is not None:
+            raise ModelError(f"{name!r}: precision=(α, c) takes a Gamma α and a vector c of constant precisions, for "
+                             "a latent vector (no observed=, sd= or covariance=)")
     if sd is not None:
         precision = checks.sd_as_precision(sd, precision, covariance, name, "covariance")
     elif precision is None:
@@ -210,9 +219,9 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
         ard = bool(extra)
         if ard:
             consumed["precision"] = extra[0]
-            dims.add(extra[0].size)
+            dims.add(extra[0].size + (0 if tail is None else tail.size))
         ftype, edges = MV_GAUSSIAN, {"mean": mean, "precision": precision}
-        params = {"ard": ard}
+        params = {"ard": ard} if tail is None else {"ard": ard, "tail": tail}
     else:
         lam = constant_param(precision, name, "precision", checks.constant) if not isinstance(
             precision, Gate) else _selected_precisions(precision, name)
@@ -238,6 +247,9 @@ def mv_gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, covariance
     if len(dims) > 1:
         raise ModelError(f"{name!r}: inconsistent dimensions {sorted(dims)} from dim, mean and precision")
     D = dims.pop() if dims else None
+    if tail is not None and (D is None or D <= tail.size):
+        raise ModelError(f"{name!r}: precision=(α, c) with {tail.size} constant(s) needs a dimension above "
+                         f"{tail.size} (give dim= or a mean vector), got {D}")
     var = Variable(model, name, MvGaussian, model.sorted_plates([*vplates, *(p for p in _parent_plates(
         [x for x in (mean, precision) if is_random(x)]) if p not in consumed.values())]), (D,))
     params["D"] = _EventDim(var)

@@ -163,16 +163,16 @@ def _same_model(found: list[tuple[Any, Data]], what: str) -> None:
 
 
 @functools.wraps(_inner)
-def inner(X: Any, w: Any, plates: Any = ()) -> Deterministic:
+def inner(X: Any, w: Any, plates: Any = (), intercept: bool = False) -> Deterministic:
     if not isinstance(X, Data):
-        return _inner(X, w, plates)
+        return _inner(X, w, plates, intercept)
     _same_model([(0, X)], "inner")
     rows = checks.plate_list(plates, X.model, "inner")
     for i, p in enumerate(rows):
         if X.axes.get(i, p) is not p:
             raise ModelError(f"data {X.name!r}: axis {i} runs over plate {X.axes[i].name!r} in one use and over "
                              f"{p.name!r} in fg.inner({X.name!r}, ...)")
-    det = _inner(X.value, w, plates)
+    det = _inner(X.value, w, plates, intercept)
     X.bind_axes(rows, f"fg.inner({X.name!r}, ...)")
     det.params["data"] = X.name
     X.uses.append(det)

@@ -257,7 +257,7 @@ def _random_vector(x: Any, what: str) -> Variable | Indexed:
     return x
 
 
-def dot(a: Any, b: Any) -> Deterministic:
+def dot(a: Any, b: Any, intercept: bool = False) -> Deterministic:
     """y = aᵀb of two independent random vectors (``fg.mv_gaussian``, same dimension D), plated.
 
     Under mean field (q(a)q(b)) the moments are exact: E[y] = E[a]ᵀE[b] and E[y²] = tr(E[aaᵀ]E[bbᵀ]).  The
@@ -265,6 +265,9 @@ def dot(a: Any, b: Any) -> Deterministic:
     y_nd = z_nᵀw_d).  Messages to a are Gaussian, (Σ η₁E[b], Σ η₂E[bbᵀ]) summed over the plates a lacks;
     see factors/deterministic.py.  Both operands latent and at zero mean is a fixed point: start one of them
     away from zero (``fg.infer(..., init={"w": ...})``).
+
+    With ``intercept=True`` b has D + 1 coordinates, the last an intercept: y = b_{1:D}ᵀa + b_{D+1} = bᵀ(a, 1)
+    (the mean of Bayesian PCA, x_nd = w_dᵀz_n + μ_d, with w_d and μ_d one joint vector).
     """
     model = current_model("dot")
     a = _random_vector(a, "dot")
@@ -277,24 +280,27 @@ def dot(a: Any, b: Any) -> Deterministic:
     if shared:
         raise ModelError(f"dot: {sorted(shared)} appear(s) on both sides; under mean field the operands of a dot "
                          "product must be independent")
+    extra = int(checks.flag(intercept, "dot: intercept"))  # b's coordinates beyond a's
     da, db = a.event_shape[0], b.event_shape[0]
     if da is None or db is None:
         if da is None and db is None:
             raise ModelError(f"dot: the dimensions of {a.name!r} and {b.name!r} are unknown; give one of them dim=")
-        for x, d in ((a, db), (b, da)):
-            if x.event_shape[0] is None:
-                x.event_shape = (d,)
-    elif da != db:
-        raise ModelError(f"dot: {a.name!r} has dimension {da} but {b.name!r} has dimension {db}")
+        if da is None:
+            a.event_shape = (db - extra,)
+        else:
+            b.event_shape = (da + extra,)
+    elif da + extra != db:
+        raise ModelError(f"dot: {a.name!r} has dimension {da} but {b.name!r} has dimension {db}"
+                         + (f" (with an intercept it needs {da + 1})" if extra else ""))
     plates = model.sorted_plates([*a.plates, *b.plates])
     params = {"src": {"a": _src(a, plates), "b": _src(b, plates)}, "dst": tuple(p.index for p in plates),
-              "sizes": tuple(p.size for p in plates)}
+              "sizes": tuple(p.size for p in plates), "intercept": bool(extra)}
     node = Deterministic(model, model.fresh_name("dot"), Dot, {"a": a, "b": b}, plates, params)
     model.deterministics.append(node)
     return node
 
 
-def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
+def inner(X: Any, w: Variable, plates: Sequence[Plate] = (), intercept: bool = False) -> Deterministic:
     """Inner products y = X w of the rows of an observed matrix, or of a random plated vector, with a weight
     vector.
 
@@ -304,13 +310,16 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
         Observed inputs, shape (plate sizes..., D): one row per element of ``plates``; or a random vector Z
         (``fg.mv_gaussian`` plated, e.g. z_n ~ N(0, I) over n, or the states x_t of a state-space model): then
         y = Zᵀw is ``fg.dot(Z, w)``, exact under mean field, with E[(zᵀw)²] = tr(E[zzᵀ]E[wwᵀ]) (``plates`` may
-        be omitted or must be Z's plates).
+        be omitted or must be Z's plates); ``intercept=True`` appends a constant 1 to Z, so that w's last
+        coordinate is an intercept (``fg.dot(Z, w, intercept=True)``).
     w
         An ``mv_gaussian`` (full covariance, event D), a ``gaussian_gamma`` block, or a scalar
         ``gaussian`` plated over a plate of size D (mean field over the components).  Extra plates
         of ``w`` (e.g. one weight vector per class) become plates of the result.
     plates
         The plates that index the rows of X.
+    intercept
+        Random Z only (for an observed X add a column of ones).
     """
     model = current_model("inner")
     plates = checks.plate_list(plates, model, "inner")
@@ -319,7 +328,9 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = ()) -> Deterministic:
         if plates and tuple(plates) != tuple(X.plates):
             raise ModelError(f"inner: {X.name!r} is plated over {[p.name for p in X.plates]}, not over "
                              f"{[p.name for p in plates]}")
-        return dot(X, w)
+        return dot(X, w, intercept)
+    if intercept is not False:
+        raise ModelError("inner: intercept=True is for a random Z; with an observed X add a column of ones to X")
     Xa = checks.constant(X, "inner: X")
     if Xa.ndim != len(plates) + 1:
         raise ModelError(f"inner: X must have one axis per plate {[p.name for p in plates]} plus the "

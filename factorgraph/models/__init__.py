@@ -13,7 +13,7 @@ kind of model:
 
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
-from factorgraph.models.bayesian_pca import PCAResult, pca
+from factorgraph.models.bayesian_pca import PCAResult, pca, pca_model
 from factorgraph.models.gaussian_mixtures import (
     MixturePredictive,
     gaussian_mixture,
@@ -56,7 +56,7 @@ __all__ = [
     "hierarchical_regression", "hierarchical_regression_model", "hmm", "hmm_model", "linear_predictive",
     "linear_regression", "linear_regression_model", "linear_state_space", "linear_state_space_model",
     "local_level", "local_level_model", "logistic_predictive", "logistic_regression", "logistic_regression_model",
-    "mixture", "mixture_model", "mixture_predictive", "pca", "poisson_predictive", "poisson_regression",
+    "mixture", "mixture_model", "mixture_predictive", "pca", "pca_model", "poisson_predictive", "poisson_regression",
     "poisson_regression_model", "predictive_log_density", "softmax_predictive", "softmax_regression",
     "softmax_regression_model", "state_space_predictive",
 ]

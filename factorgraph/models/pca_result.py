@@ -1,6 +1,6 @@
-"""The result of ``models.pca`` (Bayesian PCA, factorgraph/models/bayesian_pca.py): the fitted q and what it
-implies — explained variance, principal axes, reconstruction, imputation of missing entries, the predictive of
-a new row and q(z) of new rows."""
+"""The result of ``models.pca`` (Bayesian PCA, factorgraph/models/bayesian_pca.py): a ``Result`` with what the
+fitted q implies — loadings, scores, explained variance, principal axes, reconstruction, imputation of missing
+entries, the predictive of a new row and q(z) of new rows."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ import numpy as np
 
 from factorgraph.graph import checks
 from factorgraph.graph.nodes import ModelError
+from factorgraph.posterior.results import Result
 
 
 @dataclass
-class PCAResult:
-    """A fitted Bayesian PCA (``models.pca``).
+class PCAResult(Result):
+    """A fitted Bayesian PCA (``models.pca``): the ``fg.Result`` of its model (posteriors ``z``, ``w``,
+    ``alpha``, ``tau``) with PCA's accessors, all in the units of X.
 
     Attributes
     ----------
@@ -23,7 +25,7 @@ class PCAResult:
         E[W] (D, K): column k is component k's loading vector (in the ARD basis: switched-off columns ≈ 0).
     loadings_cov
         Cov(w_d) (D, K, K) of each row of W.
-    latent_mean, latent_cov
+    latent_mean (``scores``), latent_cov
         E[z_n] (N, K) and the common Cov(z_n) (K, K); with missing entries each row has its own, (N, K, K).
     mean
         E[μ] (D,) (zeros when fitted with ``mean=False``).
@@ -37,25 +39,71 @@ class PCAResult:
         The (N, D) mask of observed entries (True = observed), or None when X had no missing entry.
     """
 
-    loadings: np.ndarray
-    loadings_cov: np.ndarray
-    latent_mean: np.ndarray
-    latent_cov: np.ndarray
-    mean: np.ndarray
-    noise_precision: np.ndarray
-    ard_precision: np.ndarray
-    elbo: float
-    elbo_trace: np.ndarray
-    n_iter: int
-    converged: bool
-    time: float
-    total_variance: float
+    K: int = 0
+    has_mean: bool = True
+    total_variance: float = 0.0
     rotate: bool = True
-    warnings: list[str] = field(default_factory=list)
-    _mean_cov: np.ndarray | None = None  # (D, K+1, K+1) joint covariance of (w_d, μ_d), for predictions
-    _noise_ab: tuple[np.ndarray, np.ndarray] | None = None
     observed: np.ndarray | None = None
-    _X: np.ndarray | None = None  # the data (missing entries zero), for ``impute``
+    data: np.ndarray | None = field(default=None, repr=False)  # X (missing entries zero), for ``impute``
+
+    @classmethod
+    def of(cls, result: Result, **extra: Any) -> PCAResult:
+        """The ``Result`` of ``fg.infer`` on ``pca_model`` with PCA's accessors (``extra``: the fields above)."""
+        out = cls.__new__(cls)
+        out.__dict__.update(vars(result))
+        out.__dict__.update(extra)
+        return out
+
+    @property
+    def loadings(self) -> np.ndarray:
+        return self.posteriors["w"].mean()[:, :self.K]
+
+    @property
+    def loadings_cov(self) -> np.ndarray:
+        return self.posteriors["w"].cov()[:, :self.K, :self.K]
+
+    @property
+    def latent_mean(self) -> np.ndarray:
+        return self.posteriors["z"].mean()
+
+    @property
+    def scores(self) -> np.ndarray:
+        """E[z_n] (N, K), the same as ``latent_mean``."""
+        return self.latent_mean
+
+    @property
+    def latent_cov(self) -> np.ndarray:
+        q = self.posteriors["z"]  # GaussianRows keeps one covariance for every fully observed row
+        return q.shared_cov() if hasattr(q, "shared_cov") else q.cov()
+
+    @property
+    def mean(self) -> np.ndarray:
+        w = self.posteriors["w"].mean()
+        return w[:, self.K].copy() if self.has_mean else np.zeros(w.shape[0])
+
+    @property
+    def noise_precision(self) -> np.ndarray:
+        return np.atleast_1d(self.posteriors["tau"].mean())
+
+    @property
+    def ard_precision(self) -> np.ndarray:
+        return np.broadcast_to(self.posteriors["alpha"].mean(), (self.K,)).copy()
+
+    @property
+    def _mean_cov(self) -> np.ndarray:
+        """Cov(w_d, μ_d) (D, K+1, K+1) (μ's row and column zero without a mean)."""
+        cov = self.posteriors["w"].cov()
+        if self.has_mean:
+            return cov
+        out = np.zeros((cov.shape[0], self.K + 1, self.K + 1))
+        out[:, :self.K, :self.K] = cov
+        return out
+
+    @property
+    def _noise_ab(self) -> tuple[np.ndarray, np.ndarray]:
+        """(shape, rate) of q(τ)."""
+        q = self.posteriors["tau"]
+        return np.atleast_1d(q.shape), np.atleast_1d(q.rate)
 
     @property
     def n_components(self) -> int:
@@ -117,8 +165,8 @@ class PCAResult:
         a, b = self._noise_ab
         var = var + np.broadcast_to(b / (a - 1.0), (D,))
         if self.observed is None:
-            return self._X.copy(), np.zeros((N, D))
-        return np.where(self.observed, self._X, mu), np.where(self.observed, 0.0, var)
+            return self.data.copy(), np.zeros((N, D))
+        return np.where(self.observed, self.data, mu), np.where(self.observed, 0.0, var)
 
     def transform(self, X_new: Any) -> tuple[np.ndarray, np.ndarray]:
         """q(z) of new rows given the fitted q(W, μ, τ): (means (M, K), common covariance (K, K)); when X_new

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from distributions import MvGaussian
-from distributions.gaussian_chain import GaussianChain
 from factorgraph.graph import checks
 from factorgraph.graph.builders import gamma, gaussian, mv_gaussian, plate
 from factorgraph.graph.expressions import inner
@@ -17,9 +15,8 @@ from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
 from factorgraph.graph.state_space import gaussian_markov_chain
 from factorgraph.posterior.results import Result
-from factors.gaussian_markov_chain import _sums
 from schedules import infer
-from schedules.rotation import ard_term, gaussian_term, markov_chain_term, optimal_rotation, similarity_ard_term
+from schedules.rotation import StateRotation
 
 
 class StatePredictive(NamedTuple):
@@ -119,85 +116,6 @@ def linear_state_space_model(y: Any, state_dim: int, a0: float = 1e-3) -> Model:
     return m
 
 
-def _rotated_draws(sampler, R: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
-    """Draws of the chain pushed forward by R: R x_t for each draw x of the chain before the rotation."""
-    return sampler(draws, rng) @ R.T
-
-
-class StateRotation:
-    """The rotation speed-up (Luttinen & Ilin 2010) for ``linear_state_space``: a sweep hook (``Model.sweep_hooks``)
-    that moves q along x_t → R x_t, C → C R⁻¹, A → R A R⁻¹ with the R maximising the bound.
-
-    q(x) becomes the chain pushed forward by R (means Rμ_t, moments R E[x_tx_tᵀ] Rᵀ and R E[x_tx_{t−1}ᵀ] Rᵀ,
-    entropy + L log|det R|); each row of q(C) is pushed forward by R⁻ᵀ (C x_t is unchanged); q(A) is pushed
-    forward by A → RAR⁻¹ and replaced by the product of its row marginals (q(A) keeps its rows independent;
-    ``similarity_ard_term``); q(α), q(γ) are refitted.  The likelihood of y is invariant; the change of the bound
-    is ``gaussian_term`` (the initial state and the dynamics, Q = I fixed, exactly) + ``similarity_ard_term``
-    (A) + ``ard_term`` (C), all exact.  q(α), q(γ) are refitted before the terms are formed (the ARD terms assume
-    the optimal q) and R = I unless the bound rises: the ELBO never falls.
-
-    ``full=False`` rotates A → AR⁻¹ only (rows a_i → R⁻ᵀa_i, ``ard_term``; the dynamics then enter through
-    ``markov_chain_term``): also exact and monotone, a smaller move (benchmarks/state_space_rotation.py).
-    ``gains`` records the bound's predicted rise at each call.
-    """
-
-    def __init__(self, a0: float, full: bool = True) -> None:
-        self.a0 = float(a0)
-        self.full = bool(full)
-        self.gains: list[float] = []
-
-    def __call__(self, eng: Any) -> float:
-        """Refit q(α), q(γ), find the optimal R and apply it; returns the bound's predicted rise (0: R = I)."""
-        variables = eng.c.model.variables
-        eng.update(variables["alpha"])
-        eng.update(variables["gamma"])
-        R, gain = optimal_rotation(self.terms(eng), eng.q["x"].mean().shape[-1])
-        self.gains.append(gain)
-        if gain > 0.0:
-            self.apply(eng, R)
-        return gain
-
-    def terms(self, eng: Any) -> list:
-        """The bound terms f(R) of the current q (``schedules.rotation``); they assume q(α), q(γ) optimal."""
-        qx, qA, qC = eng.q["x"], eng.q["A"], eng.q["C"]
-        mA, cA, mC = qA.mean(), qA.cov(), qC.mean()
-        CC = (qC.cov() + mC[:, :, None] * mC[:, None, :]).sum(0)
-        c_term = ard_term(CC, mC.shape[0], self.a0, self.a0)
-        _, xx1, s11, s00, s10, L = (np.asarray(a) for a in _sums(qx, eng.structured["x"].params["lengths"]))
-        D = mA.shape[-1]
-        xx1, s11, s00, s10 = (a.reshape(-1, D, D).sum(0) for a in (xx1, s11, s00, s10))
-        n = float(L.sum())
-        if not self.full:
-            AA = (cA + mA[:, :, None] * mA[:, None, :]).sum(0)
-            return [markov_chain_term(xx1 + s11, n, s10, mA), ard_term(AA, mA.shape[0], self.a0, self.a0), c_term]
-        cross = mA @ s10.T
-        W = s11 - cross - cross.T + mA @ s00 @ mA.T + np.diag(np.einsum("kl,ilk->i", s00, cA))
-        return [gaussian_term(W + xx1, n), similarity_ard_term(mA, cA, self.a0, self.a0), c_term]
-
-    def apply(self, eng: Any, R: np.ndarray) -> None:
-        """Transform q by R (any invertible R) and refit q(α), q(γ)."""
-        variables = eng.c.model.variables
-        qx, qA, qC = eng.q["x"], eng.q["A"], eng.q["C"]
-        U = np.linalg.inv(R)
-        ld = np.linalg.slogdet(R)[1]
-        chain = eng.structured["x"]
-        sampler = qx._sampler
-        q = GaussianChain(
-            qx.mean() @ R.T, R @ qx.second @ R.T, R @ qx.pair @ R.T, qx.log_normalizer,
-            qx.joint_entropy + np.asarray(chain.params["lengths"], dtype=float) * ld,
-            sampler=None if sampler is None else partial(_rotated_draws, sampler, R.copy()))
-        chain.params["state"]["q"] = q
-        eng.set_posterior(variables["x"], q)
-        if self.full:
-            A = MvGaussian(mean=R @ qA.mean() @ U, cov=U.T @ np.einsum("ij,jkl->ikl", R * R, qA.cov()) @ U)
-        else:
-            A = MvGaussian(mean=qA.mean() @ U, cov=U.T @ qA.cov() @ U)
-        eng.set_posterior(variables["A"], A)
-        eng.set_posterior(variables["C"], MvGaussian(mean=qC.mean() @ U, cov=U.T @ qC.cov() @ U))
-        eng.update(variables["alpha"])
-        eng.update(variables["gamma"])
-
-
 def linear_state_space(y: Any, state_dim: int, *, a0: float = 1e-3, max_iter: int = 2000, tol: float = 1e-9,
                        seed: int | None = 0, rotate: bool | str = False) -> Result:
     """Variational Bayesian linear-Gaussian state-space model (Ghahramani & Beal 2001; Beal 2003, ch. 5):
@@ -211,7 +129,8 @@ def linear_state_space(y: Any, state_dim: int, *, a0: float = 1e-3, max_iter: in
     principal directions (plus a little noise from ``seed``).  NaN marks missing values.  Returns the ``Result``;
     ``state_space_predictive(result, steps)`` gives the smoothed states and forecasts.
 
-    ``rotate=True`` ends every sweep with the bound-maximising rotation of the state space (``StateRotation``;
+    ``rotate=True`` ends every sweep with the bound-maximising rotation of the state space
+    (``schedules.rotation.StateRotation``;
     Luttinen & Ilin 2010; docs/maths.md §12): the ELBO still never falls, and the fit converges in far fewer
     sweeps.  ``rotate="right"`` applies the smaller move A → AR⁻¹ instead of
     A → RAR⁻¹ (for comparison).

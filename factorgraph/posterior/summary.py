@@ -34,6 +34,7 @@ from distributions import (
 )
 from distributions.categorical_chain import CategoricalChain
 from distributions.gaussian_chain import GaussianChain
+from distributions.gaussian_rows import GaussianRows
 from factorgraph.graph import checks
 from factorgraph.graph.nodes import ModelError
 from factorgraph.posterior.samplers import check_draws, check_seed
@@ -83,7 +84,7 @@ def _exact(q: Any) -> list[tuple[str, Any, Any, Any]] | None:
     if isinstance(q, Gaussian):
         m, s = q.mean(), q.std()
         return [("", m, s, stats.norm(m, s))]
-    if isinstance(q, MvGaussian | GaussianChain):  # a Gaussian chain's one-step marginals are Gaussian
+    if isinstance(q, MvGaussian | GaussianChain | GaussianRows):  # a chain's one-step marginals are Gaussian
         m, s = q.mean(), np.sqrt(q.var())
         return [("", m, s, stats.norm(m, s))]
     if isinstance(q, Gamma):

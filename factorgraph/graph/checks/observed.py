@@ -50,7 +50,7 @@ def observed_array(value: Any, mask: Any, shape: tuple[int, ...], name: str,
         hidden = hidden.any(axis=tuple(range(hidden.ndim - event_ndim, hidden.ndim))) if event_ndim else hidden
         m = m & ~hidden
         arr = np.where(np.expand_dims(m, tuple(range(m.ndim, arr.ndim))), arr, np.nan)
-    seen = arr[m] if event_ndim == 0 else arr[m].reshape(-1)
+    seen = arr if m.all() else arr[m] if event_ndim == 0 else arr[m].reshape(-1)  # (no copy when all are seen)
     if not np.all(np.isfinite(seen)):
         bad = _item(seen[~np.isfinite(seen)][0])
         raise ModelError(f"observed data of {name!r} contains {bad!r}; mark missing entries with "

@@ -139,7 +139,10 @@ class Forward:
         full = (self.S, *(q.size for q in d.plates))
         if d.op.name == "dot":  # aᵀb of two random vectors
             sa, sb, sy = dot_subscripts(d.params)
-            return np.einsum(f"Z{sa}D,Z{sb}D->Z{sy}", self.value(d.parents["a"]), self.value(d.parents["b"]))
+            a = self.value(d.parents["a"])
+            if d.params.get("intercept"):  # bᵀ(a, 1)
+                a = np.concatenate([a, np.ones(a.shape[:-1] + (1,))], axis=-1)
+            return np.einsum(f"Z{sa}D,Z{sb}D->Z{sy}", a, self.value(d.parents["b"]))
         if d.op.name == "polynomial":  # Σ_m c_m Π_{v∈m} v
             leaf = {r: self.arg(x, d.plates, d.name) for r, x in d.parents.items()}
             y = np.zeros(full)

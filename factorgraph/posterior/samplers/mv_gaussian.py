@@ -61,6 +61,10 @@ def _mv_gaussian(s: Forward, v: Variable, f: FactorNode, frame: tuple[Plate, ...
             alpha = expand(alpha, rest, frame, v.name)
         else:
             alpha = expand(alpha, f.edges["precision"].plates, frame, v.name)[..., None]
+        tail = f.params.get("tail")
+        if tail is not None:  # Λ = diag(α, c): α for the first D − T coordinates, the constants c for the rest
+            alpha = np.broadcast_to(alpha, alpha.shape[:-1] + (D - tail.size,))
+            alpha = np.concatenate([alpha, np.broadcast_to(tail, alpha.shape[:-1] + tail.shape)], axis=-1)
         s.put(v, m + z / np.sqrt(alpha), full)
         return
     lam = f.params["precision_raw"]

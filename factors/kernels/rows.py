@@ -1,4 +1,4 @@
-"""Per-row Gaussian posteriors of Bayesian PCA with missing entries (factorgraph/models/bayesian_pca.py), one small K×K
+"""Per-row Gaussian posteriors of latent scores with missing entries (``factors.factor_analysis``), one small K×K
 problem per row: numpy's batched ``linalg`` calls pay a per-matrix overhead many times the K³/3 flops of a
 10×10 Cholesky, so the loop over rows runs here, compiled.
 
