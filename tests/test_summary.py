@@ -241,6 +241,7 @@ POSTERIORS = {
                           "mu"),
     "GaussianMixture": (lambda: fg.infer(_logistic(), handlers={"w": fg.BVI(n_components=2, seed=0)}), "w"),
     "AffineIndependent": (lambda: fg.infer(_logistic(), handlers={"w": fg.AIKL(base="gaussian")}), "w"),
+    "GaussianRows": (lambda: models.pca(np.c_[_X, _X @ [1.0, -1.0]], 1), "z"),  # the scores of a factor analysis
 }
 # classes that are never a posterior: counts are observed only, a point mass is an observed or clamped value
 NOT_POSTERIORS = {"Binomial", "Multinomial", "Poisson", "PointMass"}
