@@ -27,19 +27,9 @@ from factorgraph.posterior.results import APPROXIMATION
 
 from .. import progress
 from .hyper import Hyper, learn_names
+from .stopping import SD_TOL, value_rounding
 
 LOG_2PI = float(np.log(2.0 * np.pi))
-# Stopping tests are scale-free: distances in posterior standard deviations (the Newton decrement), gains
-# against the rounding level of the objective (ROUNDING × the magnitude of its terms)
-SD_TOL = 1e-9  # a mode: the Newton decrement λ = √(gᵀ(−∇²log p̃)⁻¹g), in posterior sd, at most this
-ROUNDING = 64.0 * np.finfo(float).eps  # relative rounding error of a sum of many terms
-
-
-def value_rounding(target: Any, w: np.ndarray, value: float) -> float:
-    """The rounding level of log p̃ at w: ``ROUNDING`` × the magnitude of its terms (``target.magnitude``,
-    when the target knows its terms; else |log p̃(w)|)."""
-    mag = target.magnitude(w) if hasattr(target, "magnitude") else abs(value)
-    return ROUNDING * max(float(mag), abs(float(value)))
 
 
 @dataclass
