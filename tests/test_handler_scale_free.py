@@ -68,3 +68,34 @@ def test_mode_search_from_within_rounding_of_the_mode():
         w, H, _ = find_mode(target, start)
         assert np.max(np.abs(w - mode) / sd) < 1e-9
         np.testing.assert_allclose(-H, lam, rtol=1e-12)
+
+
+def _regression_and_labels(seed, scale, N=100, M=50, D=5):
+    """The regression above with inputs of size ``scale`` (log p̃'s terms ~scale²·1e3, cancelling) and, on the
+    same weights, M logistic labels, which the fixed-sample handlers sample (their objective is then known
+    only to the rounding level of those terms)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, D)) * scale
+    y = X @ np.ones(D) + rng.normal(size=N)
+    Z = rng.normal(size=(M, D))
+    labels = rng.random(M) < 0.5
+    with fg.Model("blr+logit") as m:
+        n, k = fg.plate("n", N), fg.plate("k", M)
+        w = fg.mv_gaussian("w", mean=0.0, covariance=100.0, dim=D)
+        s = fg.half_normal("s", 10.0)
+        fg.gaussian("y", mean=fg.inner(X, w, plates=[n]), sd=s, plates=[n], observed=y)
+        fg.bernoulli_logit("c", logit=fg.inner(Z, w, plates=[k]), observed=labels, method="quadrature")
+    return m
+
+
+@pytest.mark.parametrize(("handler", "scale", "seed"), [(fg.MVI("lr"), 1e3, 1), (fg.VIDiag(), 1e3, 0),
+                                                        (fg.MVI("eig"), 1e5, 0)], ids=["lr", "diag", "eig"])
+def test_fixed_sample_vi_settles_at_the_rounding_level(handler, scale, seed):
+    """L-BFGS stops where the gain it still expects (~1e-8 nats) is below the objective's rounding level (terms
+    of 1e9 and more): the fit has converged, though its gradient (~1e-4 posterior sd) is above gtol.  The
+    posterior, nearly Gaussian, is Laplace's to well within its sd."""
+    r = fg.infer(_regression_and_labels(seed, scale), handlers={"w": handler})
+    la = fg.infer(_regression_and_labels(seed, scale), handlers={"w": fg.Laplace()})
+    assert r.converged and la.converged
+    sd = np.sqrt(np.diag(la.posterior("w").cov()))
+    assert np.max(np.abs(r.posterior("w").mean() - la.posterior("w").mean()) / sd) < 0.05
