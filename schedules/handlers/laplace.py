@@ -27,10 +27,9 @@ from factorgraph.posterior.results import APPROXIMATION
 
 from .. import progress
 from .hyper import Hyper, learn_names
+from .stopping import SD_TOL, value_rounding
 
 LOG_2PI = float(np.log(2.0 * np.pi))
-_GTOL = 1e-9  # mode: largest |∂log p̃/∂w|
-_DECREMENT = 1e-10  # a mode search ending farther than 1e-5 posterior sd from the mode failed
 
 
 @dataclass
@@ -59,8 +58,18 @@ def find_mode(target: Any, x0: np.ndarray, name: str = "Laplace") -> tuple[np.nd
 
     Newton's method with a backtracking (Armijo) line search while −∇² log p̃ is positive definite, the
     usual case (log-concave sites under a proper prior): one Hessian and one Cholesky factorisation per
-    step, and the last Hessian is the one at the mode.  Where it is not (or the line search stalls), a
-    trust-region Newton method (scipy's ``trust-exact``) takes over from the current point.
+    step, and the last Hessian is the one at the mode.  Where it is not (or the line search fails), a
+    trust-region Newton method (scipy's ``trust-exact``) takes over, and Newton's method finishes from
+    where it stops.
+
+    The stopping tests are scale-free.  The Newton decrement λ² = gᵀ(−H)⁻¹g is the squared distance to
+    the mode in posterior standard deviations and ½λ² the gain in log p̃ still to be had; the search stops
+    when λ ≤ ``SD_TOL``.  Where ½λ² is below the rounding level of log p̃ (``value_rounding``: terms of
+    1e7 that cancel to 30 are known to ~1e-9, and a warm start from the previous mode of a block lies that
+    close to the new one) the values cannot judge a step, so full Newton steps follow the gradient alone
+    while they shrink λ; when they no longer do, the gradient is at its rounding floor and the point is the
+    mode to the precision the arithmetic allows.  Raises ``HandlerError`` only when no step can be found
+    with λ above those levels.
     """
 
     def fun(w):
@@ -71,46 +80,68 @@ def find_mode(target: Any, x0: np.ndarray, name: str = "Laplace") -> tuple[np.nd
     v, g = fun(w)
     if not (np.isfinite(v) and np.all(np.isfinite(g))):
         raise HandlerError(f"{name}: log p̃ or its gradient is not finite at the starting point")
-    for _ in range(100):
+    w, v, g, H, how, lam = _newton(target, fun, w, v, g, name)
+    if how == "mode":
+        return w, H, v
+    scale = np.sqrt(np.abs(np.diag(H)))
+    gtol = SD_TOL * float(np.min(scale[scale > 0], initial=1.0))  # |g_d| ≤ SD_TOL/sd_d in every coordinate
+    res = optimize.minimize(lambda x: tuple(-a for a in fun(x)), w, jac=True, hess=lambda x: -target.hessian(x),
+                            method="trust-exact", options={"gtol": gtol, "maxiter": 500})
+    if not np.all(np.isfinite(res.x)):
+        raise HandlerError(f"{name}: the mode search diverged ({res.message})")
+    v, g = fun(res.x)
+    w, v, g, H, how, lam = _newton(target, fun, res.x, v, g, name)
+    if how != "stalled":  # at an indefinite Hessian gaussian_from_hessian says there is no Gaussian approximation
+        return w, H, v
+    raise HandlerError(f"{name}: the mode search stopped ({res.message}) with a gradient of {np.max(np.abs(g)):.3g}, "
+                       f"{lam:.3g} posterior standard deviations from the mode, where its quadratic model still gains "
+                       f"{0.5 * lam**2:.3g} nats (the rounding level of log p̃ is {value_rounding(target, w, v):.2g})")
+
+
+def _newton(target: Any, fun: Any, w: np.ndarray, v: float, g: np.ndarray, name: str, max_iter: int = 100):
+    """Newton's method of ``find_mode`` from w: (w, log p̃, gradient, Hessian, how, λ) with ``how``
+    "mode" (λ ≤ SD_TOL, or at the rounding floor), "indefinite" (−H is not positive definite at w) or
+    "stalled" (no step gains what log p̃ can resolve)."""
+    lam_prev = lam = np.inf  # λ before the last full step taken below the values' resolution
+    scatter = 0.0  # the largest departure of log p̃ from its quadratic model seen along very short steps
+    for _ in range(max_iter):
         H = target.hessian(w)
         if not np.all(np.isfinite(H)):
             raise HandlerError(f"{name}: the Hessian of log p̃ is not finite at {w}")
-        if np.max(np.abs(g)) <= _GTOL:
-            return w, H, v
         try:
             chol = linalg.cho_factor(-H, lower=True)
         except linalg.LinAlgError:
-            break
+            return w, v, g, H, "indefinite", lam
         step = linalg.cho_solve(chol, g)
-        slope = float(g @ step)  # the Newton decrement², > 0
+        slope = float(g @ step)  # the Newton decrement λ², ≥ 0
+        lam = float(np.sqrt(max(slope, 0.0)))
+        if lam <= SD_TOL:
+            return w, v, g, H, "mode", lam
+        if 0.5 * slope <= max(value_rounding(target, w, v), scatter):
+            # the gain still to be had is below what the values resolve: full Newton steps, judged by λ alone
+            if lam > 0.5 * lam_prev:
+                return w, v, g, H, "mode", lam  # λ no longer shrinks: the gradient's rounding floor
+            w_new = w + step
+            v_new, g_new = fun(w_new)
+            if not (np.isfinite(v_new) and np.all(np.isfinite(g_new))):
+                return w, v, g, H, "mode", lam
+            lam_prev, w, v, g = lam, w_new, v_new, g_new
+            continue
         t = 1.0
-        while True:
+        while t >= 1e-10:
             w_new = w + t * step
             v_new, g_new = fun(w_new)
             if np.isfinite(v_new) and np.all(np.isfinite(g_new)) and v_new >= v + 1e-4 * t * slope:
                 break
+            if t <= 1e-3 and np.isfinite(v_new):  # along a short step log p̃ is its quadratic model to ~t³
+                scatter = max(scatter, abs(v_new - v - t * (1.0 - 0.5 * t) * slope))
             t *= 0.5
-            if t < 1e-10:
-                break
-        if t < 1e-10:
-            break
-        if v_new - v <= 1e-15 * max(1.0, abs(v)) and slope <= 1e-20:
-            return w_new, target.hessian(w_new), v_new  # at rounding level: no further progress possible
+        else:
+            if 0.5 * slope <= scatter:
+                continue  # the values scatter by more than the gain: their rounding was underestimated
+            return w, v, g, H, "stalled", lam
         w, v, g = w_new, v_new, g_new
-    res = optimize.minimize(lambda x: tuple(-a for a in fun(x)), w, jac=True, hess=lambda x: -target.hessian(x),
-                            method="trust-exact", options={"gtol": _GTOL, "maxiter": 500})
-    if not np.all(np.isfinite(res.x)):
-        raise HandlerError(f"{name}: the mode search diverged ({res.message})")
-    H = target.hessian(res.x)
-    g = fun(res.x)[1]
-    try:  # the Newton decrement gᵀ(−H)⁻¹g: the squared distance to the mode in posterior standard deviations
-        dec = float(g @ linalg.cho_solve(linalg.cho_factor(-H, lower=True), g))
-    except (linalg.LinAlgError, ValueError):
-        dec = 0.0  # no Gaussian approximation here: gaussian_from_hessian says so
-    if not dec <= _DECREMENT:
-        raise HandlerError(f"{name}: the mode search stopped ({res.message}) with a gradient of "
-                           f"{np.max(np.abs(g)):.3g}, {np.sqrt(dec):.3g} posterior standard deviations from the mode")
-    return res.x, H, -float(res.fun)
+    return w, v, g, H, "stalled", lam
 
 
 def gaussian_from_hessian(w: np.ndarray, H: np.ndarray, name: str = "Laplace") -> tuple[MvGaussian, float]:

@@ -24,8 +24,10 @@ A refit of the block in a later sweep starts from the previous fit's correction 
 (a, and u, v or ρ; for "eig" the previous covariance projected on the new eigenvectors), carried to the
 new Laplace solution, which is recomputed from the block's current messages.  L-BFGS runs to a small
 gradient; a fit that stops with a gradient above ``gtol`` (in the whitened coordinates: posterior
-standard deviations) is retried, continuing from where it stopped and then from Laplace's solution, and
-raises ``HandlerError`` if it still fails: it is never returned as converged.
+standard deviations) while the gain its model still expects, ½gᵀH̃⁻¹g, exceeds the rounding level of the
+objective (``stopping``: a sum of terms of 1e10 is known to ~1e-5 nats) is retried, continuing from where
+it stopped and then from Laplace's solution, and raises ``HandlerError`` if it still fails: it is never
+returned as converged.
 
 The optimised fixed-sample objective is biased upward, so the reported ELBO is re-estimated on
 ``fresh_factor``·S fresh draws (a second seeded stream) of the sampled sites, with its standard error
@@ -52,6 +54,7 @@ from factorgraph.posterior.results import ESTIMATE, LOWER_BOUND
 from .. import progress
 from .hyper import Hyper, learn_names
 from .laplace import LOG_2PI, BlockFit, HandlerError, find_mode, gaussian_from_hessian, laplace_hyper
+from .stopping import decrement, settled, value_rounding
 
 
 class _FixedSampleVI(ABC):
@@ -68,8 +71,9 @@ class _FixedSampleVI(ABC):
     maxiter
         L-BFGS iterations per attempt.
     gtol
-        Largest gradient component (whitened coordinates) of a converged fit; above it the fit is retried and
-        then fails with ``HandlerError``.
+        Largest gradient component (whitened coordinates: posterior standard deviations) of a converged fit,
+        unless the gain L-BFGS still expects is below the objective's rounding level (``stopping.settled``);
+        otherwise the fit is retried and then fails with ``HandlerError``.
     learn
         Hyperparameters to learn jointly with q: ``"prior_precision"`` (a multiplier of the block's constant
         prior precision) and/or ``"scale"`` (the scales of its claimed Laplace, Cauchy and Student-t sites),
@@ -144,7 +148,7 @@ class _FixedSampleVI(ABC):
         if hyper is not None:  # h joins the vector, from this block's last optimum or else from h_LA
             starts = [np.concatenate([x, hyper.start(warm) if i == 0 and len(starts) == 2 else h_la])
                       for i, x in enumerate(starts)]
-        res, attempts = self._minimise(self.objective(target, Z, hyper), starts)
+        res, attempts = self._minimise(self.objective(target, Z, hyper), starts, self._rounding(target, hyper))
         theta = res.x
         if hyper is not None:
             theta, h = res.x[:-hyper.size], res.x[-hyper.size:]
@@ -178,9 +182,22 @@ class _FixedSampleVI(ABC):
         """The covariance part of theta (what ``transport`` reuses); empty for "mean"."""
         return np.asarray(theta[self._C.shape[0]:], dtype=float).copy()
 
-    def _minimise(self, fn, starts: list[np.ndarray]):
+    def _rounding(self, target, hyper: Hyper | None):
+        """x ↦ the rounding level of the objective at x (``stopping.value_rounding`` of log p̃ at q's mean)."""
+
+        def level(x: np.ndarray, value: float) -> float:
+            theta = x if hyper is None else x[:-hyper.size]
+            t = target if hyper is None else hyper.at(x[-hyper.size:])
+            with np.errstate(all="ignore"):
+                return value_rounding(t, self.unpack(theta)[0], value)
+
+        return level
+
+    def _minimise(self, fn, starts: list[np.ndarray], rounding):
         """L-BFGS from each start in turn (a warm start, then Laplace's), each attempt continued once from where
-        it stopped, until the largest gradient component is at most ``gtol``; else ``HandlerError``."""
+        it stopped, until it settles (``stopping.settled``): the largest gradient component (whitened: posterior
+        sd) is at most ``gtol``, or the gain its model still expects is below the objective's rounding level
+        (``rounding(x, value)``); else ``HandlerError``."""
         attempts, res = 0, None
         bar = progress.bar(f"{self.name} iterations", unit="iter")
         for x in starts:
@@ -192,16 +209,18 @@ class _FixedSampleVI(ABC):
                                                      "ftol": 1e-15, "maxcor": 20}, callback=bar.callback)
                 if not (np.all(np.isfinite(res.x)) and np.isfinite(res.fun)):
                     break  # diverged: try the next start
-                if np.max(np.abs(res.jac), initial=0.0) <= self.gtol:
+                if settled(res, self.gtol, rounding(res.x, -float(res.fun))):
                     bar.close()
                     return res, attempts
                 x = res.x
         bar.close()
-        grad = np.max(np.abs(res.jac), initial=np.inf) if res is not None else np.inf
-        raise HandlerError(f"{self.name}: the optimisation did not converge: L-BFGS stopped ({res.message}) with a "
-                           f"gradient of {grad:.3g} (> gtol = {self.gtol:g}) after {attempts} attempts, from the "
-                           "previous fit and from the Laplace solution; try more samples (n_samples), a larger "
-                           "maxiter or a better-conditioned model")
+        grad = float(np.max(np.abs(res.jac), initial=0.0)) if res is not None else np.inf
+        gain = 0.5 * decrement(res) if res is not None else np.inf
+        raise HandlerError(f"{self.name}: the optimisation did not converge: L-BFGS stopped "
+                           f"({res.message if res is not None else 'no start'}) with a gradient of {grad:.3g} "
+                           f"(> gtol = {self.gtol:g}, in posterior sd) and a gain of {gain:.3g} nats still expected "
+                           f"after {attempts} attempts, from the previous fit and from the Laplace solution; try more "
+                           "samples (n_samples), a larger maxiter or a better-conditioned model")
 
     def objective(self, target, Z: np.ndarray, hyper: Hyper | None = None):
         """x ↦ (−F(x), −∇F(x)) on the fixed samples Z (after ``_setup`` from a Laplace solution).

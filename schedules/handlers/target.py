@@ -237,6 +237,16 @@ class BlockTarget:
         prior = W @ self.eta1 + np.einsum("sd,sd->s", WE, W) + self.prior_const
         return prior + sv, self.eta1 + 2.0 * WE + sg, gs
 
+    def magnitude(self, w: np.ndarray) -> float:
+        """The sum of the magnitudes of the terms of log p̃(w), |η₁|ᵀ|w| + |w|ᵀ|η₂||w| + |c| + Σ_n |log f_n|:
+        log p̃ is known to a few ulps of this, not of |log p̃| (its terms can cancel)."""
+        w = np.asarray(w, dtype=float)
+        total = float(np.abs(self.eta1) @ np.abs(w) + np.abs(w) @ np.abs(self.eta2) @ np.abs(w) + abs(self.prior_const))
+        for s in self.sites:
+            f = s.point(s.project(w[None])[0], s.moments, s.params, order=1)[0]
+            total += float(np.sum(np.abs(f)))
+        return total
+
     def hessian(self, w: np.ndarray) -> np.ndarray:
         H = 2.0 * self.eta2.copy()
         for s in self.sites:
@@ -316,6 +326,10 @@ class DensityTarget:
             dn[:, d] -= h[:, d]
             G[:, d] = (self._values(up) - self._values(dn)) / (2.0 * h[:, d])
         return G
+
+    def magnitude(self, w: np.ndarray) -> float:
+        """|log p̃(w)|: a user's density says nothing of the terms it sums."""
+        return float(abs(self._values(np.asarray(w, dtype=float)[None])[0]))
 
     def logp_grad(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         W = np.atleast_2d(np.asarray(W, dtype=float))
