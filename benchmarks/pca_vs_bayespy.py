@@ -16,7 +16,7 @@ Before and after take turns, a fresh process for each "before", so that the load
 both alike; each time is also given as the process's CPU time, which a busy machine moves less than wall-clock
 time (with one BLAS thread, ``OPENBLAS_NUM_THREADS=1``, it is the work done).
 
-"Before" is the hand path as it was at commit ``HAND_PATH`` (factorgraph/models/bayesian_pca.py, its own VMP loop beside the
+"Before" is the hand path as it was at commit ``HAND_PATH`` (factorgraph/pca.py, its own VMP loop beside the
 engine): its tree is taken from git (``git archive``) into a temporary directory and timed in a subprocess on the
 same data (``--no-before`` skips it; it needs the repository's history).  "After" is the current ``models.pca``.
 
