@@ -84,7 +84,8 @@ def find_mode(target: Any, x0: np.ndarray, name: str = "Laplace") -> tuple[np.nd
     if how == "mode":
         return w, H, v
     scale = np.sqrt(np.abs(np.diag(H)))
-    gtol = SD_TOL * float(np.min(scale[scale > 0], initial=1.0))  # |g_d| ≤ SD_TOL/sd_d in every coordinate
+    scale = scale[scale > 0]
+    gtol = SD_TOL * float(scale.min() if scale.size else 1.0)  # ‖g‖ ≤ SD_TOL/sd in the widest coordinate
     res = optimize.minimize(lambda x: tuple(-a for a in fun(x)), w, jac=True, hess=lambda x: -target.hessian(x),
                             method="trust-exact", options={"gtol": gtol, "maxiter": 500})
     if not np.all(np.isfinite(res.x)):
