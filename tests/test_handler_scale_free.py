@@ -4,6 +4,8 @@ inputs are big numbers."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -154,3 +156,16 @@ def test_aikl_takes_gaussian_sites_in_closed_form():
     sd = np.sqrt(np.diag(cov))
     assert np.max(np.abs(fit.q.mean() - mean) / sd) < 1e-6
     np.testing.assert_allclose(np.sqrt(np.diag(fit.q.cov())), sd, rtol=1e-6)
+
+
+@pytest.mark.parametrize("handler", [fg.Laplace(learn="prior_precision"), fg.MVI("lr", learn="prior_precision")],
+                         ids=["laplace", "mvi"])
+def test_hyperparameter_search_with_big_inputs(handler):
+    """The evidence search over the prior precision recomputes the mode at each trial value from the last one
+    (the case of the warm-started block refits) and reports whether it converged: here it does, with no
+    warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", fg.ConvergenceWarning)
+        r = fg.infer(_regression(*_big_inputs(2)), handlers={"w": handler})
+    assert r.converged and not r.warnings
+    assert r.hyperparameters("w")["prior_precision"] > 0
