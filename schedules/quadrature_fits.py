@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from distributions import TiltedScale
+from distributions.base import ExponentialFamily
 from factorgraph.graph import convergence
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
@@ -55,10 +56,10 @@ class NodeFits:
         # one used as sd= at λ = σ⁻², its prior factor adding log p_λ(λ)
         v.value, v.mask = np.array(np.exp(u) if self.on_sigma else np.exp(-2.0 * u)), np.array(True)
         self.model._compiled = self.compiled  # the clamped model's compilation, kept across nodes (rebound to σ)
-        sweeps = 0
+        sweeps, origin, retreats = 0, None, 0
         try:
             while True:
-                stop = Stopper(self, jac, self.h.max_iter - sweeps)
+                stop = Stopper(self, jac, self.h.max_iter - sweeps, origin, retreats < _RETREATS)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", convergence.ConvergenceWarning)
                     r = self.algorithm.run(self.model, RunOptions(
@@ -67,7 +68,7 @@ class NodeFits:
                 sweeps += r.n_iter
                 if stop.jump is None or sweeps >= self.h.max_iter:
                     break
-                init = stop.jump
+                init, origin, retreats = stop.jump, stop.origin, retreats + stop.retreated
                 self.jumps += 1
         finally:
             v.value, v.mask = None, None
@@ -136,19 +137,29 @@ class Stopper:
     .. math:: \eta_\infty = \eta_k + (\eta_k - \eta_{k-1})\, \rho / (1 - \rho)
 
     (Aitken's Δ² along that direction: exact for a linear iteration with one slow mode), if every
-    extrapolated posterior is proper.  The algorithm's fixed point is unchanged; only the way to it is shorter.
+    extrapolated posterior is proper.  The ELBO judges the jump: if the first sweep from the extrapolated point
+    ends below the ELBO before the jump, the step factor ρ/(1 − ρ) is divided by 4 and the jump retried, and
+    below a factor of 1 the fit goes back to where it was and sweeps on; after ``_RETREATS`` such returns it
+    jumps no more (the iteration has no single slow mode).  The algorithm's fixed point is unchanged; only the
+    way to it is shorter.
     """
 
-    def __init__(self, nodes: NodeFits, jac: float, budget: int) -> None:
-        self.nodes, self.jac, self.budget = nodes, jac, budget
+    def __init__(self, nodes: NodeFits, jac: float, budget: int, origin: dict | None = None,
+                 allow: bool = True) -> None:
+        # ``origin``: the state before the jump this run starts from (None: not from a jump); ``allow``: whether
+        # this run may jump
+        self.nodes, self.jac, self.budget, self.origin, self.allow = nodes, jac, budget, origin, allow
         self.hist: list[float] = []
         self.nat: list[dict[str, tuple]] = []
         self.rates: list[float] = []
         self.jump: dict[str, Any] | None = None
+        self.retreated = False
 
     def __call__(self, it: int, elbo: float, eng: Any) -> str | bool:
         hist = self.hist
         hist.append(float(eng.max_change))
+        if self.origin is not None and len(hist) == 1 and not elbo >= self.origin["elbo"]:
+            return self._retreat(eng)  # the jump lowered the ELBO
         c = hist[-1]
         if c <= 4.0 * np.finfo(float).eps:
             return "converged"
@@ -167,16 +178,16 @@ class Stopper:
                 left = min(left, rho / (1.0 - rho))
         if weight * c * left <= self.nodes.h.tol:
             return "converged"
-        return self._extrapolate(eng)
+        return self._extrapolate(eng, float(elbo)) if self.allow else False
 
     def _snapshot(self, eng: Any) -> None:
         self.nat.append({n: tuple(np.array(a, dtype=float) for a in eng.q[n].natural)
-                         for n in self.nodes.latent if n in eng.q})
+                         for n in self.nodes.latent if n in eng.q and _extrapolable(eng.q[n])})
         del self.nat[:-3]
 
-    def _extrapolate(self, eng: Any) -> bool:
+    def _extrapolate(self, eng: Any, elbo: float) -> bool:
         """Stop the run with ``jump`` set when the iterates' changes are steady (see the class docstring)."""
-        if len(self.nat) < 3:
+        if len(self.nat) < 3 or not self.nat[-1]:
             return False
         a, b, c = self.nat
 
@@ -193,13 +204,20 @@ class Stopper:
         self.rates.append(rho)
         if not (0.5 < rho < 1.0 and len(self.rates) >= 2 and abs(rho - self.rates[-2]) <= 0.01 * (1.0 - rho)):
             return False
-        f = rho / (1.0 - rho)
-        jump = {}
-        for n, nat in c.items():
-            q = eng.q[n]
+        origin = {"q": {n: eng.q[n] for n in self.nodes.latent if n in eng.q}, "elbo": elbo, "at": c,
+                  "step": {n: tuple(y - x for x, y in zip(b[n], c[n], strict=True)) for n in c},
+                  "factor": rho / (1.0 - rho)}
+        return self._jump(origin)
+
+    def _jump(self, origin: dict) -> bool:
+        """Set ``jump`` to origin's posteriors moved by ``factor`` × ``step`` in natural parameters, if proper."""
+        jump = dict(origin["q"])  # the variables not extrapolated restart as they are
+        for n, nat in origin["at"].items():
+            q = origin["q"][n]
             try:
                 with np.errstate(all="ignore"):
-                    new = type(q).from_natural(*(y + (y - x) * f for x, y in zip(b[n], nat, strict=True)))
+                    new = type(q).from_natural(*(y + d * origin["factor"]
+                                                 for y, d in zip(nat, origin["step"][n], strict=True)))
                     ok = bool(np.all(np.asarray(new.is_proper()))) and all(np.all(np.isfinite(e)) for e in new.natural)
             except (TypeError, ValueError, FloatingPointError):
                 ok = False
@@ -207,10 +225,28 @@ class Stopper:
                 self.rates.clear()
                 return False
             jump[n] = new
-        self.jump = jump
+        self.jump, self.origin = jump, origin
+        return True
+
+    def _retreat(self, eng: Any) -> bool:
+        """After a jump that lowered the ELBO: the jump again with a quarter of the factor, or, below a factor of
+        1, back to the state before it."""
+        origin = {**self.origin, "factor": self.origin["factor"] / 4.0}
+        if origin["factor"] >= 1.0 and self._jump(origin):
+            return True
+        self.jump, self.origin, self.retreated = dict(self.origin["q"]), None, True
         return True
 
 
+def _extrapolable(q: Any) -> bool:
+    """Whether q's natural parameters alone make it (``ExponentialFamily.from_natural``) and it says when they
+    are proper: the families whose iterates ``Stopper`` extrapolates (the others restart as they are)."""
+    t = type(q)
+    return (isinstance(q, ExponentialFamily) and t.from_natural.__func__ is ExponentialFamily.from_natural.__func__
+            and t.is_proper is not ExponentialFamily.is_proper)
+
+
+_RETREATS = 3  # a node's fit jumps no more after this many jumps that could not raise the ELBO
 _LIGHT = 1e-8  # a node whose weight relative to the heaviest is below this stops after three sweeps
 MAX_LOG_RANGE = 40.0  # units of log σ the search may go from the mean-field E[σ]
 

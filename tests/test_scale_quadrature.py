@@ -256,3 +256,43 @@ def test_narrow_posterior_converges_without_warning(seed):
     w = r.posterior("w")
     np.testing.assert_allclose(w.mean(), ref["w"], atol=1e-4 * float(np.sqrt(np.min(w.var()))))
     assert r.elbo == pytest.approx(ref["log_z"], abs=1e-6)
+
+
+def _two_scales():
+    """Groups with a noise sd s (a Gamma over s⁻²) besides the group scale τ, and a scale a on σ itself in a
+    product (its q a TiltedScale)."""
+    rng = np.random.default_rng(0)
+    J, n = 8, 5
+    g = np.repeat(np.arange(J), n)
+    y = rng.normal(0, 2, J)[g] + rng.normal(0, 3, J * n)
+    z = rng.normal(size=J)
+    with fg.Model("two scales") as m:
+        jj, ii = fg.plate("group", J), fg.plate("obs", J * n)
+        mu = fg.gaussian("mu", 0.0, sd=10.0)
+        tau = fg.half_cauchy("tau", scale=5.0)
+        s = fg.half_normal("s", 10.0)
+        a = fg.half_cauchy("a", scale=2.0)
+        eta = fg.gaussian("eta", 0.0, sd=1.0, plates=[jj])
+        theta = fg.gaussian("theta", mean=mu, sd=tau, plates=[jj])
+        fg.gaussian("y", mean=theta[g], sd=s, plates=[ii], observed=y)
+        fg.gaussian("z", mean=a * eta, sd=1.0, plates=[jj], observed=z)
+    return m
+
+
+def test_other_scales_in_the_rest():
+    """The rest holds other scales; the node fits' extrapolation moves the Gaussian and Gamma posteriors and
+    restarts the TiltedScale one unchanged.  The fits converge."""
+    r = fg.infer(_two_scales(), fg.NCVMP(), handlers={"tau": fg.ScaleQuadrature(points=21)})
+    assert r.converged and not r.warnings and r.quadrature["error"] <= 1e-4
+    assert r.quadrature["restarts"] > 0
+    assert isinstance(r.posterior("a"), QuadratureMixture) and isinstance(r.posterior("tau"), GridDensity)
+
+
+@pytest.mark.slow
+def test_other_scales_in_the_rest_at_a_tighter_node_tolerance():
+    """... and agree with fits to a hundred times tighter a node tolerance, to a millionth of a posterior sd."""
+    r = fg.infer(_two_scales(), fg.NCVMP(), handlers={"tau": fg.ScaleQuadrature(points=21)})
+    tight = fg.infer(_two_scales(), fg.NCVMP(), handlers={"tau": fg.ScaleQuadrature(points=21, tol=1e-13)})
+    for name in ("tau", "s", "a", "mu"):
+        q, t = r.posterior(name), tight.posterior(name)
+        assert abs(float(q.mean()) - float(t.mean())) < 1e-6 * float(t.std())

@@ -8,8 +8,9 @@ q(w) = |det A|⁻¹ Π_d q_v([A⁻¹(w − b)]_d | θ_d) (``distributions.Affine
                  + \sum_n E_q[\log f_n(x_n^\top w)] \;\le\; \log Z,
 
 with the prior in natural parameters (E[log prior] = η₁ᵀE[w] + tr(η₂E[wwᵀ]) + const needs only
-E[w] = A E[v] + b and Cov[w] = A diag(Var v) Aᵀ; an improper flat prior contributes 0) and the site
-expectations by the FFT lattice convolution (``aikl_lattice``), vectorised over sites.
+E[w] = A E[v] + b and Cov[w] = A diag(Var v) Aᵀ; an improper flat prior contributes 0), the expectations of
+quadratic sites (Gaussian likelihoods) in the same closed form, and the other sites' expectations by the FFT
+lattice convolution (``aikl_lattice``), vectorised over sites.
 
 Procedure (``AIKL.fit``):
 
@@ -70,7 +71,7 @@ from factorgraph.posterior.results import LATTICE_BOUND
 from factors.sites import laplace_point
 
 from .aikl_bound import AIKLBound
-from .aikl_optimise import _LU, _Chol, _optimise, _refine, _Whitened
+from .aikl_optimise import _LU, _Chol, _optimise, _refine, _rounding, _Whitened
 from .laplace import BlockFit, HandlerError, find_mode, gaussian_from_hessian
 
 _TENSOR_LATTICE = {1: 256, 2: 64, 3: 24}
@@ -210,7 +211,8 @@ class AIKL:
             A, b, theta = par.unpack(res["x"])
             here = bound.with_lattice(bound.lattice).value(A, b, theta)
             finer = bound.with_lattice(2 * bound.lattice).value(A, b, theta)
-            if abs(finer - here) < self.refine_tol or 2 * bound.lattice > self.max_lattice:
+            tol = max(self.refine_tol, _rounding(bound, par, res["x"], here))  # the bound's rounding level
+            if abs(finer - here) < tol or 2 * bound.lattice > self.max_lattice:
                 break
             bound = bound.with_lattice(2 * bound.lattice)
             prev = res

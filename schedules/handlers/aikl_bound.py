@@ -7,7 +7,8 @@ With q(w) = |det A|⁻¹ Π_d q_v([A⁻¹(w − b)]_d | θ_d) (``distributions.A
     \mathcal B = \log|\det A| + \sum_d H[q_v(\cdot|\theta_d)] + E_q[\log N(w \mid \text{prior})]
                  + \sum_n E_q[\log f_n(x_n^\top w)] \;\le\; \log Z,
 
-the prior's part from E[w] = A E[v] + b and Cov[w] = A diag(Var v) Aᵀ, the site expectations on the lattice
+the prior's part, and that of any quadratic site (a Gaussian likelihood), from E[w] = A E[v] + b and
+Cov[w] = A diag(Var v) Aᵀ in closed form, the other sites' expectations on the lattice
 (``aikl_lattice``) with every site's spacing frozen between calls to ``freeze``, so that the bound is a
 fixed differentiable function of (A, b, θ) with exact gradients.  The optimisation is in ``aikl_optimise``,
 the handler in ``aikl``.
@@ -71,11 +72,16 @@ class AIKLBound:
         self.lattice, self.pad = int(lattice), pad
         self.learn_theta = self.base.n_params > 0  # set False to skip ∂/∂θ when θ is fixed
         if not self.density:
-            self.groups = [SiteGroup.from_site(s) for s in target.sites]
+            # a quadratic site (a Gaussian likelihood) has E_q[log f] in closed form from q's mean and covariance,
+            # like the prior: on a lattice its error would grow with its curvature (large for many rows or big
+            # inputs) and force ever finer lattices
+            self.groups = [SiteGroup.from_site(s) for s in target.sites if not s.quadratic]
             self.eta1 = np.asarray(target.eta1, dtype=float)
             self.eta2 = np.asarray(target.eta2, dtype=float)
             self.proper = bool(target.has_prior)  # a Gaussian part to take expectations of
             self.const = float(target.prior_const)
+            quad = [s.natural() for s in target.sites if s.quadratic]
+            self.quadratic = tuple(sum(q[i] for q in quad) for i in range(3)) if quad else None
         self.steps: list[np.ndarray] | None = None
 
     @property
@@ -156,19 +162,26 @@ class AIKLBound:
                     db += gr.X.T @ t["dbeta"]
                     if "dtheta" in t:
                         dth = dth + t["dtheta"].sum(0)
-            out["site"], out["site_n"] = site, site_n
             out["prior"] = 0.0
-            if self.proper:
+            parts = [("prior", (self.eta1, self.eta2, self.const))] if self.proper else []
+            if self.quadratic is not None:
+                parts.append(("site", self.quadratic))
+            for key, (e1, e2, c) in parts:  # η₁ᵀE[w] + tr(η₂E[wwᵀ]) + c, with E[w] = A E[v] + b
                 m, var = self.base.mean(theta), self.base.var(theta)
                 mu = A @ m + b
                 ew2 = (A * var) @ A.T + np.outer(mu, mu)
-                out["prior"] = float(self.eta1 @ mu + np.sum(self.eta2 * ew2) + self.const)
+                term = float(e1 @ mu + np.sum(e2 * ew2) + c)
+                if key == "site":
+                    site += term  # (``site_n`` keeps the per-row expectations of the lattice sites)
+                else:
+                    out["prior"] = term
                 if grad:
-                    gmu = self.eta1 + 2.0 * self.eta2 @ mu
-                    dA += np.outer(gmu, m) + 2.0 * (self.eta2 @ A) * var
+                    gmu = e1 + 2.0 * e2 @ mu
+                    dA += np.outer(gmu, m) + 2.0 * (e2 @ A) * var
                     db += gmu
                     dth = dth + (A.T @ gmu) * self.base.dmean(theta) + np.einsum(
-                        "id,ij,jd->d", A, self.eta2, A) * self.base.dvar(theta)
+                        "id,ij,jd->d", A, e2, A) * self.base.dvar(theta)
+            out["site"], out["site_n"] = site, site_n
         out["bound"] = out["entropy"] + out["prior"] + out["site"]
         if grad:
             out["dA"], out["db"], out["dtheta"] = dA, db, dth

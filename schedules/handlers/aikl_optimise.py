@@ -6,7 +6,9 @@ r"""The optimisation of the AI-KL bound (docs/maths.md §9): parameterisations o
 * ``_Whitened``: either of them in coordinates whitened by a starting Gaussian N(b₀, C₀C₀ᵀ).
 
 ``_optimise`` runs L-BFGS-B on frozen lattices (``AIKLBound.freeze``), re-freezing at the solution until a
-round gains less than ``round_tol``; ``_refine`` doubles the lattice until the bound settles.
+round gains less than ``round_tol``; ``_refine`` doubles the lattice until the bound settles.  Both
+tolerances are floored at the bound's rounding level (``stopping.value_rounding``), and a run converged when
+its whitened gradient is below 1e-6 posterior sd or the gain it still expects is below that level.
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ from distributions.affine_base_density import BaseDensity
 from .. import progress
 from .aikl_bound import AIKLBound
 from .laplace import HandlerError
+from .stopping import ROUNDING, settled, value_rounding
 from .target import DensityNotFinite
+
+_GTOL = 1e-6  # largest gradient component of a converged L-BFGS run, in whitened coordinates (posterior sd)
 
 
 class _Chol:
@@ -155,28 +160,48 @@ def _optimise(bound: AIKLBound, par, x0: np.ndarray, maxiter: int, rounds: int, 
         start = -fn(x)[0]
         with np.errstate(over="ignore", under="ignore"):
             res = optimize.minimize(fn, x, jac=True, method="L-BFGS-B", bounds=par.box(),
-                                    options={"maxiter": maxiter, "ftol": 1e-11, "gtol": 1e-6, "maxcor": 20})
+                                    options={"maxiter": maxiter, "ftol": 1e-11, "gtol": _GTOL, "maxcor": 20})
         if not np.all(np.isfinite(res.x)) or not np.isfinite(res.fun):
             if why:
                 raise HandlerError(f"AIKL: {why[0]}, so the bound is not finite there and its optimisation "
                                    f"diverged ({res.message})")
             raise HandlerError(f"AIKL: the bound optimisation diverged ({res.message})")
-        x, converged = res.x, bool(res.success)
+        # L-BFGS-B's own tests are an absolute gradient (whitened: posterior sd) and a relative change of the
+        # bound; a line search that fails where the gain still expected is below the bound's rounding level
+        # (its terms can be large and cancel) has reached the optimum too
+        noise = _rounding(bound, par, res.x, -float(res.fun))
+        x, converged = res.x, bool(res.success) or settled(res, _GTOL, noise)
         nit += int(res.nit)
         history.append(-float(res.fun))
         bar.update(history[-1])
-        if r > 0 and -float(res.fun) - start < round_tol:
+        if r > 0 and -float(res.fun) - start < max(round_tol, noise):
             break  # a fresh lattice no longer lets L-BFGS improve the bound
     bar.close()
     return {"x": x, "iterations": nit, "evaluations": n_eval[0], "converged": converged, "rounds": history}
 
 
+def _rounding(bound: AIKLBound, par, x: np.ndarray, value: float) -> float:
+    """The rounding level of the bound at x: that of log p̃ at q's location b (``stopping.value_rounding``)."""
+    with np.errstate(all="ignore"):
+        b = par.unpack(x)[1]
+        try:
+            return value_rounding(bound.target, b, value)
+        except (DensityNotFinite, FloatingPointError, ValueError):
+            return ROUNDING * abs(value)
+
+
 def _refine(bound: AIKLBound, A, b, theta, tol: float, max_lattice: int) -> dict:
-    """Double the lattice from ``bound.lattice`` until the bound changes by less than ``tol``."""
+    """Double the lattice from ``bound.lattice`` until the bound changes by less than ``tol`` (or than its
+    rounding level, where that is larger)."""
     K = bound.lattice
     cur = bound.with_lattice(K)
     t = cur.terms(A, b, theta, grad=False)
     trace = [(K, t["bound"])]
+    with np.errstate(all="ignore"):
+        try:
+            tol = max(tol, value_rounding(bound.target, b, t["bound"]))
+        except (DensityNotFinite, FloatingPointError, ValueError):
+            pass
     err = np.inf
     while 2 * K <= max_lattice:
         K *= 2

@@ -23,10 +23,11 @@ are resampled without replacement with probabilities ∝ e^r = (p̃/Ẑ + ε)/(q
 the regions q underestimates and stay diverse.  A start on the ε-plateau (p̃/Ẑ < ε, where ∇r ≈ 0: most
 draws of a broad Gaussian in several dimensions) first climbs log p̃ until p̃/Ẑ ≥ ε.
 
-*Which peak.*  A local maximum counts only if −∇²r is positive definite there, p̃/Ẑ ≥ ε there (not a
-peak of the ε-plateau), r(x*) > 0 (the target is underestimated there), its component is at most
-``max_spread`` times wider than the target's own local scale (−∇²log p̃(x*))⁻¹ (or, where that is not
-positive definite, than q), and it is not the peak of a component skipped since the last addition.
+*Which peak.*  A local maximum counts only if −∇²r is positive definite there (its eigenvalues within a
+factor 1e8 of each other, whatever their scale), p̃/Ẑ ≥ ε there (not a peak of the ε-plateau), r(x*) > 0
+(the target is underestimated there), its component is at most ``max_spread`` times wider than the target's
+own local scale (−∇²log p̃(x*))⁻¹ (or, where that is not positive definite, than q), and it is not the peak
+of a component skipped since the last addition.
 Among the valid peaks of one search the best by ``select`` wins: ``"objective"`` (default) the value
 of the regularised objective at the peak, −r* − (λ/2) log det(λH⁻¹); ``"peak"`` the highest r*;
 ``"gradient"`` the smallest Monte Carlo ⟨h, log q − log p̃⟩ (the first-order change of the
@@ -55,15 +56,29 @@ __all__ = ["ComponentSearch", "lbfgs"]
 
 
 def lbfgs(fun, x0: np.ndarray, m: int = 10, maxiter: int = 500, gtol: float = 1e-7,
-          ftol: float = 1e-12) -> tuple[np.ndarray, float, bool]:
+          ftol: float = 1e-12, scale: np.ndarray | None = None) -> tuple[np.ndarray, float, bool]:
     r"""Minimise ``fun(x) -> (f, ∇f)`` by L-BFGS: the two-loop recursion over the last m pairs
     (s_k, y_k) with the initial scaling sᵀy/yᵀy, a strong-Wolfe line search (``scipy.optimize.line_search``)
     and Armijo backtracking when that fails.  Returns (x, f, converged).
+
+    With ``scale`` (the current mixture's standard deviations, for the peak searches) the search runs in the
+    coordinates z = x/scale, so that its steps and its tests do not depend on the units of x.  Converged: the
+    largest |∂f/∂z_d| (the change of f across one scale) is at most ``gtol``, or f changes by less than
+    ``ftol`` relative to max(1, |f|) nats.
 
     A small numpy implementation rather than scipy's L-BFGS-B: the peak searches are many and
     low-dimensional, where the compiled routine's per-iteration overhead dominates (and grows badly
     on a loaded multi-threaded BLAS).
     """
+    if scale is not None:
+        sc = np.asarray(scale, dtype=float)
+
+        def whitened(z: np.ndarray) -> tuple[float, np.ndarray]:
+            f, g = fun(z * sc)
+            return f, np.asarray(g, dtype=float) * sc
+
+        z, f, ok = lbfgs(whitened, np.asarray(x0, dtype=float) / sc, m, maxiter, gtol, ftol)
+        return z * sc, f, ok
     cache: dict[bytes, tuple[float, np.ndarray]] = {}
 
     def ev(x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -199,6 +214,7 @@ class ComponentSearch:
         counted in ``why``).  Peaks within Mahalanobis distance 1 of an ``exclude``d component (one found
         negligible since the last added component) do not count."""
         neg, pieces = self._residual_fn(target, q, log_z)
+        sd = np.sqrt(np.diag(q.cov()))  # the peak searches' gradient test is across one sd of the mixture
         why = {} if why is None else why
         z_sel = rng.standard_normal((self.n_select_samples, q.dim)) if self.select == "gradient" else None
 
@@ -208,8 +224,8 @@ class ComponentSearch:
         for _ in range(self.n_retries + 1):
             best = None
             for x0 in self._starts(target, q, log_z, rng):
-                x0 = self._off_plateau(target, x0, log_z, pieces)
-                x, fx, _ = lbfgs(neg, x0)
+                x0 = self._off_plateau(target, x0, log_z, pieces, sd)
+                x, fx, _ = lbfgs(neg, x0, scale=sd)
                 if not (np.all(np.isfinite(x)) and np.isfinite(fx)):
                     note("search diverged")
                     continue
@@ -220,7 +236,7 @@ class ComponentSearch:
                 except (FloatingPointError, ValueError, np.linalg.LinAlgError):
                     note("Hessian failed")
                     continue
-                if not (np.all(np.isfinite(ev)) and ev[0] > 1e-8 * max(1.0, ev[-1])):
+                if not (np.all(np.isfinite(ev)) and ev[-1] > 0.0 and ev[0] > 1e-8 * ev[-1]):
                     note("not a strict peak")  # a saddle or a ridge
                     continue
                 if sp < 0.5:
@@ -254,7 +270,7 @@ class ComponentSearch:
                 return best[1], best[2]
         return None
 
-    def _off_plateau(self, target: Any, x0: np.ndarray, log_z: float, pieces) -> np.ndarray:
+    def _off_plateau(self, target: Any, x0: np.ndarray, log_z: float, pieces, sd: np.ndarray) -> np.ndarray:
         """A start where p̃/Ẑ < ε lies on the ε-plateau of r, where ∇r ≈ 0 and L-BFGS cannot move (a broad
         initial Gaussian in several dimensions puts most draws there): climb log p̃ from it instead, until
         p̃/Ẑ ≥ ε (in practice to the nearest mode of p̃), and start the residual search from there."""
@@ -270,7 +286,7 @@ class ComponentSearch:
             return -float(v[0]), -g[0]
 
         try:
-            x, fx, _ = lbfgs(neg_logp, x0, gtol=1e-5)
+            x, fx, _ = lbfgs(neg_logp, x0, gtol=1e-5, scale=sd)
         except (FloatingPointError, ValueError):
             return x0
         return x if np.all(np.isfinite(x)) and -fx >= le else x0

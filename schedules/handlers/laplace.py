@@ -27,9 +27,10 @@ from factorgraph.posterior.results import APPROXIMATION
 
 from .. import progress
 from .hyper import Hyper, learn_names
-from .stopping import SD_TOL, value_rounding
+from .stopping import SD_TOL, settled, value_rounding
 
 LOG_2PI = float(np.log(2.0 * np.pi))
+_HYPER_GTOL = 1e-9  # the evidence's gradient in log-hyperparameters (nats per e-fold) of a converged search
 
 
 @dataclass
@@ -84,7 +85,8 @@ def find_mode(target: Any, x0: np.ndarray, name: str = "Laplace") -> tuple[np.nd
     if how == "mode":
         return w, H, v
     scale = np.sqrt(np.abs(np.diag(H)))
-    gtol = SD_TOL * float(np.min(scale[scale > 0], initial=1.0))  # |g_d| ≤ SD_TOL/sd_d in every coordinate
+    scale = scale[scale > 0]
+    gtol = SD_TOL * float(scale.min() if scale.size else 1.0)  # ‖g‖ ≤ SD_TOL/sd in the widest coordinate
     res = optimize.minimize(lambda x: tuple(-a for a in fun(x)), w, jac=True, hess=lambda x: -target.hessian(x),
                             method="trust-exact", options={"gtol": gtol, "maxiter": 500})
     if not np.all(np.isfinite(res.x)):
@@ -184,11 +186,13 @@ def laplace_evidence(hyper: Hyper, h: np.ndarray, w0: np.ndarray, name: str = "L
     return logp + 0.5 * len(w) * LOG_2PI - float(np.log(np.diag(chol)).sum()), grad, w
 
 
-def laplace_hyper(hyper: Hyper, h0: np.ndarray, w0: np.ndarray, name: str = "Laplace"
+def laplace_hyper(hyper: Hyper, h0: np.ndarray, w0: np.ndarray, name: str = "Laplace", report: dict | None = None
                   ) -> tuple[np.ndarray, Any, np.ndarray, np.ndarray, float]:
     """Maximise ``laplace_evidence`` over h by L-BFGS from h0, each mode search started at the last mode.
 
-    Returns (h, the target at h, the mode, the Hessian there, log p̃ there).
+    Returns (h, the target at h, the mode, the Hessian there, log p̃ there).  ``report``, if given, receives
+    ``converged`` (L-BFGS met its tests, or the gain it still expects is below the evidence's rounding level:
+    ``stopping.settled``) and ``iterations``.
     """
     last = {"w": np.asarray(w0, dtype=float)}
 
@@ -204,13 +208,16 @@ def laplace_hyper(hyper: Hyper, h0: np.ndarray, w0: np.ndarray, name: str = "Lap
 
     bar = progress.bar(f"{name} hyperparameter search", 500, unit="iter")
     res = optimize.minimize(neg, np.asarray(h0, dtype=float), jac=True, method="L-BFGS-B",
-                            options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-9}, callback=bar.callback)
+                            options={"maxiter": 500, "ftol": 1e-15, "gtol": _HYPER_GTOL}, callback=bar.callback)
     bar.close()
     if not np.isfinite(res.fun):
         raise HandlerError(f"{name}: no hyperparameters with a Gaussian approximation at the mode were found "
                            f"from {hyper.report(h0)} ({res.message})")
     t = hyper.at(res.x)
     w, H, logp = find_mode(t, last["w"], name)
+    if report is not None:
+        report["converged"] = bool(res.success) or settled(res, _HYPER_GTOL, value_rounding(t, w, -float(res.fun)))
+        report["iterations"] = int(res.nit)
     return res.x, t, w, H, logp
 
 
@@ -236,8 +243,9 @@ class Laplace:
         hyper, info = None, {}
         if self.learn:
             hyper = Hyper(target, self.learn, self.name)
-            h, target, w, H, logp = laplace_hyper(hyper, hyper.start(warm), warm.get("mode", x0), self.name)
-            info = hyper.info(h)
+            search: dict = {}
+            h, target, w, H, logp = laplace_hyper(hyper, hyper.start(warm), warm.get("mode", x0), self.name, search)
+            info = {**hyper.info(h), **search}
         else:
             w, H, logp = find_mode(target, warm.get("mode", x0), self.name)
         q, logdet = gaussian_from_hessian(w, H, self.name)

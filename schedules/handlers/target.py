@@ -327,10 +327,6 @@ class DensityTarget:
             G[:, d] = (self._values(up) - self._values(dn)) / (2.0 * h[:, d])
         return G
 
-    def magnitude(self, w: np.ndarray) -> float:
-        """|log p̃(w)|: a user's density says nothing of the terms it sums."""
-        return float(abs(self._values(np.asarray(w, dtype=float)[None])[0]))
-
     def logp_grad(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         W = np.atleast_2d(np.asarray(W, dtype=float))
         vals = self._values(W)
