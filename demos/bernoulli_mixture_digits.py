@@ -14,10 +14,16 @@ Run ``python demos/bernoulli_mixture_digits.py [--small] [--seed S]``.
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
+import os
 
-import matplotlib
+# many small (1797 × 64 by 64 × K) products: OpenBLAS's threads spin between them, and the default run took ten
+# times the CPU time of one-thread BLAS on a shared two-core machine; OPENBLAS_NUM_THREADS set outside wins
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

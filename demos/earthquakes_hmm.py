@@ -40,7 +40,7 @@ def main(small: bool = False, seed: int = 0) -> dict:
         r = models.hmm(y, K, "poisson", seed=seed)
         results[f"K={K}"] = r
         lam = np.sort(np.atleast_1d(r.posterior("lam").mean()))
-        print(f"K={K}: ELBO {r.elbo:9.3f} ({r.n_iter} iterations{'' if r.converged else ', NOT converged'}); "
+        print(f"K={K}: ELBO {r.elbo:9.3f} ({r.n_iter} iterations{'' if r.converged else ', not converged'}); "
               f"E[λ] = {np.array2string(lam, precision=2)}")
     comparison = fg.compare(results)
     print(comparison)

@@ -328,12 +328,12 @@ def main(small: bool = False, seed: int = 0) -> dict:
                                                                "ADVI non-centred"))
     holds = min(s_lib, s_nc) <= s_advi
     like = s_lib <= s_advi and s_nc <= s_advi_nc
-    print("The issue's criterion (the library's mean-field fit at least as close to NUTS as ADVI's), read two ways:")
-    print(f"  like for like (the same parametrisation): {'holds' if like else 'does NOT hold'}: centred, fg "
+    print("Is fg's mean-field fit at least as close to NUTS as PyMC's ADVI? Compared two ways:")
+    print(f"  like for like (the same parametrisation): {'yes' if like else 'no'}: centred, fg "
           f"{s_lib:.3f} vs ADVI {s_advi:.3f} ({'fg' if s_lib <= s_advi else 'ADVI'} closer); non-centred, fg "
           f"{s_nc:.3f} vs ADVI {s_advi_nc:.3f} ({'fg' if s_nc <= s_advi_nc else 'ADVI'} closer)")
     print(f"  fg's best mean field (either parametrisation) against ADVI on the model as written (centred): "
-          f"{'holds' if holds else 'does NOT hold'}: fg non-centred {s_nc:.3f}, fg centred {s_lib:.3f}, ADVI centred "
+          f"{'yes' if holds else 'no'}: fg non-centred {s_nc:.3f}, fg centred {s_lib:.3f}, ADVI centred "
           f"{s_advi:.3f}")
     s_ln, s_ln_nc = scores["lognormal optimum"][0], scores["lognormal opt. nc"][0]
     spread = advi_spread(ref)

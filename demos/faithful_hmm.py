@@ -49,7 +49,7 @@ def main(small: bool = False, seed: int = 0) -> dict:
         r = models.hmm(y, K, "gaussian", seed=seed, n_init=restarts)
         results[f"K={K}"] = r
         mu = np.sort(np.atleast_1d(r.posterior("mu").mean()))
-        print(f"K={K}: ELBO {r.elbo:9.3f} ({r.n_iter} iterations{'' if r.converged else ', NOT converged'}); "
+        print(f"K={K}: ELBO {r.elbo:9.3f} ({r.n_iter} iterations{'' if r.converged else ', not converged'}); "
               f"E[μ] = {np.array2string(mu, precision=1)}")
     print(fg.compare(results))
     mix = models.gaussian_mixture(y[:, None], 2, "diag", n_init=restarts, seed=seed)

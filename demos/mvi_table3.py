@@ -279,12 +279,12 @@ def main(small: bool = False, seed: int = 0, features: str = "linear", n_splits:
           + "; ".join(f"{n}: {best[n]} / {paper_best[n]}" for n in results))
     paper_mvi = sum(max(PAPER_LPD[n][1:4]) > max(PAPER_LPD[n][0], PAPER_LPD[n][4]) for n in results)
     paper_lr = sum(PAPER_LPD[n][3] > PAPER_LPD[n][0] for n in results)
-    print(f"  [info] an MVI variant beats both Laplace and VI-diag on {sum(mvi_beats.values())}/{len(results)} "
+    print(f"  an MVI variant beats both Laplace and VI-diag on {sum(mvi_beats.values())}/{len(results)} "
           f"datasets (paper, same datasets: {paper_mvi}/{len(results)}; all 13: 11/13)")
-    print(f"  [info] MVI-lr's median LPD above Laplace's on {sum(lr_beats_la.values())}/{len(results)} datasets "
+    print(f"  MVI-lr's median LPD above Laplace's on {sum(lr_beats_la.values())}/{len(results)} datasets "
           f"(paper, same datasets: {paper_lr}/{len(results)}; all 13: 11/13)")
     if library_diffs:
-        print(f"  [check] chunked eq. (13) vs models.predictive_log_density on {names[0]}: "
+        print(f"  chunked eq. (13) vs models.predictive_log_density on {names[0]}: "
               f"max |difference| {max(library_diffs):.2e}")
     print("differences from the paper: seeded random splits of the pooled data (the fixed Rätsch realisations are "
           f"not available), {n_splits} per dataset instead of 100/20; Diabetis, Heart, Ringnorm missing; "

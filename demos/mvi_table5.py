@@ -213,7 +213,7 @@ def main(small: bool = False, seed: int = 0, n_splits: int | None = None) -> dic
     paper_best = {n: LABELS[METHODS[int(np.argmax(PAPER_LPD[n]))]] for n in results}
     print("\nbest median LPD per dataset (ours / paper): " + "; ".join(f"{n}: {best[n]} / {paper_best[n]}"
                                                                        for n in results))
-    print(f"  [info] the best MVI variant's median LPD is above Laplace's on {sum(mvi_beats_la.values())}/"
+    print(f"  the best MVI variant's median LPD is above Laplace's on {sum(mvi_beats_la.values())}/"
           f"{len(results)} datasets and above VI-diag's on {sum(mvi_beats_diag.values())}/{len(results)} "
           f"(paper: on all 8, both)")
     print("differences from the paper: linear features on standardised inputs with a bias column and prior N(0, I) "

@@ -50,7 +50,7 @@ def main(small: bool = False) -> dict:
     r = models.local_level(y)
     pred = models.state_space_predictive(r, steps=0)
     vb = {"obs": float(1.0 / r.posterior("tau_obs").mean()), "level": float(1.0 / r.posterior("tau_level").mean())}
-    print(f"VMP: {r.n_iter} sweeps{'' if r.converged else ' (NOT converged)'}, ELBO {r.elbo:.3f}")
+    print(f"VMP: {r.n_iter} sweeps{'' if r.converged else ' (not converged)'}, ELBO {r.elbo:.3f}")
     ml = UnobservedComponents(y, "local level").fit(disp=False)
     s2e, s2n = (float(v) for v in ml.params)
     print(f"{'':28s}{'VB 1/E[τ]':>12s}{'statsmodels ML':>16s}")

@@ -90,7 +90,7 @@ def main(small: bool = False) -> dict:
     results["lognormal"] = fg.infer(lognormal_model(X, y, service), algorithm=fg.NCVMP(), max_iter=2000)
     for name, r in results.items():
         print(f"{name:12s} evidence {r.elbo:10.4f}  ({r.evidence_kind}; {r.n_iter} sweeps, "
-              f"{'converged' if r.converged else 'NOT converged'})")
+              f"{'converged' if r.converged else 'not converged'})")
 
     w_ml, dev = glm_mle(X, y, service)
     print(f"\nGLM maximum likelihood: residual deviance {dev:.2f} on {len(y) - X.shape[1]} df "

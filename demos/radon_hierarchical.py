@@ -89,7 +89,7 @@ def main(small: bool = False) -> dict:
     print(f"Radon: {len(y)} houses in {J} counties (county sizes {np.bincount(county).min()}-"
           f"{np.bincount(county).max()})\n")
     for name, r in fits.items():
-        print(f"  {name:<18} {r.n_iter:4d} iterations, {'converged' if r.converged else 'NOT converged'}, "
+        print(f"  {name:<18} {r.n_iter:4d} iterations, {'converged' if r.converged else 'not converged'}, "
               f"{1e3 * r.time:.0f} ms")
     print("\nEvidence (ELBO):")
     comparison = fg.compare(fits)

@@ -71,7 +71,7 @@ def compare(X: np.ndarray, y: np.ndarray, title: str, w_true: np.ndarray | None 
         err = (f", |E[w] − w_true| = {np.linalg.norm(r.posterior('w').mean() - w_true):.3f}"
                if w_true is not None else "")
         print(f"  {k:18s} evidence {r.elbo:11.3f} ({r.evidence_kind}; {r.n_iter} sweeps, "
-              f"{'converged' if r.converged else 'NOT converged'}){err}{extra}")
+              f"{'converged' if r.converged else 'not converged'}){err}{extra}")
     comparison = fg.compare(results)
     print(str(comparison))
     return {"results": results, "comparison": comparison}

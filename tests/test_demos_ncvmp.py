@@ -173,4 +173,4 @@ def test_table1_every_fit_converges(table1):
     """Under NCVMP's default adaptive backtracking every fit of the table reaches its stopping rule."""
     for name, res in table1["results"].items():
         for m in ("quadratic", "tilted", "adaptive"):
-            assert res["converged"][m] == table1["n_splits"], (name, m, res["n_iter"][m])
+            assert res["converged"][m] == table1["n_splits"][name], (name, m, res["n_iter"][m])
