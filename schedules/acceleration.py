@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from distributions import Bernoulli, Categorical
 from factorgraph.graph.nodes import ModelError
 
 from .errors import InferenceError
@@ -212,8 +213,9 @@ def accelerator(c: Any, structured: dict) -> tuple[Acceleration | None, str]:
         return None, ""
     found, off = _guarded(c, structured)
     if asked == "auto":
-        if found is not None:
-            found.after = AUTO_AFTER
+        if found is None or any(v.family in (Categorical, Bernoulli) for v in c.latent):
+            return None, ""  # a mixture's or a chain's ELBO has many optima: accelerated only when asked
+        found.after = AUTO_AFTER
         return found, ""
     return found, off
 

@@ -52,7 +52,8 @@ class VMP(_MessagePassing):
         without acceleration, and one that crawls is accelerated from there; ``True`` extrapolates from the
         start, ``False`` never.  While it runs, a sweep costs one more ELBO evaluation and the run keeps 14
         copies of the state (the last 7 sweeps' start and end); a multimodal fit may end at another of its
-        optima.  ``Result.notes`` counts the extrapolations accepted and rejected.
+        optima, so ``"auto"`` leaves a model with discrete latent variables (a mixture, a hidden Markov
+        chain) unaccelerated.  ``Result.notes`` counts the extrapolations accepted and rejected.
     """
 
     damping: float = 0.0
