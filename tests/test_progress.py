@@ -19,7 +19,7 @@ X = rng.standard_normal((40, 2))
 y = (X @ np.array([1.5, -1.0]) + 0.3 * rng.standard_normal(40) > 0).astype(float)
 with fg.Model("tiny-logit") as m:
     n = fg.plate("n", 40)
-    w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
+    w = fg.mv_gaussian("w", 0.0, precision=1.0, dim=2)
     fg.bernoulli_logit("y", logit=fg.inner(X, w, plates=[n]), observed=y)
 r = fg.infer(m, handlers={"w": fg.%s}, max_iter=3%s)
 print("DONE", r.n_iter, flush=True)
