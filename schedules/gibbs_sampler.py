@@ -215,9 +215,10 @@ def run_gibbs(model: Model, algorithm: Any, options: Any) -> GibbsResult:
     t1 = time.perf_counter()
     runs = [run_chain(c, s, options.init or {}, algorithm.burn, algorithm.draws, algorithm.thin) for s in seqs]
     elapsed = time.perf_counter() - t1
-    draws = {v.name: np.stack([r[v.name] for r in runs]) for v in c.order}
+    drawn = [v for v in model.variables.values() if any(v is u for u in c.order)]  # in the model's order
+    draws = {v.name: np.stack([r[v.name] for r in runs]) for v in drawn}
     posteriors = {v.name: EmpiricalPosterior(v.name, draws[v.name],
-                                             0 if v.family is Categorical else len(v.event_shape)) for v in c.order}
+                                             0 if v.family is Categorical else len(v.event_shape)) for v in drawn}
     sweeps = algorithm.burn + algorithm.draws * algorithm.thin
     notes = [f"Gibbs sampling: {algorithm.chains} chains of {sweeps} sweeps ({algorithm.burn} burn-in, every "
              f"{algorithm.thin}-th kept: {algorithm.draws} draws each), seed {seed}"]

@@ -1,0 +1,277 @@
+"""fg.Gibbs against closed-form posteriors, its conditionals against direct formulas, FFBS against
+forward–backward, determinism across chain counts, bad input."""
+
+from __future__ import annotations
+
+import warnings
+
+import arviz as az
+import numpy as np
+import pytest
+from scipy import stats
+
+import factorgraph as fg
+from schedules.compile import compile_model
+from schedules.gibbs_sampler import GibbsChain, _VMPRules, chain_seeds
+
+GIBBS = dict(draws=1000, burn=200, chains=4, seed=3)
+
+
+def _within(result, name, mean, var, k=4.0):
+    """Every scalar's sample mean within k MC standard errors (sd/√ESS) of ``mean``, and its sample variance within
+    k MC standard errors of ``var`` (those of the mean of the squared deviations (x − x̄)²)."""
+    x = np.asarray(result.draws[name], float)
+    flat = x.reshape(x.shape[:2] + (-1,))
+    mean, var = np.broadcast_to(mean, x.shape[2:]).reshape(-1), np.broadcast_to(var, x.shape[2:]).reshape(-1)
+    for i in range(flat.shape[-1]):
+        y = flat[..., i]
+        se_mean = y.std() / np.sqrt(float(az.ess(y, method="mean")))
+        d2 = (y - y.mean()) ** 2
+        se_var = d2.std() / np.sqrt(float(az.ess(d2, method="mean")))
+        assert abs(y.mean() - mean[i]) <= k * se_mean, (name, i, y.mean(), mean[i], se_mean)
+        assert abs(y.var(ddof=1) - var[i]) <= k * se_var, (name, i, y.var(), var[i], se_var)
+
+
+def _normal_gamma_model(y, m0=0.0, p0=0.1, a0=2.0, b0=1.0):
+    with fg.Model("mean-precision") as m:
+        n = fg.plate("n", len(y))
+        mu = fg.gaussian("mu", m0, precision=p0)
+        tau = fg.gamma("tau", a0, b0)
+        fg.gaussian("y", mu, precision=tau, plates=[n], observed=y)
+    return m
+
+
+def test_gaussian_mean_and_gamma_precision_match_quadrature():
+    """μ ~ N(0, 10), τ ~ Gam(2, 1), y_i ~ N(μ, 1/τ): the posterior moments of μ and τ by quadrature on a fine grid."""
+    y = np.random.default_rng(0).normal(1.0, 0.7, 15)
+    r = fg.infer(_normal_gamma_model(y), algorithm=fg.Gibbs(**GIBBS))
+    mu = np.linspace(-1.0, 3.0, 801)[:, None]
+    tau = np.linspace(1e-3, 8.0, 1601)[None, :]
+    logp = (stats.norm.logpdf(mu, 0.0, np.sqrt(10.0)) + stats.gamma.logpdf(tau, 2.0, scale=1.0)
+            + 0.5 * len(y) * np.log(tau) - 0.5 * tau * ((y[:, None, None] - mu) ** 2).sum(0))
+    w = np.exp(logp - logp.max())
+    w /= w.sum()
+    for name, g in (("mu", mu), ("tau", tau)):
+        m1 = float((w * g).sum())
+        _within(r, name, m1, float((w * g**2).sum()) - m1**2)
+
+
+def test_beta_bernoulli():
+    y = (np.random.default_rng(1).random(40) < 0.3).astype(float)
+    with fg.Model("beta-bernoulli") as m:
+        n = fg.plate("n", len(y))
+        p = fg.beta("p", 2.0, 3.0)
+        fg.bernoulli("y", p, plates=[n], observed=y)
+    r = fg.infer(m, algorithm=fg.Gibbs(**GIBBS))
+    post = stats.beta(2.0 + y.sum(), 3.0 + len(y) - y.sum())
+    _within(r, "p", post.mean(), post.var())
+
+
+def test_dirichlet_categorical():
+    alpha = np.array([1.0, 2.0, 0.5, 1.5])
+    z = np.random.default_rng(2).integers(0, 4, 30)
+    with fg.Model("dirichlet-categorical") as m:
+        n = fg.plate("n", len(z))
+        pi = fg.dirichlet("pi", alpha)
+        fg.categorical("z", pi, plates=[n], observed=z)
+    r = fg.infer(m, algorithm=fg.Gibbs(**GIBBS))
+    a = alpha + np.bincount(z, minlength=4)
+    _within(r, "pi", a / a.sum(), a * (a.sum() - a) / (a.sum() ** 2 * (a.sum() + 1)))
+
+
+def _hierarchical(G=5, R=4, seed=4):
+    rng = np.random.default_rng(seed)
+    g = np.repeat(np.arange(G), R)
+    y = rng.normal(rng.normal(1.0, 1.0, G)[g], 0.8)
+    with fg.Model("hierarchical") as m:
+        groups, n = fg.plate("g", G), fg.plate("n", G * R)
+        mu = fg.gaussian("mu", 0.0, precision=0.01)
+        theta = fg.gaussian("theta", mu, precision=1.0, plates=[groups])
+        fg.gaussian("y", fg.index(theta, g, plate=n), precision=1 / 0.64, plates=[n], observed=y)
+    return m, g, y
+
+
+def test_gaussian_hierarchical_known_scales():
+    """(μ, θ) jointly Gaussian: the posterior precision Λ = prior + likelihood, mean Λ⁻¹ b."""
+    m, g, y = _hierarchical()
+    G = g.max() + 1
+    r = fg.infer(m, algorithm=fg.Gibbs(**GIBBS))
+    lam = np.zeros((G + 1, G + 1))
+    lam[0, 0] = 0.01 + G * 1.0
+    lam[0, 1:] = lam[1:, 0] = -1.0
+    lam[1:, 1:] = np.diag(1.0 + np.bincount(g) / 0.64)
+    b = np.concatenate([[0.0], np.bincount(g, weights=y) / 0.64])
+    cov = np.linalg.inv(lam)
+    mean = cov @ b
+    _within(r, "mu", mean[0], cov[0, 0])
+    _within(r, "theta", mean[1:], np.diag(cov)[1:])
+
+
+def _regression(seed=5, N=30, D=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, D))
+    y = X @ np.array([1.0, -0.5, 0.3]) + rng.normal(0.0, 0.5, N)
+    with fg.Model("regression") as m:
+        n = fg.plate("n", N)
+        w = fg.mv_gaussian("w", np.zeros(D), precision=np.eye(D))
+        tau = fg.gamma("tau", 2.0, 0.5)
+        fg.gaussian("y", fg.inner(X, w, plates=[n]), precision=tau, plates=[n], observed=y)
+    return m, X, y
+
+
+def test_conditionals_equal_direct_formulas():
+    """With the neighbours fixed, each conditional's natural parameters are the textbook ones: w | τ is
+    N(Λ⁻¹τXᵀy, Λ⁻¹) with Λ = I + τXᵀX (η = (τXᵀy, −½Λ)); τ | w is Gam(a₀ + N/2, b₀ + ½‖y − Xw‖²); θ_g | μ, y is
+    Gaussian with precision 1 + n_g/σ² and η₁ = μ + Σ y/σ²; μ | θ has precision p₀ + G and η₁ = Σ θ_g."""
+    m, X, y = _regression()
+    c = compile_model(m, _VMPRules())
+    chain = GibbsChain(c, np.random.default_rng(0))
+    chain.start({})
+    wv, tv = m.variables["w"], m.variables["tau"]
+    w0, t0 = np.array([0.3, 0.1, -0.2]), 1.7
+    chain.set_point(wv, w0)
+    chain.set_point(tv, np.array(t0))
+    eta1, eta2 = chain.conditional(wv).natural
+    np.testing.assert_allclose(eta1, t0 * X.T @ y, rtol=1e-10)
+    np.testing.assert_allclose(eta2, -0.5 * (np.eye(3) + t0 * X.T @ X), rtol=1e-10)
+    q = chain.conditional(tv)
+    np.testing.assert_allclose([q.shape, q.rate], [2.0 + len(y) / 2, 0.5 + 0.5 * np.sum((y - X @ w0) ** 2)],
+                               rtol=1e-10)
+
+    m, g, y = _hierarchical()
+    c = compile_model(m, _VMPRules())
+    chain = GibbsChain(c, np.random.default_rng(0))
+    chain.start({})
+    mu, theta = m.variables["mu"], m.variables["theta"]
+    th = np.linspace(-1.0, 1.0, 5)
+    chain.set_point(mu, np.array(0.4))
+    chain.set_point(theta, th)
+    e1, e2 = chain.conditional(theta).natural
+    np.testing.assert_allclose(e1, 0.4 + np.bincount(g, weights=y) / 0.64, rtol=1e-10)
+    np.testing.assert_allclose(e2, -0.5 * (1.0 + np.bincount(g) / 0.64), rtol=1e-10)
+    e1, e2 = chain.conditional(mu).natural
+    np.testing.assert_allclose([e1, e2], [th.sum(), -0.5 * (0.01 + 5)], rtol=1e-10, atol=1e-12)
+
+
+def test_regression_block_update_known_noise():
+    """w ~ N(0, I), y ~ N(Xw, 1/τ) with τ = 4 known: w | y = N(SτXᵀy, S), S = (I + τXᵀX)⁻¹, drawn as one block
+    (so its draws are independent and carry the posterior correlations)."""
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(30, 3)) + np.array([2.0, 0.0, 0.0])  # correlated columns: strong posterior correlation
+    y = X @ np.array([1.0, -0.5, 0.3]) + rng.normal(0.0, 0.5, 30)
+    with fg.Model("regression-known-noise") as m:
+        n = fg.plate("n", 30)
+        w = fg.mv_gaussian("w", np.zeros(3), precision=np.eye(3))
+        fg.gaussian("y", fg.inner(X, w, plates=[n]), precision=4.0, plates=[n], observed=y)
+    r = fg.infer(m, algorithm=fg.Gibbs(draws=1000, burn=10, chains=2, seed=2))
+    S = np.linalg.inv(np.eye(3) + 4.0 * X.T @ X)
+    _within(r, "w", S @ (4.0 * X.T @ y), np.diag(S))
+    corr = r.posterior("w").cov() / np.sqrt(np.outer(np.diag(S), np.diag(S)))
+    np.testing.assert_allclose(corr, S / np.sqrt(np.outer(np.diag(S), np.diag(S))), atol=4 / np.sqrt(2000))
+    d = r.diagnostics()
+    assert (d["r_hat"] < 1.01).all() and (d["ess_bulk"] > 1500).all()
+
+
+def _fixed_hmm(seed=6, N=3, T=25, K=3):
+    rng = np.random.default_rng(seed)
+    pi, A = rng.dirichlet(np.ones(K)), rng.dirichlet(np.ones(K) * 2, size=K)
+    mu, tau = rng.normal(0.0, 1.5, K), rng.uniform(0.5, 2.0, K)
+    z = np.zeros((N, T), int)
+    for i in range(N):
+        z[i, 0] = rng.choice(K, p=pi)
+        for t in range(1, T):
+            z[i, t] = rng.choice(K, p=A[z[i, t - 1]])
+    y = rng.normal(mu[z], 1 / np.sqrt(tau[z]))
+    with fg.Model("hmm") as m:
+        n, t = fg.plate("n", N), fg.plate("t", T)
+        zz = fg.markov_chain("z", initial=pi, transition=A, plates=[n, t])
+        fg.gaussian("y", mean=fg.select(mu, zz), precision=fg.select(tau, zz), plates=[n, t], observed=y)
+    return m
+
+
+def test_ffbs_marginals_match_forward_backward():
+    """With π, A and the emissions fixed, every sweep draws the paths exactly from p(z | y) by FFBS: the label
+    frequencies match the forward–backward smoothed marginals within 4 binomial standard errors."""
+    m = _fixed_hmm()
+    exact = np.asarray(fg.infer(m).posterior("z").mean())
+    r = fg.infer(m, algorithm=fg.Gibbs(draws=1000, burn=1, chains=2, seed=0))
+    z = r.draws["z"].reshape((-1,) + exact.shape[:-1])
+    freq = (z[..., None] == np.arange(exact.shape[-1])).mean(0)
+    se = np.sqrt(np.maximum(exact * (1 - exact), 1e-4) / z.shape[0])
+    assert np.all(np.abs(freq - exact) <= 4 * se + 1e-9)
+
+
+def test_same_seed_same_draws_whatever_the_number_of_chains():
+    m = _normal_gamma_model(np.random.default_rng(7).normal(size=10))
+    one = fg.infer(m, algorithm=fg.Gibbs(draws=50, burn=10, chains=1, seed=11), progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fg.ConvergenceWarning)
+        three = fg.infer(m, algorithm=fg.Gibbs(draws=50, burn=10, chains=3, seed=11))
+        again = fg.infer(m, algorithm=fg.Gibbs(draws=50, burn=10, chains=3, seed=11))
+    for name in ("mu", "tau"):
+        assert np.array_equal(one.draws[name][0], three.draws[name][0])
+        assert np.array_equal(three.draws[name], again.draws[name])
+        assert not np.array_equal(three.draws[name][0], three.draws[name][1])
+    assert [s.spawn_key for s in chain_seeds(11, 3)] == [(0,), (1,), (2,)]
+
+
+def test_result_posterior_arviz_summary_and_warning():
+    y = np.random.default_rng(8).normal(size=12)
+    m = _normal_gamma_model(y)
+    with pytest.warns(fg.ConvergenceWarning, match=r"mu \(R-hat .*tau \(R-hat"):
+        r = fg.infer(m, algorithm=fg.Gibbs(draws=40, burn=5, chains=2, seed=1))
+    assert not r.converged and "bulk ESS" in r.warnings[0]
+    q = r.posterior("mu")
+    assert isinstance(q, fg.EmpiricalPosterior)
+    lo, hi = q.quantile([0.05, 0.95])
+    assert lo < q.mean() < hi and q.var() > 0
+    idata = r.to_arviz()
+    assert idata.posterior["mu"].shape == (2, 40)
+    assert "log_likelihood" in idata.groups()
+    table = r.summary()
+    assert {"r_hat", "ess_bulk"} <= set(table.columns) and list(table.index) == ["mu", "tau"]
+    with pytest.raises(fg.ModelError, match="'g' is a Gibbs fit"):
+        fg.compare({"v": fg.infer(m), "g": r})
+
+
+def test_agreement_of_vmp_with_gibbs_and_inferencedata():
+    m, g, y = _hierarchical()
+    ref = fg.infer(m, algorithm=fg.Gibbs(**GIBBS))
+    v = fg.infer(m)
+    table = fg.agreement(v, ref)
+    assert list(table.index) == ["mu", *(f"theta[{i}]" for i in range(5))]
+    assert {"mean", "sd", "mean_ref", "sd_ref", "z", "sd_ratio", "mcse_ref"} <= set(table.columns)
+    # mean field on (μ, θ) is too narrow for μ (it ignores the coupling), the means are right
+    assert table.loc["mu", "sd_ratio"] < 0.97 and (table["z"] < 0.2).all()
+    np.testing.assert_allclose(table["mcse_ref"], table["sd_ref"] / np.sqrt(
+        [float(az.ess(ref.draws["mu"], method="mean"))] + [float(az.ess(ref.draws["theta"][..., i], method="mean"))
+                                                          for i in range(5)]))
+    again = fg.agreement(v, az.from_dict(posterior={k: x for k, x in ref.draws.items()}))
+    np.testing.assert_allclose(again[["mean_ref", "sd_ref"]], table[["mean_ref", "sd_ref"]])
+    with pytest.raises(fg.ModelError, match="reference must be a Gibbs result"):
+        fg.agreement(v, v)
+
+
+@pytest.mark.parametrize("field", ["draws", "burn", "chains", "thin"])
+@pytest.mark.parametrize("value", [0, -3, 2.5, True, "10", None])
+def test_bad_counts(field, value):
+    with pytest.raises(fg.ModelError, match=f"Gibbs: {field} must be a positive integer, got {value!r}"):
+        fg.Gibbs(**{field: value})
+
+
+@pytest.mark.parametrize("seed", [1.5, "7", -1, True])
+def test_bad_seed(seed):
+    with pytest.raises(fg.ModelError, match="Gibbs: seed must be an integer"):
+        fg.Gibbs(seed=seed)
+
+
+def test_factor_without_conditional_is_named():
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    with fg.Model("logit") as m:
+        n = fg.plate("n", 20)
+        w = fg.mv_gaussian("w", np.zeros(2), precision=np.eye(2))
+        fg.bernoulli_logit("y", fg.inner(X, w, plates=[n]), plates=[n], observed=(X[:, 0] > 0).astype(float))
+    with pytest.raises(fg.ModelError, match=r"Gibbs: factor 'BernoulliLogit\(y\)' \(BernoulliLogit"):
+        fg.infer(m, algorithm=fg.Gibbs())
+    with pytest.raises(fg.ModelError, match="handlers= is not used by Gibbs"):
+        fg.infer(m, algorithm=fg.Gibbs(), handlers={"w": fg.Laplace()})
