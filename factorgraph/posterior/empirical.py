@@ -113,18 +113,23 @@ def _flat(name: str, x: np.ndarray) -> dict[str, np.ndarray]:
 
 def diagnostics(draws: dict[str, np.ndarray]) -> Any:
     """R-hat (rank-normalised split R-hat) and bulk ESS per scalar, as a pandas DataFrame indexed ``name[i]``,
-    with the variable's name in column ``variable``."""
+    with the variable's name in column ``variable`` (ArviZ, vectorised over each variable's scalars).  A scalar
+    that never moves (an entry fixed by data) has R-hat 1 and ESS the number of draws."""
     import pandas as pd
     az = _import_arviz()
-    rows = []
+    frames = []
     for name, x in draws.items():
-        for label, y in _flat(name, np.asarray(x, float)).items():
-            if np.ptp(y) == 0:  # a constant (a label fixed by data, a pinned entry): nothing to mix
-                rhat, ess = 1.0, float(y.size)
-            else:
-                rhat, ess = float(az.rhat(y)), float(az.ess(y, method="bulk"))
-            rows.append((label, name, rhat, ess))
-    return pd.DataFrame([r[1:] for r in rows], index=[r[0] for r in rows], columns=["variable", "r_hat", "ess_bulk"])
+        x = np.asarray(x, float)
+        y = x.reshape(x.shape[:2] + (-1,))
+        ds = az.from_dict(posterior={"x": y}).posterior
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rhat = np.asarray(az.rhat(ds)["x"].values, float).reshape(-1)
+            ess = np.asarray(az.ess(ds, method="bulk")["x"].values, float).reshape(-1)
+        still = np.ptp(y, axis=(0, 1)) == 0
+        rhat, ess = np.where(still, 1.0, rhat), np.where(still, float(y.shape[0] * y.shape[1]), ess)
+        labels = list(_flat(name, x))
+        frames.append(pd.DataFrame({"variable": name, "r_hat": rhat, "ess_bulk": ess}, index=labels))
+    return pd.concat(frames)
 
 
 def flagged(table: Any) -> list[str]:
