@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
-
 import factorgraph as fg
 
 from .hierarchical_speed import build
@@ -45,8 +43,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     d = gibbs.diagnostics()
     worst = float(d["ess_bulk"].min())
     agree = fg.agreement(fit, gibbs)
-    print(f"varying {args.variant}: N = {args.N}, G = {args.G}; {args.chains} chains × {sampler.burn} + {sampler.draws} "
-          f"sweeps")
+    print(f"varying {args.variant}: N = {args.N}, G = {args.G}; {args.chains} chains × {sampler.burn} + "
+          f"{sampler.draws} sweeps")
     print(f"VMP sweep (ELBO included): {1e3 * vmp:.3f} ms")
     print(f"Gibbs draw (one sweep):    {1e3 * per_draw:.3f} ms  = {per_draw / vmp:.2f} VMP sweeps")
     print(f"Gibbs run: {wall:.2f} s in fg.infer ({gibbs.time:.2f} s sampling, {gibbs.compile_time:.2f} s compiling, "
