@@ -22,6 +22,7 @@ from .mv_gaussian_wishart_missing import MV_GAUSSIAN_NORMAL_WISHART_MISSING, MV_
 from .normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
 from .normal_wishart import MV_GAUSSIAN_NORMAL_WISHART, NORMAL_WISHART
 from .poisson import POISSON, POISSON_LOG
+from .polya_gamma import logit_polya_gamma
 from .scale_priors import SCALE_PRIOR
 from .scale_sigma import SCALE_SIGMA
 from .sites import CAUCHY_SITE, LAPLACE_SITE, PROBIT, STUDENT_T_SITE
@@ -49,3 +50,4 @@ FACTOR_TYPES += (MV_GAUSSIAN_WISHART_MISSING, MV_GAUSSIAN_NORMAL_WISHART_MISSING
 FACTOR_TYPES += (FACTOR_ANALYSIS,)
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]
+__all__ += ["logit_polya_gamma"]

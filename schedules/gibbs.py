@@ -10,12 +10,15 @@ E_q[log f] in v's expected statistics, and under point masses q(x_j) = δ(x_j �
 the message is exactly the log-conditional's coefficient on v's statistics (``schedules.gibbs_sampler``).  A
 variable is drawn jointly over its plate (the entries are conditionally independent given the rest), a
 vector (mv_gaussian) as one block, a hidden Markov chain by forward filtering backward sampling, and the
-coupled coefficients of a mean-field inner product one at a time.  This module holds the settings object
+coupled coefficients of a mean-field inner product one at a time.  A logistic factor is made conjugate by
+Pólya-Gamma augmentation (``factors.polya_gamma``: its "gibbs" rule draws ω ~ PG(1, x) and sends the Gaussian
+message (s − ½, −ω/2)).  This module holds the settings object
 and the check that every factor of the model has such a conditional.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +30,7 @@ from factorgraph.graph.nodes import Deterministic, ModelError
 from factorgraph.posterior.results import Result
 from factors import (
     BERNOULLI,
+    BERNOULLI_LOGIT,
     BETA,
     BINOMIAL,
     CATEGORICAL,
@@ -48,6 +52,8 @@ from .runners.options import RunOptions
 # the factor types whose VMP messages at point values are their exact full conditionals (conjugate pairs)
 CONDITIONAL = {GAUSSIAN, GAMMA, BETA, BERNOULLI, DIRICHLET, CATEGORICAL, MV_GAUSSIAN, MV_GAUSSIAN_FIXED,
                MV_GAUSSIAN_WISHART, WISHART, POISSON, BINOMIAL, MULTINOMIAL, MARKOV_CHAIN}
+# the factor types whose full conditionals come from an augmentation, and the package each one needs
+AUGMENTED = {BERNOULLI_LOGIT: "polyagamma"}
 # deterministic nodes that are linear in each parent given the others (their pulled-back messages stay exact)
 LINEAR_OPS = {"sum", "product", "inner", "dot"}
 # latent families a conditional can be drawn in
@@ -119,11 +125,21 @@ class Gibbs:
         return run_gibbs(model, self, options)
 
 
+def _needs(package: str, factor: str) -> None:
+    """The package an augmentation draws with, or an error naming the factor and what to install."""
+    if importlib.util.find_spec(package) is None:
+        raise ModelError(f"Gibbs: factor {factor!r} is sampled by Pólya-Gamma augmentation, which needs the {package} "
+                         "package: pip install 'fgvmp[gibbs]'")
+
+
 def check_conditionals(model: Model) -> None:
     """Every factor of ``model`` must be a conjugate pair with a full conditional to draw from, every latent
     variable of a drawable family, and every deterministic node linear in each parent; otherwise a
     ``ModelError`` names what is not."""
     for f in model.factors:
+        if f.ftype in AUGMENTED:
+            _needs(AUGMENTED[f.ftype], f.name)
+            continue
         if f.ftype not in CONDITIONAL or f.method != "default":
             how = "" if f.method == "default" else f" with method {f.method!r}"
             takes = ", ".join(sorted(t.name for t in CONDITIONAL))

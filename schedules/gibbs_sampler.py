@@ -44,10 +44,11 @@ from .messages import _Moments
 _TINY = np.finfo(float).tiny  # draws of a Gamma, Beta or Dirichlet that underflow to 0 (or a Beta to 1) are kept here
 
 
-class _VMPRules:
-    """What compiling asks of an algorithm: the rules to resolve (VMP's) and the global damping (none)."""
+class _GibbsRules:
+    """What compiling asks of an algorithm: the rules to resolve (a factor's "gibbs" rule, else its VMP rule) and
+    the global damping (none)."""
 
-    name = "vmp"
+    name = "gibbs"
     damping = 0.0
 
 
@@ -57,7 +58,7 @@ class GibbsChain(Engine):
     Parameters
     ----------
     c
-        The model compiled with VMP's rules.
+        The model compiled with the Gibbs rules (``_GibbsRules``).
     rng
         The chain's generator.
     """
@@ -66,6 +67,8 @@ class GibbsChain(Engine):
         super().__init__(c)
         self.rng = rng
         self.values: dict[str, np.ndarray] = {}
+        for f in c.factors:  # an augmented factor's rule draws its auxiliary variables from the chain's generator
+            f.params.setdefault("state", {})["rng"] = rng
 
     # ------------------------------------------------------------------------------ the state
     def set_point(self, v: Variable, x: np.ndarray) -> None:
@@ -208,7 +211,7 @@ def run_gibbs(model: Model, algorithm: Any, options: Any) -> GibbsResult:
     """Run ``algorithm.chains`` chains of Gibbs sampling on ``model`` and collect them in a ``GibbsResult``;
     warns (``fg.ConvergenceWarning``) naming the variables whose R-hat exceeds 1.01 or bulk ESS is below 400."""
     t0 = time.perf_counter()
-    c = compile_model(model, _VMPRules(), options.schedule, options.init, None, None)
+    c = compile_model(model, _GibbsRules(), options.schedule, options.init, None, None)
     compile_time = time.perf_counter() - t0
     seed = algorithm.seed if algorithm.seed is not None else options.seed
     seqs = chain_seeds(seed, algorithm.chains)

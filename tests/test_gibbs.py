@@ -12,7 +12,7 @@ from scipy import stats
 
 import factorgraph as fg
 from schedules.compile import compile_model
-from schedules.gibbs_sampler import GibbsChain, _VMPRules, chain_seeds
+from schedules.gibbs_sampler import GibbsChain, _GibbsRules, chain_seeds
 
 GIBBS = dict(draws=1000, burn=200, chains=4, seed=3)
 
@@ -124,7 +124,7 @@ def test_conditionals_equal_direct_formulas():
     N(Λ⁻¹τXᵀy, Λ⁻¹) with Λ = I + τXᵀX (η = (τXᵀy, −½Λ)); τ | w is Gam(a₀ + N/2, b₀ + ½‖y − Xw‖²); θ_g | μ, y is
     Gaussian with precision 1 + n_g/σ² and η₁ = μ + Σ y/σ²; μ | θ has precision p₀ + G and η₁ = Σ θ_g."""
     m, X, y = _regression()
-    c = compile_model(m, _VMPRules())
+    c = compile_model(m, _GibbsRules())
     chain = GibbsChain(c, np.random.default_rng(0))
     chain.start({})
     wv, tv = m.variables["w"], m.variables["tau"]
@@ -139,7 +139,7 @@ def test_conditionals_equal_direct_formulas():
                                rtol=1e-10)
 
     m, g, y = _hierarchical()
-    c = compile_model(m, _VMPRules())
+    c = compile_model(m, _GibbsRules())
     chain = GibbsChain(c, np.random.default_rng(0))
     chain.start({})
     mu, theta = m.variables["mu"], m.variables["theta"]
@@ -267,11 +267,11 @@ def test_bad_seed(seed):
 
 def test_factor_without_conditional_is_named():
     X = np.random.default_rng(0).normal(size=(20, 2))
-    with fg.Model("logit") as m:
+    with fg.Model("counts") as m:
         n = fg.plate("n", 20)
         w = fg.mv_gaussian("w", np.zeros(2), precision=np.eye(2))
-        fg.bernoulli_logit("y", fg.inner(X, w, plates=[n]), plates=[n], observed=(X[:, 0] > 0).astype(float))
-    with pytest.raises(fg.ModelError, match=r"Gibbs: factor 'BernoulliLogit\(y\)' \(BernoulliLogit"):
+        fg.poisson_log("y", fg.inner(X, w, plates=[n]), plates=[n], observed=np.arange(20) % 3)
+    with pytest.raises(fg.ModelError, match=r"Gibbs: factor 'PoissonLog\(y\)' \(PoissonLog"):
         fg.infer(m, algorithm=fg.Gibbs())
     with pytest.raises(fg.ModelError, match="handlers= is not used by Gibbs"):
         fg.infer(m, algorithm=fg.Gibbs(), handlers={"w": fg.Laplace()})
