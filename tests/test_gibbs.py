@@ -79,6 +79,41 @@ def test_dirichlet_categorical():
     _within(r, "pi", a / a.sum(), a * (a.sum() - a) / (a.sum() ** 2 * (a.sum() + 1)))
 
 
+def test_count_likelihoods():
+    """Poisson–Gamma, binomial–Beta and multinomial–Dirichlet: the conjugate posteriors' means and variances."""
+    rng = np.random.default_rng(10)
+    y, k, c = rng.poisson(3.0, 25), rng.binomial(8, 0.3, 25), rng.multinomial(6, [0.2, 0.3, 0.5], 25)
+    with fg.Model("counts") as m:
+        n = fg.plate("n", 25)
+        lam, p, pi = fg.gamma("lam", 2.0, 1.0), fg.beta("p", 1.0, 2.0), fg.dirichlet("pi", np.ones(3))
+        fg.poisson("y", lam, plates=[n], observed=y)
+        fg.binomial("k", 8, p, plates=[n], observed=k)
+        fg.multinomial("c", 6, pi, plates=[n], observed=c)
+    r = fg.infer(m, algorithm=fg.Gibbs(draws=1000, burn=50, chains=2, seed=0))
+    post = stats.gamma(2.0 + y.sum(), scale=1 / (1.0 + 25))
+    _within(r, "lam", post.mean(), post.var())
+    post = stats.beta(1.0 + k.sum(), 2.0 + 8 * 25 - k.sum())
+    _within(r, "p", post.mean(), post.var())
+    a = 1.0 + c.sum(0)
+    _within(r, "pi", a / a.sum(), a * (a.sum() - a) / (a.sum() ** 2 * (a.sum() + 1)))
+
+
+def test_wishart_precision_known_mean():
+    """Λ ~ W(ν, V⁻¹) (V the inverse scale), x_n ~ N(m, Λ⁻¹) with m known: Λ | x ~ W(ν + N, (V + S)⁻¹),
+    S = Σ (x_n − m)(x_n − m)ᵀ, with E[Λ] = (ν + N)Σ and Var(Λ_ij) = (ν + N)(Σ_ij² + Σ_ii Σ_jj), Σ = (V + S)⁻¹."""
+    rng = np.random.default_rng(11)
+    m0 = np.array([1.0, -1.0])
+    X = rng.multivariate_normal(m0, [[1.0, 0.5], [0.5, 2.0]], 40)
+    with fg.Model("wishart") as m:
+        n = fg.plate("n", 40)
+        L = fg.wishart("L", dof=3.0, scale=np.eye(2))
+        fg.mv_gaussian("x", m0, precision=L, plates=[n], observed=X)
+    r = fg.infer(m, algorithm=fg.Gibbs(draws=1000, burn=50, chains=2, seed=0))
+    sig = np.linalg.inv(np.eye(2) + (X - m0).T @ (X - m0))
+    nu = 3.0 + 40
+    _within(r, "L", nu * sig, nu * (sig**2 + np.outer(np.diag(sig), np.diag(sig))))
+
+
 def _hierarchical(G=5, R=4, seed=4):
     rng = np.random.default_rng(seed)
     g = np.repeat(np.arange(G), R)
