@@ -26,6 +26,7 @@ from .polya_gamma import logit_polya_gamma
 from .scale_priors import SCALE_PRIOR
 from .scale_sigma import SCALE_SIGMA
 from .sites import CAUCHY_SITE, LAPLACE_SITE, PROBIT, STUDENT_T_SITE
+from .slice_likelihoods import SLICED
 from .softmax import CATEGORICAL_SOFTMAX
 from .student_t import STUDENT_T
 from .uniform_scale import UNIFORM_SCALE
@@ -51,3 +52,4 @@ FACTOR_TYPES += (FACTOR_ANALYSIS,)
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]
 __all__ += ["logit_polya_gamma"]
+__all__ += ["SLICED"]

@@ -10,7 +10,9 @@ E_q[log f] in v's expected statistics, and under point masses q(x_j) = δ(x_j �
 the message is exactly the log-conditional's coefficient on v's statistics (``schedules.gibbs_sampler``).  A
 variable is drawn jointly over its plate (the entries are conditionally independent given the rest), a
 vector (mv_gaussian) as one block, a hidden Markov chain by forward filtering backward sampling, and the
-coupled coefficients of a mean-field inner product one at a time.  A logistic factor is made conjugate by
+coupled coefficients of a mean-field inner product one at a time.  A Gaussian variable with non-conjugate
+children (log-link Poisson, logit-link binomial, probit and robust sites) moves by elliptical slice sampling
+(``schedules.gibbs_slice``).  A logistic factor is made conjugate by
 Pólya-Gamma augmentation (``factors.polya_gamma``: its "gibbs" rule draws ω ~ PG(1, x) and sends the Gaussian
 message (s − ½, −ω/2)).  This module holds the settings object
 and the check that every factor of the model has such a conditional.
@@ -26,7 +28,7 @@ import numpy as np
 
 from distributions import Bernoulli, Beta, Categorical, Dirichlet, Gamma, Gaussian, MvGaussian, Wishart
 from factorgraph.graph.model import Model
-from factorgraph.graph.nodes import Deterministic, ModelError
+from factorgraph.graph.nodes import Deterministic, Gate, ModelError, Variable
 from factorgraph.posterior.results import Result
 from factors import (
     BERNOULLI,
@@ -43,6 +45,7 @@ from factors import (
     MV_GAUSSIAN_FIXED,
     MV_GAUSSIAN_WISHART,
     POISSON,
+    SLICED,
     WISHART,
 )
 
@@ -132,6 +135,26 @@ def _needs(package: str, factor: str) -> None:
                          "package: pip install 'fgvmp[gibbs]'")
 
 
+def _sliceable(f: Any) -> None:
+    """A non-conjugate likelihood is sampled through its Gaussian argument by elliptical slice sampling: its
+    evidence must be exact at a point (log f itself), its output observed, its argument's parents Gaussian."""
+    if f.ftype.get_evidence(f.method)[1] != "exact":
+        raise ModelError(f"Gibbs: factor {f.name!r} ({f.ftype.name}) with method {f.method!r} evaluates a bound, not "
+                         "its log-density; use its exact method (the default) for Gibbs sampling")
+    out = f.edges["out"]
+    if isinstance(out, Variable) and out.is_latent:
+        raise ModelError(f"Gibbs: factor {f.name!r} ({f.ftype.name}) has a latent output {out.name!r}; Gibbs sampling "
+                         "takes it with observed data only")
+    arg = f.edges[SLICED[f.ftype]]
+    arg = arg.source if isinstance(arg, Gate) else arg
+    parents = [arg] if isinstance(arg, Variable) else arg.stochastic_parents() if hasattr(
+        arg, "stochastic_parents") else []
+    for p in parents:
+        if p.is_latent and p.family not in (Gaussian, MvGaussian):
+            raise ModelError(f"Gibbs: factor {f.name!r} ({f.ftype.name}) reads {p.name!r} ({p.family.__name__}) "
+                             "non-conjugately; elliptical slice sampling takes Gaussian variables only")
+
+
 def check_conditionals(model: Model) -> None:
     """Every factor of ``model`` must be a conjugate pair with a full conditional to draw from, every latent
     variable of a drawable family, and every deterministic node linear in each parent; otherwise a
@@ -139,6 +162,9 @@ def check_conditionals(model: Model) -> None:
     for f in model.factors:
         if f.ftype in AUGMENTED:
             _needs(AUGMENTED[f.ftype], f.name)
+            continue
+        if f.ftype in SLICED:
+            _sliceable(f)
             continue
         if f.ftype not in CONDITIONAL or f.method != "default":
             how = "" if f.method == "default" else f" with method {f.method!r}"

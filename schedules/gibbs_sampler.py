@@ -32,6 +32,7 @@ from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import Variable
 from factorgraph.posterior.empirical import EmpiricalPosterior, GibbsResult, diagnostics, flagged
 from factorgraph.posterior.predict import FitRecord
+from factors import BERNOULLI_LOGIT
 from factors.base import one_hot, point_stats
 from factors.kernels.forward_backward import sample_chains
 
@@ -39,8 +40,10 @@ from .compile import compile_model
 from .compiled import Compiled
 from .engine import Engine
 from .errors import InferenceError
+from .gibbs_slice import SliceSteps
 from .messages import _Moments
 
+AUGMENTED = (BERNOULLI_LOGIT,)  # factor types whose "gibbs" rule draws auxiliary variables (factors/polya_gamma.py)
 _TINY = np.finfo(float).tiny  # draws of a Gamma, Beta or Dirichlet that underflow to 0 (or a Beta to 1) are kept here
 
 
@@ -52,7 +55,7 @@ class _GibbsRules:
     damping = 0.0
 
 
-class GibbsChain(Engine):
+class GibbsChain(SliceSteps, Engine):
     """One Markov chain: the engine's statistics hold the point values of the current state.
 
     Parameters
@@ -68,7 +71,10 @@ class GibbsChain(Engine):
         self.rng = rng
         self.values: dict[str, np.ndarray] = {}
         for f in c.factors:  # an augmented factor's rule draws its auxiliary variables from the chain's generator
-            f.params.setdefault("state", {})["rng"] = rng
+            if f.node.ftype in AUGMENTED:
+                f.params.setdefault("state", {})["rng"] = rng
+        # Gaussian variables with non-conjugate children: drawn by elliptical slice sampling
+        self.sliced = {v.name: fs for v in c.order if (fs := self.slice_factors(v))}
 
     # ------------------------------------------------------------------------------ the state
     def set_point(self, v: Variable, x: np.ndarray) -> None:
@@ -116,6 +122,9 @@ class GibbsChain(Engine):
         self._updating = v.name
         if v.name in self.structured:
             self._draw_chain(v)
+            return
+        if v.name in self.sliced:
+            self.slice_step(v, self.sliced[v.name])
             return
         plate = self.c.sequential.get(v.name)
         if plate is None:
