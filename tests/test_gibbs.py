@@ -207,6 +207,21 @@ def test_regression_block_update_known_noise():
     assert (d["r_hat"] < 1.01).all() and (d["ess_bulk"] > 1500).all()
 
 
+def test_mean_field_coefficients_drawn_one_at_a_time():
+    """Scalar coefficients w_d on a plate inside fg.inner share every likelihood factor: each is drawn given the
+    others' newest values, and the chain targets the same N(SτXᵀy, S) as the block draw."""
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(30, 3)) + np.array([2.0, 0.0, 0.0])
+    y = X @ np.array([1.0, -0.5, 0.3]) + rng.normal(0.0, 0.5, 30)
+    with fg.Model("coefficients") as m:
+        n, d = fg.plate("n", 30), fg.plate("d", 3)
+        w = fg.gaussian("w", 0.0, precision=1.0, plates=[d])
+        fg.gaussian("y", fg.inner(X, w, plates=[n]), precision=4.0, plates=[n], observed=y)
+    r = fg.infer(m, algorithm=fg.Gibbs(draws=1500, burn=100, chains=2, seed=2))
+    S = np.linalg.inv(np.eye(3) + 4.0 * X.T @ X)
+    _within(r, "w", S @ (4.0 * X.T @ y), np.diag(S))
+
+
 def _fixed_hmm(seed=6, N=3, T=25, K=3):
     rng = np.random.default_rng(seed)
     pi, A = rng.dirichlet(np.ones(K)), rng.dirichlet(np.ones(K) * 2, size=K)
