@@ -90,6 +90,10 @@ class Gibbs:
         ``numpy.random.SeedSequence(seed).spawn(chains)``, so a chain's draws depend only on the seed and its
         index, not on how many chains run.
 
+    ``fg.infer``'s ``init`` (starting posteriors to draw the starting state from) and ``schedule`` (the order of
+    the draws in a sweep) apply; ``max_iter``, ``tol`` and ``param_tol`` do not (the run is ``burn + draws·thin``
+    sweeps per chain), and ``handlers``, ``damping``, ``warmup``, ``callbacks`` and ``data`` are refused.
+
     The result (``fg.GibbsResult``) holds the draws per chain; ``result.posterior(name)`` is their empirical
     distribution.  There is no evidence figure, so ``fg.compare`` refuses a Gibbs fit.  A fit whose R-hat of some
     scalar exceeds 1.01, or whose bulk ESS falls below 400, warns, naming the variables.
@@ -115,7 +119,7 @@ class Gibbs:
     def admit(self, model: Model, options: RunOptions) -> RunOptions:
         """Refuse what Gibbs sampling does not take (handlers, damping, a stream of batches, warm-up) and a model
         with a factor or a variable that has no conditional to draw from."""
-        for what in ("handlers", "damping", "data"):
+        for what in ("handlers", "damping", "data", "callbacks"):
             if getattr(options, what):
                 raise ModelError(f"Gibbs: {what}= is not used by Gibbs sampling; leave it out")
         if options.warmup:

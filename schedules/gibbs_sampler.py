@@ -236,9 +236,7 @@ def run_gibbs(model: Model, algorithm: Any, options: Any) -> GibbsResult:
              f"{algorithm.thin}-th kept: {algorithm.draws} draws each), seed {seed}"]
     if options.note:
         notes.insert(0, options.note)
-    warnings, bad = [], []
-    if algorithm.chains > 1:
-        bad = flagged(diagnostics(draws))
+    warnings, bad = [], flagged(diagnostics(draws))
     if bad:
         warnings.append(f"Gibbs: the chains have not mixed for {', '.join(bad)} (R-hat above 1.01 or bulk ESS below "
                         "400): run longer chains (more draws or burn-in) or thin less")

@@ -253,9 +253,9 @@ def test_ffbs_marginals_match_forward_backward():
 
 def test_same_seed_same_draws_whatever_the_number_of_chains():
     m = _normal_gamma_model(np.random.default_rng(7).normal(size=10))
-    one = fg.infer(m, algorithm=fg.Gibbs(draws=50, burn=10, chains=1, seed=11), progress=False)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", fg.ConvergenceWarning)
+        warnings.simplefilter("ignore", fg.ConvergenceWarning)  # 50 draws: too few for the ESS threshold
+        one = fg.infer(m, algorithm=fg.Gibbs(draws=50, burn=10, chains=1, seed=11), progress=False)
         three = fg.infer(m, algorithm=fg.Gibbs(draws=50, burn=10, chains=3, seed=11))
         again = fg.infer(m, algorithm=fg.Gibbs(draws=50, burn=10, chains=3, seed=11))
     for name in ("mu", "tau"):
@@ -325,3 +325,7 @@ def test_factor_without_conditional_is_named():
         fg.infer(m, algorithm=fg.Gibbs())
     with pytest.raises(fg.ModelError, match="handlers= is not used by Gibbs"):
         fg.infer(m, algorithm=fg.Gibbs(), handlers={"w": fg.Laplace()})
+    with pytest.raises(fg.ModelError, match="callbacks= is not used by Gibbs"):
+        fg.infer(_normal_gamma_model(np.zeros(3)), algorithm=fg.Gibbs(), callbacks=[print])
+    with pytest.raises(fg.ModelError, match="agreement: result must be a Result"):
+        fg.agreement("fit", None)
