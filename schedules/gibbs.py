@@ -90,6 +90,8 @@ class Gibbs:
         ``numpy.random.SeedSequence(seed).spawn(chains)``, so a chain's draws depend only on the seed and its
         index, not on how many chains run.
 
+    Notes
+    -----
     ``fg.infer``'s ``init`` (starting posteriors to draw the starting state from) and ``schedule`` (the order of
     the draws in a sweep) apply; ``max_iter``, ``tol`` and ``param_tol`` do not (the run is ``burn + draws·thin``
     sweeps per chain), and ``handlers``, ``damping``, ``warmup``, ``callbacks`` and ``data`` are refused.
