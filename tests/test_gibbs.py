@@ -222,6 +222,33 @@ def test_mean_field_coefficients_drawn_one_at_a_time():
     _within(r, "w", S @ (4.0 * X.T @ y), np.diag(S))
 
 
+def test_mixture_labels_and_weights_match_enumeration():
+    """x_n ~ N(m_{z_n}, 1) with known means, z_n ~ Categorical(π), π ~ Dirichlet(1, 1): by enumerating the 2⁶
+    labellings, p(z | x) ∝ B(1 + n₀, 1 + n₁) Π_n N(x_n; m_{z_n}, 1), and E[π | x] = Σ_z p(z | x) (1 + n_k)/(2 + N)."""
+    import itertools
+
+    from scipy.special import betaln
+
+    x = np.array([-1.5, -0.3, 0.2, 0.4, 1.1, 2.0])
+    means = np.array([-1.0, 1.0])
+    with fg.Model("mixture") as m:
+        n = fg.plate("n", len(x))
+        pi = fg.dirichlet("pi", np.ones(2))
+        z = fg.categorical("z", pi, plates=[n])
+        fg.gaussian("x", fg.select(means, z), precision=1.0, plates=[n], observed=x)
+    r = fg.infer(m, algorithm=fg.Gibbs(draws=2000, burn=100, chains=2, seed=4))
+    labels = np.array(list(itertools.product([0, 1], repeat=len(x))))
+    n1 = labels.sum(1)
+    logp = betaln(1 + len(x) - n1, 1 + n1) + stats.norm.logpdf(x, means[labels], 1.0).sum(1)
+    p = np.exp(logp - logp.max())
+    p /= p.sum()
+    mean1 = (p * (1 + n1) / (2 + len(x))).sum()
+    second = (p * (1 + n1) * (2 + n1) / ((2 + len(x)) * (3 + len(x)))).sum()
+    _within(r, "pi", np.array([1 - mean1, mean1]), second - mean1**2)
+    q = (p[:, None] * labels).sum(0)
+    _within(r, "z", q, q * (1 - q))
+
+
 def _fixed_hmm(seed=6, N=3, T=25, K=3):
     rng = np.random.default_rng(seed)
     pi, A = rng.dirichlet(np.ones(K)), rng.dirichlet(np.ones(K) * 2, size=K)
@@ -329,3 +356,37 @@ def test_factor_without_conditional_is_named():
         fg.infer(_normal_gamma_model(np.zeros(3)), algorithm=fg.Gibbs(), callbacks=[print])
     with pytest.raises(fg.ModelError, match="agreement: result must be a Result"):
         fg.agreement("fit", None)
+
+
+def test_hidden_markov_model_with_learned_parameters():
+    """π, A, the state means and precisions drawn with the paths (FFBS): a well-separated two-state chain's states
+    are recovered up to the labels' permutation, and A's persistence."""
+    rng = np.random.default_rng(12)
+    T, A = 150, np.array([[0.9, 0.1], [0.1, 0.9]])
+    states = [0]
+    for _ in range(T - 1):
+        states.append(rng.choice(2, p=A[states[-1]]))
+    states = np.array(states)
+    y = rng.normal(np.array([-2.0, 2.0])[states], 0.7)
+    with fg.Model("hmm-learned") as m:
+        t, k = fg.plate("t", T), fg.plate("k", 2)
+        pi, trans = fg.dirichlet("pi", np.ones(2)), fg.dirichlet("A", np.ones(2), plates=[k])
+        mu, tau = fg.gaussian("mu", 0.0, precision=0.01, plates=[k]), fg.gamma("tau", 1.0, 1.0, plates=[k])
+        z = fg.markov_chain("z", initial=pi, transition=trans, plates=[t])
+        fg.gaussian("y", mean=mu[z], precision=tau[z], plates=[t], observed=y)
+    with pytest.warns(fg.ConvergenceWarning, match="bulk ESS"):  # 400 draws of one chain: ESS below 400
+        r = fg.infer(m, algorithm=fg.Gibbs(draws=400, burn=100, chains=1, seed=0))
+    assert np.all(r.diagnostics()["r_hat"] < 1.05)
+    hit = (np.round(r.draws["z"][0].mean(0)) == states).mean()
+    assert max(hit, 1 - hit) > 0.95
+    assert np.all(np.diag(r.posterior("A").mean()) > 0.75)
+
+
+@pytest.mark.slow
+def test_speed_benchmark_runs():
+    """benchmarks/gibbs_speed.py at a small size: a Gibbs draw and a VMP sweep are timed, the chains mix and agree
+    with VMP's means."""
+    from benchmarks.gibbs_speed import main
+
+    out = main(["--N", "2000", "--G", "40", "--draws", "500"])
+    assert out["vmp_sweep"] > 0 and out["gibbs_draw"] > 0 and out["min_ess"] > 400

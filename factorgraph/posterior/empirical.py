@@ -114,19 +114,23 @@ def _flat(name: str, x: np.ndarray) -> dict[str, np.ndarray]:
 def diagnostics(draws: dict[str, np.ndarray]) -> Any:
     """R-hat (rank-normalised split R-hat) and bulk ESS per scalar, as a pandas DataFrame indexed ``name[i]``,
     with the variable's name in column ``variable`` (ArviZ, vectorised over each variable's scalars).  A scalar
-    that never moves (an entry fixed by data) has R-hat 1 and ESS the number of draws."""
+    that never moves (an entry fixed by data) has R-hat 1 and ESS the number of draws; a single chain is split in
+    two halves."""
     import pandas as pd
     az = _import_arviz()
     frames = []
     for name, x in draws.items():
         x = np.asarray(x, float)
         y = x.reshape(x.shape[:2] + (-1,))
+        if y.shape[0] == 1 and y.shape[1] >= 4:  # one chain: its two halves are compared (split R-hat)
+            y = y[:, : y.shape[1] // 2 * 2].reshape(2, y.shape[1] // 2, -1)
         ds = az.from_dict(posterior={"x": y}).posterior
         with np.errstate(invalid="ignore", divide="ignore"):
             rhat = np.asarray(az.rhat(ds)["x"].values, float).reshape(-1)
             ess = np.asarray(az.ess(ds, method="bulk")["x"].values, float).reshape(-1)
         still = np.ptp(y, axis=(0, 1)) == 0
         rhat, ess = np.where(still, 1.0, rhat), np.where(still, float(y.shape[0] * y.shape[1]), ess)
+        rhat = np.where(np.isnan(rhat), np.inf, rhat)  # too few draws to tell: not mixed
         labels = list(_flat(name, x))
         frames.append(pd.DataFrame({"variable": name, "r_hat": rhat, "ess_bulk": ess}, index=labels))
     return pd.concat(frames)
