@@ -188,6 +188,41 @@ def test_conditionals_equal_direct_formulas():
     np.testing.assert_allclose([e1, e2], [th.sum(), -0.5 * (0.01 + 5)], rtol=1e-10, atol=1e-12)
 
 
+def test_mixture_conditionals_equal_direct_formulas():
+    """A Gaussian mixture through gates, x_n ~ N(m_{z_n}, 1/τ_{z_n}), z_n ~ Cat(π), π ~ Dir(α), m_k ~ N(0, 1/p₀),
+    τ_k ~ Gam(a₀, b₀), with the neighbours fixed: π | z = Dir(α + n_k); z_n | rest has log-odds
+    log π_k + ½ log τ_k − ½τ_k (x_n − m_k)²; m_k | rest has precision p₀ + τ_k n_k and η₁ = τ_k Σ_{z_n=k} x_n;
+    τ_k | rest = Gam(a₀ + n_k/2, b₀ + ½ Σ_{z_n=k} (x_n − m_k)²)."""
+    rng = np.random.default_rng(13)
+    x = rng.normal(size=12)
+    alpha = np.array([1.0, 2.0, 3.0])
+    with fg.Model("mixture-conditionals") as m:
+        n, k = fg.plate("n", 12), fg.plate("k", 3)
+        pi = fg.dirichlet("pi", alpha)
+        mus = fg.gaussian("mus", 0.0, precision=0.5, plates=[k])
+        taus = fg.gamma("taus", 2.0, 1.5, plates=[k])
+        z = fg.categorical("z", pi, plates=[n])
+        fg.gaussian("x", mus[z], precision=taus[z], plates=[n], observed=x)
+    chain = GibbsChain(compile_model(m, _GibbsRules()), np.random.default_rng(0))
+    chain.start({})
+    V = m.variables
+    p0, m0, t0 = np.array([0.2, 0.3, 0.5]), np.array([-1.0, 0.0, 1.5]), np.array([0.5, 1.0, 2.0])
+    z0 = rng.integers(0, 3, 12)
+    for name, value in (("pi", p0), ("mus", m0), ("taus", t0), ("z", z0)):
+        chain.set_point(V[name], value)
+    counts = np.bincount(z0, minlength=3)
+    np.testing.assert_allclose(chain.conditional(V["pi"]).natural[0], alpha + counts - 1, rtol=1e-12)
+    logits = np.log(p0) + 0.5 * np.log(t0) - 0.5 * t0 * (x[:, None] - m0) ** 2
+    got = chain.conditional(V["z"]).natural[0]
+    np.testing.assert_allclose(got - got[:, :1], logits - logits[:, :1], rtol=1e-10, atol=1e-12)
+    e1, e2 = chain.conditional(V["mus"]).natural
+    np.testing.assert_allclose(e1, t0 * np.bincount(z0, weights=x, minlength=3), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(e2, -0.5 * (0.5 + t0 * counts), rtol=1e-10)
+    q = chain.conditional(V["taus"])
+    np.testing.assert_allclose(q.shape, 2.0 + counts / 2, rtol=1e-12)
+    np.testing.assert_allclose(q.rate, 1.5 + 0.5 * np.bincount(z0, weights=(x - m0[z0]) ** 2, minlength=3), rtol=1e-10)
+
+
 def test_regression_block_update_known_noise():
     """w ~ N(0, I), y ~ N(Xw, 1/τ) with τ = 4 known: w | y = N(SτXᵀy, S), S = (I + τXᵀX)⁻¹, drawn as one block
     (so its draws are independent and carry the posterior correlations)."""
