@@ -9,6 +9,8 @@ from scipy import stats
 from scipy.special import gammaln
 
 import factorgraph as fg
+from schedules.compile import compile_model
+from schedules.gibbs_sampler import GibbsChain, _GibbsRules
 from tests.test_gibbs import _within
 
 
@@ -55,3 +57,28 @@ def test_bound_method_is_refused():
         fg.binomial_logit("y", 5, x, plates=[n], observed=np.arange(4), method="tilted")
     with pytest.raises(fg.ModelError, match="evaluates a bound, not its log-density"):
         fg.infer(m, algorithm=fg.Gibbs())
+
+
+def test_varying_intercepts_by_labels_match_quadrature():
+    """a_g ~ N(0.3, 1), y_n ~ Poisson(exp a[g_n]): each intercept's own slice step, its rows' log-likelihoods summed
+    onto it; each a_g's posterior mean and variance by 1-D quadrature over its rows."""
+    rng = np.random.default_rng(2)
+    g = np.repeat(np.arange(4), 5)
+    y = rng.poisson(np.exp(np.array([-1.0, 0.0, 1.0, 2.0]))[g])
+    with fg.Model("poisson-intercepts") as m:
+        groups, n = fg.plate("g", 4), fg.plate("n", 20)
+        a = fg.gaussian("a", 0.3, precision=1.0, plates=[groups])
+        fg.poisson_log("y", a[g], plates=[n], observed=y)
+    chain = GibbsChain(compile_model(m, _GibbsRules()), np.random.default_rng(0))
+    chain.start({})
+    sliced = chain.sliced["a"]
+    per_entry = chain._loglik(m.variables["a"], sliced, True)
+    assert per_entry.shape == (4,) and np.isclose(per_entry.sum(), chain._loglik(m.variables["a"], sliced, False))
+    r = fg.infer(m, algorithm=fg.Gibbs(draws=1000, burn=50, chains=2, seed=3))
+    grid = np.linspace(-6.0, 6.0, 4001)[:, None]
+    sy, ny = np.bincount(g, weights=y), np.bincount(g)
+    logp = stats.norm.logpdf(grid, 0.3, 1.0) + sy * grid - ny * np.exp(grid)
+    p = np.exp(logp - logp.max(0))
+    p /= p.sum(0)
+    mean = (p * grid).sum(0)
+    _within(r, "a", mean, (p * grid * grid).sum(0) - mean**2)
