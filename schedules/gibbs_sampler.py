@@ -234,6 +234,7 @@ def run_gibbs(model: Model, algorithm: Any, options: Any) -> GibbsResult:
     sweeps = algorithm.burn + algorithm.draws * algorithm.thin
     notes = [f"Gibbs sampling: {algorithm.chains} chains of {sweeps} sweeps ({algorithm.burn} burn-in, every "
              f"{algorithm.thin}-th kept: {algorithm.draws} draws each), seed {seed}"]
+    notes += _how_drawn(c)
     if options.note:
         notes.insert(0, options.note)
     warnings, bad = [], flagged(diagnostics(draws))
@@ -248,6 +249,17 @@ def run_gibbs(model: Model, algorithm: Any, options: Any) -> GibbsResult:
     for text in warnings:
         convergence.warn(text)
     return result
+
+
+def _how_drawn(c: Compiled) -> list[str]:
+    """Notes naming the variables not drawn in one piece from a conditional of their family."""
+    probe = GibbsChain(c, np.random.default_rng(0))
+    kinds = {"forward filtering backward sampling": sorted(probe.structured),
+             "elliptical slice sampling": sorted(probe.sliced),
+             "one element at a time (coupled through a mean-field inner product)": sorted(c.sequential),
+             "Pólya-Gamma augmentation": sorted(f.name for f in c.factors if f.node.ftype in AUGMENTED)}
+    return [f"drawn by {how}: {names}" if "augmentation" not in how else f"factors sampled by {how}: {names}"
+            for how, names in kinds.items() if names]
 
 
 __all__ = ["GibbsChain", "chain_seeds", "run_chain", "run_gibbs"]

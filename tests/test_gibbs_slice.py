@@ -75,6 +75,7 @@ def test_varying_intercepts_by_labels_match_quadrature():
     per_entry = chain._loglik(m.variables["a"], sliced, True)
     assert per_entry.shape == (4,) and np.isclose(per_entry.sum(), chain._loglik(m.variables["a"], sliced, False))
     r = fg.infer(m, algorithm=fg.Gibbs(draws=1000, burn=50, chains=2, seed=3))
+    assert "drawn by elliptical slice sampling: ['a']" in r.notes
     grid = np.linspace(-6.0, 6.0, 4001)[:, None]
     sy, ny = np.bincount(g, weights=y), np.bincount(g)
     logp = stats.norm.logpdf(grid, 0.3, 1.0) + sy * grid - ny * np.exp(grid)
