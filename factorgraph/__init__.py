@@ -39,7 +39,9 @@ from factorgraph.graph.robust import student_t
 from factorgraph.graph.scales import exponential, half_cauchy, half_normal, half_student_t, uniform_scale
 from factorgraph.graph.sequences import markov_chain
 from factorgraph.graph.state_space import gaussian_markov_chain
+from factorgraph.posterior.agreement import agreement
 from factorgraph.posterior.compare import Comparison, compare
+from factorgraph.posterior.empirical import EmpiricalPosterior, GibbsResult
 from factorgraph.posterior.predict import predict
 from factorgraph.posterior.results import Result
 from factorgraph.posterior.sampling import sample_prior
@@ -61,6 +63,7 @@ _LAZY = {name: "schedules" for name in
          ("infer", "VMP", "NCVMP", "SVI", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
 # site terms for fg.approximate, and the handler that integrates a scale out
 _LAZY.update({"site": "schedules", "projection_log_expectation": "schedules", "ScaleQuadrature": "schedules"})
+_LAZY.update({"Gibbs": "schedules"})
 
 
 def __getattr__(name: str):
@@ -120,3 +123,4 @@ def _version() -> str:
 
 __version__ = _version()
 __all__ += ["gaussian_wishart", "wishart"]
+__all__ += ["Gibbs", "GibbsResult", "EmpiricalPosterior", "agreement"]

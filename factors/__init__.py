@@ -22,9 +22,11 @@ from .mv_gaussian_wishart_missing import MV_GAUSSIAN_NORMAL_WISHART_MISSING, MV_
 from .normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
 from .normal_wishart import MV_GAUSSIAN_NORMAL_WISHART, NORMAL_WISHART
 from .poisson import POISSON, POISSON_LOG
+from .polya_gamma import logit_polya_gamma
 from .scale_priors import SCALE_PRIOR
 from .scale_sigma import SCALE_SIGMA
 from .sites import CAUCHY_SITE, LAPLACE_SITE, PROBIT, STUDENT_T_SITE
+from .slice_likelihoods import SLICED
 from .softmax import CATEGORICAL_SOFTMAX
 from .student_t import STUDENT_T
 from .uniform_scale import UNIFORM_SCALE
@@ -49,3 +51,5 @@ FACTOR_TYPES += (MV_GAUSSIAN_WISHART_MISSING, MV_GAUSSIAN_NORMAL_WISHART_MISSING
 FACTOR_TYPES += (FACTOR_ANALYSIS,)
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]
+__all__ += ["logit_polya_gamma"]
+__all__ += ["SLICED"]

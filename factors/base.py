@@ -34,6 +34,9 @@ Rule = Callable[[Moments, dict[str, Any]], Stats]
 # gradient-matched message equals the VMP message: Knowles & Minka, Theorem 2)
 ALGORITHMS = ("vmp", "ncvmp")
 FALLBACK = {"ncvmp": "vmp"}
+# Gibbs sampling: a conjugate factor's VMP message at point statistics is its full conditional; a factor may
+# register its own "gibbs" rule (an augmentation: factors/polya_gamma.py)
+FALLBACK["gibbs"] = "vmp"
 
 
 class RuleNotFound(LookupError):

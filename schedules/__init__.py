@@ -2,6 +2,7 @@
 
 from .algorithms import NCVMP, VMP
 from .errors import InferenceError
+from .gibbs import Gibbs
 from .handlers import AIKL, BVI, MVI, Laplace, VIDiag, approximate, projection_log_expectation, site
 from .infer import infer
 from .scale_quadrature import ScaleQuadrature
@@ -10,3 +11,5 @@ from .svi import SVI
 __all__ = ["AIKL", "BVI", "MVI", "NCVMP", "SVI", "VMP", "Laplace",
            "ScaleQuadrature", "VIDiag", "approximate", "InferenceError", "infer",
            "projection_log_expectation", "site"]
+
+__all__ += ["Gibbs"]

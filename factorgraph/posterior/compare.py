@@ -127,6 +127,9 @@ def compare(results: dict[str, Result], loo: bool | str = False, *, loo_draws: i
         if not isinstance(r, Result):
             raise ModelError(f"compare: results[{n!r}] must be a Result of fg.infer, got {type(r).__name__} "
                              f"{r!r:.60}")
+        if r.algorithm == "gibbs":
+            raise ModelError(f"compare: {n!r} is a Gibbs fit, which has no evidence figure to compare; compare its "
+                             "posterior with another fit's by fg.agreement(fit, reference)")
         if not np.isfinite(r.elbo):
             raise ModelError(f"compare: the evidence of {n!r} is {r.elbo!r}, not a finite number")
     names = [str(n) for n in results]
