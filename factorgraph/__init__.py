@@ -31,6 +31,7 @@ from factorgraph.graph.nonconjugate import (
     bernoulli_logit,
     categorical_softmax,
     cauchy_site,
+    is_positive,
     laplace_site,
     probit,
     student_t_site,
@@ -61,6 +62,7 @@ _LAZY = {name: "schedules" for name in
          ("infer", "VMP", "NCVMP", "SVI", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
 # site terms for fg.approximate, and the handler that integrates a scale out
 _LAZY.update({"site": "schedules", "projection_log_expectation": "schedules", "ScaleQuadrature": "schedules"})
+_LAZY.update({"EP": "schedules"})  # expectation propagation
 
 
 def __getattr__(name: str):
@@ -120,3 +122,5 @@ def _version() -> str:
 
 __version__ = _version()
 __all__ += ["gaussian_wishart", "wishart"]
+__all__ += ["EP", "is_positive"]
+is_positive = _data.recorded(is_positive)
