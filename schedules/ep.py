@@ -19,12 +19,11 @@ from factorgraph.graph import checks
 from factorgraph.graph.convergence import oscillation, warn
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
-from factorgraph.posterior.results import Result
+from factorgraph.posterior.results import EP_APPROXIMATION, Result
 
 from .ep_engine import EPEngine
 from .runners.options import AUTO, RunOptions
 
-EP_APPROXIMATION = "EP approximation"  # Result.evidence_kind of log Z_EP (neither a bound nor exact)
 _MAX_DAMPING = 0.95
 
 

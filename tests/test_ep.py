@@ -1,0 +1,391 @@
+"""Expectation propagation (fg.EP): exact on linear-Gaussian models, the fixed point of an independent EP on
+probit regression, site rules against quadrature, TrueSkill against the ``trueskill`` package, bad inputs."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.special import betaln, log_ndtr
+from scipy.stats import multivariate_normal
+
+import factorgraph as fg
+from distributions import Gaussian
+from factorgraph import models
+from factors.base import FactorType
+from factors.gaussian import gaussian_ep
+from factors.is_positive import is_positive_tilted
+from factors.logistic import logistic_ep
+from factors.sites import probit_ep
+
+MODES = [False, True]  # sequential, parallel
+
+
+def _gaussian_mean_model(x):
+    with fg.Model("mean") as m:
+        n = fg.plate("n", len(x))
+        mu = fg.gaussian("mu", mean=0.3, precision=0.5)
+        fg.gaussian("x", mean=mu, precision=2.0, plates=[n], observed=x)
+    return m
+
+
+@pytest.mark.parametrize("parallel", MODES)
+def test_gaussian_mean_is_exact(parallel):
+    x = np.random.default_rng(0).normal(1.0, 1.0, 20)
+    r = fg.infer(_gaussian_mean_model(x), algorithm=fg.EP(parallel=parallel))
+    prec = 0.5 + 2.0 * 20
+    mean = (0.5 * 0.3 + 2.0 * x.sum()) / prec
+    q = r.posterior("mu")
+    assert abs(q.mean() - mean) < 1e-10 and abs(q.var() - 1 / prec) < 1e-12
+    logz = multivariate_normal(np.full(20, 0.3), np.eye(20) / 2.0 + np.ones((20, 20)) / 0.5).logpdf(x)
+    assert abs(r.elbo - logz) < 1e-10
+    assert r.evidence_kind == "EP approximation" and r.converged
+
+
+@pytest.mark.parametrize("parallel", MODES)
+def test_regression_with_known_noise_is_exact(parallel):
+    rng = np.random.default_rng(1)
+    N, D, tau, alpha = 30, 3, 4.0, 0.5
+    X = rng.normal(size=(N, D))
+    y = X @ np.array([1.0, -2.0, 0.5]) + rng.normal(size=N) * 0.5
+    with fg.Model("reg") as m:
+        n = fg.plate("n", N)
+        w = fg.mv_gaussian("w", mean=np.zeros(D), precision=alpha * np.eye(D))
+        fg.gaussian("y", mean=fg.inner(X, w, [n]), precision=tau, observed=y)
+    r = fg.infer(m, algorithm=fg.EP(parallel=parallel))
+    P = alpha * np.eye(D) + tau * X.T @ X
+    q = r.posterior("w")
+    np.testing.assert_allclose(q.mean(), np.linalg.solve(P, tau * X.T @ y), atol=1e-10)
+    np.testing.assert_allclose(q.cov(), np.linalg.inv(P), atol=1e-12)
+    logz = multivariate_normal(np.zeros(N), np.eye(N) / tau + X @ X.T / alpha).logpdf(y)
+    assert abs(r.elbo - logz) < 1e-10
+
+
+@pytest.mark.parametrize("parallel", MODES)
+def test_sum_and_scaling_of_scalars_is_exact(parallel):
+    """y = a + 2b − 1 + noise with a, b independent Gaussians (a tree: EP is exact for every marginal)."""
+    with fg.Model("sum") as m:
+        a = fg.gaussian("a", mean=1.0, precision=0.5)
+        b = fg.gaussian("b", mean=-1.0, precision=2.0)
+        fg.gaussian("y", mean=a + 2.0 * b - 1.0, precision=3.0, observed=0.7)
+    r = fg.infer(m, algorithm=fg.EP(parallel=parallel))
+    # joint Gaussian of (a, b, y)
+    mu = np.array([1.0, -1.0, 1.0 - 2.0 - 1.0])
+    C = np.diag([2.0, 0.5, 0.0])
+    C[2, 2] = 2.0 + 4 * 0.5 + 1 / 3.0
+    C[0, 2] = C[2, 0] = 2.0
+    C[1, 2] = C[2, 1] = 2 * 0.5
+    k = C[:2, 2] / C[2, 2]
+    post_mean = mu[:2] + k * (0.7 - mu[2])
+    post_var = np.diag(C[:2, :2]) - k * C[:2, 2]
+    for i, name in enumerate("ab"):
+        q = r.posterior(name)
+        assert abs(q.mean() - post_mean[i]) < 1e-10 and abs(q.var() - post_var[i]) < 1e-10
+    assert abs(r.elbo - multivariate_normal(mu[2], C[2, 2]).logpdf(0.7)) < 1e-10
+
+
+def test_conjugate_pairs_are_exact():
+    """Beta–Bernoulli, Gamma–Poisson and Dirichlet–Categorical: the exact posterior and log evidence."""
+    s = np.array([1, 0, 1, 1, 0, 1, 1])
+    with fg.Model("bb") as m:
+        n = fg.plate("n", len(s))
+        p = fg.beta("p", alpha=2.0, beta=3.0)
+        fg.bernoulli("s", p, plates=[n], observed=s)
+    r = fg.infer(m, algorithm=fg.EP())
+    k = s.sum()
+    assert np.allclose(r.posterior("p").mean(), (2 + k) / (5 + len(s)), atol=1e-12)
+    assert abs(r.elbo - (betaln(2 + k, 3 + len(s) - k) - betaln(2, 3))) < 1e-10
+    rv = fg.infer(m)  # VMP's bound is exact here too
+    assert abs(r.elbo - rv.elbo) < 1e-9
+    counts = np.array([3, 0, 2, 5])
+    with fg.Model("gp") as m:
+        n = fg.plate("n", 4)
+        lam = fg.gamma("lam", shape=2.0, rate=1.0)
+        fg.poisson("c", lam, plates=[n], observed=counts)
+    r = fg.infer(m, algorithm=fg.EP())
+    assert abs(r.posterior("lam").mean() - (2 + counts.sum()) / 5.0) < 1e-12
+    assert abs(r.elbo - fg.infer(m).elbo) < 1e-9
+    labels = np.array([0, 2, 2, 1, 2])
+    with fg.Model("dc") as m:
+        n = fg.plate("n", 5)
+        th = fg.dirichlet("th", concentration=np.ones(3))
+        fg.categorical("z", th, plates=[n], observed=labels)
+    r = fg.infer(m, algorithm=fg.EP())
+    np.testing.assert_allclose(r.posterior("th").mean(), (1 + np.bincount(labels, minlength=3)) / 8.0, atol=1e-12)
+    assert abs(r.elbo - fg.infer(m).elbo) < 1e-9
+
+
+def test_hybrid_factor_sends_its_vmp_message():
+    """A Gaussian with a latent precision has no EP rule: its VMP messages make the run VMP's fixed point."""
+    x = np.random.default_rng(2).normal(1.0, 2.0, 25)
+    with fg.Model("hyb") as m:
+        n = fg.plate("n", 25)
+        mu = fg.gaussian("mu", mean=0.0, precision=0.1)
+        tau = fg.gamma("tau", shape=2.0, rate=1.0)
+        fg.gaussian("x", mean=mu, precision=tau, plates=[n], observed=x)
+    r = fg.infer(m, algorithm=fg.EP(tol=1e-13))
+    rv = fg.infer(m, tol=1e-14)
+    assert abs(r.posterior("mu").mean() - rv.posterior("mu").mean()) < 1e-8
+    assert abs(r.posterior("tau").mean() - rv.posterior("tau").mean()) < 1e-8
+    assert any("send their VMP message" in s and "Gaussian(x)" in s for s in r.notes)
+
+
+# ------------------------------------------------------------------------------------------ probit regression
+def _numpy_ep(X, t, alpha, parallel, sweeps=400):
+    """Plain EP for probit regression (Rasmussen & Williams 2006, Alg. 3.5, in weight space)."""
+    N, D = X.shape
+    nu, tau = np.zeros(N), np.zeros(N)
+
+    def posterior():
+        P = alpha * np.eye(D) + (X.T * tau) @ X
+        S = np.linalg.inv(P)
+        return S @ (X.T @ nu), S
+
+    def tilted(mc, vc, ti):
+        s = np.sqrt(1 + vc)
+        z = ti * mc / s
+        r = np.exp(-0.5 * z * z - 0.5 * np.log(2 * np.pi) - log_ndtr(z))
+        return log_ndtr(z), mc + ti * vc * r / s, vc - vc**2 * r * (z + r) / (1 + vc)
+
+    for _ in range(sweeps):
+        if parallel:
+            mu, S = posterior()
+            v = np.einsum("nd,de,ne->n", X, S, X)
+            m = X @ mu
+            tc, nc = 1 / v - tau, m / v - nu
+            _, mt, vt = tilted(nc / tc, 1 / tc, t)
+            tau, nu = 1 / vt - tc, mt / vt - nc
+        else:
+            for i in range(N):
+                mu, S = posterior()
+                v, m = X[i] @ S @ X[i], X[i] @ mu
+                tc, nc = 1 / v - tau[i], m / v - nu[i]
+                _, mt, vt = tilted(nc / tc, 1 / tc, t[i])
+                tau[i], nu[i] = 1 / vt - tc, mt / vt - nc
+    mu, S = posterior()
+    # log Z_EP = log ∫ prior Π t̃_i + Σ_i log s_i, s_i = Z_i / ∫ t̃_i N(cavity)
+    v = np.einsum("nd,de,ne->n", X, S, X)
+    m = X @ mu
+    tc, nc = 1 / v - tau, m / v - nu
+    mc, vc = nc / tc, 1 / tc
+    lz = tilted(mc, vc, t)[0]
+    log_int = -0.5 * np.log1p(tau * vc) + (nu**2 * vc + 2 * nu * mc - tau * mc**2) / (2 * (1 + tau * vc))
+    b = X.T @ nu
+    P = alpha * np.eye(D) + (X.T * tau) @ X
+    log_prior_int = 0.5 * D * np.log(alpha) - 0.5 * np.linalg.slogdet(P)[1] + 0.5 * b @ np.linalg.solve(P, b)
+    return mu, S, log_prior_int + np.sum(lz - log_int)
+
+
+@pytest.mark.parametrize("parallel", MODES)
+def test_probit_regression_is_the_ep_fixed_point(parallel):
+    rng = np.random.default_rng(3)
+    N, D, alpha = 40, 3, 0.7
+    X = np.c_[np.ones(N), rng.normal(size=(N, D - 1))]
+    y = X @ np.array([0.3, 1.5, -1.0]) + rng.normal(size=N) > 0
+    r = models.probit_regression(X, y, alpha, algorithm=fg.EP(parallel=parallel, tol=1e-13, max_iter=500))
+    assert r.converged
+    mu, S, logz = _numpy_ep(X, 2.0 * y - 1, alpha, parallel)
+    q = r.posterior("w")
+    np.testing.assert_allclose(q.mean(), mu, atol=1e-8)
+    np.testing.assert_allclose(q.cov(), S, atol=1e-8)
+    assert abs(r.elbo - logz) < 1e-8
+
+
+def test_ep_mean_is_closer_to_the_exact_posterior_than_ncvmp():
+    """Ten separable, skewed points and a weak prior: the exact posterior mean by a 2-d grid."""
+    rng = np.random.default_rng(0)
+    N, alpha = 10, 0.1
+    X = np.c_[np.ones(N), rng.exponential(1.0, N)]
+    y = X[:, 1] > np.median(X[:, 1])
+    g = np.linspace(-15, 15, 601)
+    W = np.stack([a.ravel() for a in np.meshgrid(g, g, indexing="ij")], 1)
+    lp = -0.5 * alpha * (W**2).sum(1) + log_ndtr((W @ X.T) * (2.0 * y - 1)).sum(1)
+    p = np.exp(lp - lp.max())
+    exact = p @ W / p.sum()
+    ep = models.probit_regression(X, y, alpha).posterior("w").mean()
+    nc = models.probit_regression(X, y, alpha, algorithm=fg.NCVMP(), max_iter=2000).posterior("w").mean()
+    assert np.linalg.norm(ep - exact) < 0.6 * np.linalg.norm(nc - exact)
+
+
+# ------------------------------------------------------------------------------------------ site rules
+def _quadrature(logf, mu, v, support=(-np.inf, np.inf)):
+    """log Z, mean and variance of f(d)N(d; μ, v) on a fine grid over f's support (trapezoid)."""
+    sd = np.sqrt(v)
+    d = np.linspace(max(mu - 14 * sd, support[0]), min(mu + 14 * sd, support[1]), 400001)
+    lw = logf(d) - 0.5 * (d - mu) ** 2 / v - 0.5 * np.log(2 * np.pi * v)
+    top = lw.max()
+    w = np.exp(lw - top)
+    h = d[1] - d[0]
+    z = np.trapezoid(w, dx=h)
+    mean = np.trapezoid(w * d, dx=h) / z
+    return top + np.log(z), mean, np.trapezoid(w * (d - mean) ** 2, dx=h) / z
+
+
+CAVITIES = [(0.3, 2.0), (-2.0, 0.5), (4.0, 9.0), (-1.0, 25.0)]
+
+
+@pytest.mark.parametrize(("name", "rule", "edge", "other", "logf", "support"), [
+    ("is_positive", is_positive_tilted, "x", {"out": (np.array(1.0),)}, np.zeros_like, (0.0, np.inf)),
+    ("is_positive false", is_positive_tilted, "x", {"out": (np.array(0.0),)}, np.zeros_like, (-np.inf, 0.0)),
+    ("probit", probit_ep, "x", {"out": (np.array(-1.0),)}, lambda d: log_ndtr(-d), (-np.inf, np.inf)),
+    ("logistic", logistic_ep, "logit", {"out": (np.array(1.0),)}, lambda d: -np.logaddexp(0, -d),
+     (-np.inf, np.inf)),
+    ("logistic 0", logistic_ep, "logit", {"out": (np.array(0.0),)}, lambda d: -np.logaddexp(0, d),
+     (-np.inf, np.inf)),
+    ("gaussian", gaussian_ep, "mean", {"precision": (np.array(1.7), np.log(1.7))},
+     lambda d: -0.5 * 1.7 * d * d + 0.5 * np.log(1.7 / (2 * np.pi)), (-np.inf, np.inf)),
+])
+def test_message_times_cavity_has_the_tilted_moments(name, rule, edge, other, logf, support):
+    for mu, v in CAVITIES:
+        lz, mt, vt = rule({edge: (np.array(mu), np.array(v)), **other}, {})
+        ql, qm, qv = _quadrature(logf, mu, v, support)
+        # the message is the projection over the cavity; times the cavity it is the projection itself
+        lam, h = 1 / vt - 1 / v, mt / vt - mu / v
+        prec = 1 / v + lam
+        np.testing.assert_allclose([lz, (mu / v + h) / prec, 1 / prec], [ql, qm, qv], rtol=1e-7, atol=1e-9,
+                                   err_msg=f"{name} at cavity N({mu}, {v})")
+
+
+def test_step_site_is_stable_far_in_the_tail():
+    """z = −40: log Z from log Φ without underflow, the moments of the truncated normal (mean → 0⁺, var ~ v/z²)."""
+    lz, mt, vt = is_positive_tilted({"x": (np.array([-40.0, -400.0]), np.array([1.0, 1.0])),
+                                     "out": (np.array([1.0, 1.0]),)}, {})
+    np.testing.assert_allclose(lz, log_ndtr(np.array([-40.0, -400.0])), rtol=1e-12)
+    assert np.all(np.isfinite(mt)) and np.all(vt > 0)
+    # truncated N(−40, 1) to x > 0: mean ≈ 1/40, variance ≈ 1/40² (exponential tail)
+    np.testing.assert_allclose([mt[0], vt[0]], [1 / 40 - 2 / 40**3, 1 / 40**2 - 5 / 40**4], rtol=1e-3)
+
+
+# ------------------------------------------------------------------------------------------ TrueSkill
+def _one_game(parallel):
+    mu0, sigma0, beta = 25.0, 25 / 3, 25 / 6
+    with fg.Model("trueskill") as m:
+        p = fg.plate("players", 2)
+        g = fg.plate("games", 1)
+        skill = fg.gaussian("skill", mean=mu0, precision=1 / sigma0**2, plates=[p])
+        w = fg.gaussian("perf_winner", mean=skill[np.array([0])], precision=1 / beta**2, plates=[g])
+        lo = fg.gaussian("perf_loser", mean=skill[np.array([1])], precision=1 / beta**2, plates=[g])
+        fg.is_positive("won", w - lo, observed=True)
+    return fg.infer(m, algorithm=fg.EP(parallel=parallel, tol=1e-13))
+
+
+@pytest.mark.parametrize("parallel", MODES)
+def test_trueskill_one_game_matches_the_trueskill_package(parallel):
+    import trueskill  # the test extra
+    env = trueskill.TrueSkill(mu=25.0, sigma=25 / 3, beta=25 / 6, tau=0.0, draw_probability=0.0)
+    (a,), (b,) = env.rate([(env.create_rating(),), (env.create_rating(),)], ranks=[0, 1])
+    q = _one_game(parallel).posterior("skill")
+    np.testing.assert_allclose(q.mean(), [a.mu, b.mu], atol=1e-6)
+    np.testing.assert_allclose(np.sqrt(q.var()), [a.sigma, b.sigma], atol=1e-6)
+
+
+def test_trueskill_evidence_is_the_win_probability():
+    r = _one_game(False)
+    assert abs(r.elbo - np.log(0.5)) < 1e-12  # two equal players
+
+
+# ------------------------------------------------------------------------------------------ bad inputs, warnings
+@pytest.mark.parametrize("damping", [-0.1, 1.0, 2.0, np.nan, "a"])
+def test_bad_damping_is_refused_by_name(damping):
+    with pytest.raises(fg.ModelError, match="damping"):
+        fg.EP(damping=damping)
+
+
+def test_bad_options_are_refused():
+    with pytest.raises(fg.ModelError, match="parallel"):
+        fg.EP(parallel="yes")
+    with pytest.raises(fg.ModelError, match="max_iter"):
+        fg.EP(max_iter=0)
+    m = _gaussian_mean_model(np.zeros(3))
+    with pytest.raises(fg.ModelError, match="schedule"):
+        fg.infer(m, algorithm=fg.EP(), schedule=["mu"])
+
+
+def test_is_positive_needs_ep():
+    with fg.Model("step") as m:
+        x = fg.gaussian("x", mean=0.0, precision=1.0)
+        fg.is_positive("b", x, observed=True)
+    with pytest.raises(fg.ModelError, match=r"fg\.EP\(\)"):
+        fg.infer(m, algorithm=fg.NCVMP())
+    r = fg.infer(m, algorithm=fg.EP())
+    assert abs(r.posterior("x").mean() - np.sqrt(2 / np.pi)) < 1e-12  # the half-normal's mean
+
+
+def test_factor_without_any_rule_is_named():
+    from factorgraph.graph.nodes import FactorNode
+
+    bare = FactorType("BareTestFactor", out=Gaussian, x=Gaussian)
+    with fg.Model("bare") as m:
+        x = fg.gaussian("x", mean=0.0, precision=1.0)
+    m.add_factor(FactorNode(bare, "BareTestFactor(y)", {"out": np.array(1.0), "x": x}, ()))
+    with pytest.raises(fg.ModelError, match=r"BareTestFactor\(y\).*no EP rule"):
+        fg.infer(m, algorithm=fg.EP())
+
+
+def test_unconverged_run_warns():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(30, 2))
+    with pytest.warns(fg.ConvergenceWarning, match="EP did not converge"):
+        r = models.probit_regression(X, X[:, 0] > 0, algorithm=fg.EP(max_iter=1))
+    assert not r.converged and r.warnings
+
+
+def test_compare_warns_that_ep_and_bounds_are_unlike():
+    x = np.random.default_rng(5).normal(size=10)
+    m = _gaussian_mean_model(x)
+    with pytest.warns(UserWarning, match="not like with like"):
+        c = fg.compare({"ep": fg.infer(m, algorithm=fg.EP()), "vmp": fg.infer(m)})
+    assert "EP" in c.note
+
+
+def test_mixed_vector_and_scalar_terms_are_refused_by_name():
+    X = np.random.default_rng(6).normal(size=(5, 2))
+    with fg.Model("mixed") as m:
+        n = fg.plate("n", 5)
+        w = fg.mv_gaussian("w", mean=np.zeros(2), precision=np.eye(2))
+        z = fg.gaussian("z", mean=fg.inner(X, w, [n]), precision=1.0)
+        fg.is_positive("y", z, observed=np.ones(5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(fg.ModelError, match=r"Gaussian\(z\).*mixes the weight vector 'w'"):
+            fg.infer(m, algorithm=fg.EP())
+
+
+def test_logistic_sites_sequential_and_parallel_share_the_fixed_point():
+    rng = np.random.default_rng(7)
+    N = 15
+    X = np.c_[np.ones(N), rng.normal(size=N)]
+    y = rng.random(N) < 1 / (1 + np.exp(-(X @ np.array([0.5, 2.0]))))
+
+    def fit(parallel):
+        with fg.Model("logit") as m:
+            n = fg.plate("n", N)
+            w = fg.mv_gaussian("w", mean=np.zeros(2), precision=0.2 * np.eye(2))
+            fg.bernoulli_logit("y", fg.inner(X, w, [n]), observed=y)
+        return fg.infer(m, algorithm=fg.EP(parallel=parallel, tol=1e-13, max_iter=500))
+
+    a, b = fit(False), fit(True)
+    np.testing.assert_allclose(a.posterior("w").mean(), b.posterior("w").mean(), atol=1e-8)
+    np.testing.assert_allclose(a.posterior("w").cov(), b.posterior("w").cov(), atol=1e-8)
+    assert abs(a.elbo - b.elbo) < 1e-8
+    g = np.linspace(-12, 12, 481)
+    W = np.stack([c.ravel() for c in np.meshgrid(g, g, indexing="ij")], 1)
+    lp = -0.1 * (W**2).sum(1) - np.logaddexp(0, -(W @ X.T) * (2.0 * y - 1)).sum(1)
+    p = np.exp(lp - lp.max())
+    exact_mean = p @ W / p.sum()
+    assert np.linalg.norm(a.posterior("w").mean() - exact_mean) < 0.05 * np.linalg.norm(exact_mean)
+    # the log evidence by the same grid
+    logz = np.log(p.sum() * (g[1] - g[0]) ** 2) + lp.max() + np.log(0.2 / (2 * np.pi))
+    assert abs(a.elbo - logz) < 0.05
+
+
+def test_logistic_regression_method_ep():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(60, 2))
+    y = rng.random(60) < 1 / (1 + np.exp(-(X @ np.array([1.0, -1.0]))))
+    r = models.logistic_regression(X, y, method="ep")
+    rv = models.logistic_regression(X, y, method="quadrature")
+    assert r.algorithm == "ep" and r.evidence_kind == "EP approximation" and r.converged
+    assert any("MvGaussian(w)" in s for s in r.notes)  # the prior with a learned precision runs hybrid
+    np.testing.assert_allclose(r.posterior("w").mean(), rv.posterior("w").mean(), atol=0.02)
