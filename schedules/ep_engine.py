@@ -26,6 +26,7 @@ from factors.kernels.ep_sites import (
 )
 from factors.plating import weighted_total
 
+from .binding import _bind
 from .compiled import CFactor
 from .ep_graph import Role, _known, classify
 from .evidence import Evidence
@@ -149,8 +150,6 @@ class EPEngine(Evidence):
 
     # ---------------------------------------------------------------------------- compiled factors
     def cfactor(self, f) -> CFactor:
-        from .binding import _bind
-
         cf = self._cf.get(f.name)
         if cf is None:
             rules = {}
