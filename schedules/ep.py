@@ -93,6 +93,8 @@ class EP:
         trace, changes, warnings_, notes = [], [], [], []
         damping_raised = 0.0
         prev = _snapshot(eng)
+        step_prev = None
+        flips: list[bool] = []
         converged = False
         it = 0
         for it in range(1, max_iter + 1):
@@ -100,20 +102,24 @@ class EP:
             now = _snapshot(eng)
             change = max((float(np.max(np.abs(a - b) / (1.0 + np.abs(a)), initial=0.0))
                           for a, b in zip(now, prev, strict=True)), default=0.0)
-            prev = now
+            step = np.concatenate([(a - b).ravel() for a, b in zip(now, prev, strict=True)]) if now else np.zeros(0)
+            if step_prev is not None:
+                flips.append(float(step @ step_prev) < 0.0)  # the update reversed the last one
+            prev, step_prev = now, step
             changes.append(change)
             trace.append(eng.log_evidence() if it % 5 == 0 or change <= (tol or 0.0) else np.nan)
             if tol is not None and change <= tol:
                 converged = True
                 break
-            if _stalled(changes):
+            if _oscillating(changes, flips):
                 new = {k: min(_MAX_DAMPING, 0.5 * (1.0 + a)) for k, a in eng.damping.items()}
                 if new != eng.damping:
                     eng.damping = new
                     damping_raised = max(new.values())
                     changes.clear()
-                    text = (f"EP: the messages oscillate (the largest change of q stopped falling); damping raised "
-                            f"to {damping_raised:.3g}")
+                    flips.clear()
+                    text = (f"EP: the messages oscillate (each sweep reverses the last and the change of q stopped "
+                            f"falling); damping raised to {damping_raised:.3g}")
                     warn(text)
                     warnings_.append(text)
         elbo = eng.log_evidence()
@@ -155,9 +161,11 @@ def _snapshot(eng: EPEngine) -> list[np.ndarray]:
     return out
 
 
-def _stalled(changes: list[float], window: int = 10) -> bool:
-    """No progress over the last ``window`` sweeps: the largest change is not below half its value before."""
-    return len(changes) >= 2 * window and min(changes[-window:]) > 0.5 * min(changes[-2 * window:-window])
+def _oscillating(changes: list[float], flips: list[bool], window: int = 6) -> bool:
+    """The last ``window`` sweeps each reversed the one before (a 2-cycle) and the largest change did not halve
+    over them (a slow but steady drift, as of the unanchored mean of a ranking, is not oscillation)."""
+    return (len(flips) >= window and all(flips[-window:]) and len(changes) > window
+            and changes[-1] > 0.5 * changes[-window - 1])
 
 
 def _role_notes(eng: EPEngine, alg: EP) -> list[str]:

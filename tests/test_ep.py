@@ -389,3 +389,31 @@ def test_logistic_regression_method_ep():
     assert r.algorithm == "ep" and r.evidence_kind == "EP approximation" and r.converged
     assert any("MvGaussian(w)" in s for s in r.notes)  # the prior with a learned precision runs hybrid
     np.testing.assert_allclose(r.posterior("w").mean(), rv.posterior("w").mean(), atol=0.02)
+
+
+def test_trueskill_season_demo_small():
+    import importlib
+
+    out = importlib.import_module("demos.trueskill_season").main(small=True, seed=0)
+    assert out["result"].converged and out["result"].algorithm == "ep"
+    assert out["tau"] > 0.5 and out["inside"] >= out["players"] - 2
+    np.testing.assert_allclose(out["ep_mean"], out["ts_mean"], atol=1e-6)
+    np.testing.assert_allclose(out["ep_sd"], out["ts_sd"], atol=1e-6)
+    assert abs(out["log_z"] - np.log(0.5)) < 1e-12
+
+
+@pytest.mark.parametrize("parallel", MODES)
+def test_season_sequential_and_parallel_reach_one_fixed_point(parallel):
+    """A season of games (a loopy graph): both schedules settle on the same q, whose mean skill stays the
+    prior's (only differences meet the data)."""
+    import importlib
+
+    demo = importlib.import_module("demos.trueskill_season")
+    _, w, lo = demo.season(8, 60, 1)
+    r = fg.infer(demo.trueskill_model(8, w, lo), algorithm=fg.EP(parallel=parallel, tol=1e-11, max_iter=5000))
+    ref = fg.infer(demo.trueskill_model(8, w, lo), algorithm=fg.EP(parallel=not parallel, tol=1e-11, max_iter=5000))
+    assert r.converged and not r.warnings
+    np.testing.assert_allclose(r.posterior("skill").mean(), ref.posterior("skill").mean(), atol=1e-7)
+    np.testing.assert_allclose(r.posterior("skill").var(), ref.posterior("skill").var(), atol=1e-7)
+    assert abs(r.elbo - ref.elbo) < 1e-7
+    assert abs(r.posterior("skill").mean().mean() - 25.0) < 0.05
