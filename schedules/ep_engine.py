@@ -18,17 +18,12 @@ from __future__ import annotations
 import numpy as np
 
 from distributions import Gaussian, MvGaussian
-from factors.kernels.ep_sites import (
-    SITE_GAUSS,
-    sequential_scalar,
-    sequential_vector,
-    tilted_batch,
-)
 from factors.plating import weighted_total
 
 from .binding import _bind
 from .compiled import CFactor
 from .ep_graph import Role, _known, classify
+from .ep_sites import Site, a1, site_evidence, update_parallel, update_sequential
 from .evidence import Evidence
 from .messages import _Moments
 
@@ -43,62 +38,6 @@ class _Structure:
         self.dropped: set = set()
         self.pruned: dict = {}
         self.latent = latent
-
-
-def a1(lin: np.ndarray, prec: np.ndarray) -> np.ndarray:
-    """The log partition of a 1-d Gaussian in natural form exp(L s − ½P s²): L²/(2P) − ½log P + ½log 2π."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return lin * lin / (2.0 * prec) - 0.5 * np.log(prec) + 0.5 * _LOG_2PI
-
-
-class Site:
-    """A site factor's constants and messages (one row per instance, one column per term)."""
-
-    def __init__(self, role: Role, eng: EPEngine) -> None:
-        f, form = role.factor, role.form
-        cf = eng.cfactor(f)
-        self.role, self.cf = role, cf
-        m = {e: _Moments(eng, cf)[e] for e, a in f.edges.items() if not _latent(a)}
-        self.code, a, self.c = role.rule.site(m, cf.params)
-        n = form.offset.shape[0]
-        fshape = tuple(p.size for p in f.plates)
-        self.a = np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=float), fshape).reshape(n))
-        self.off = np.ascontiguousarray(form.offset, dtype=float)
-        self.vector = bool(form.vector)
-        if self.vector:
-            self.w, X = form.vector[0]
-            self.X = np.ascontiguousarray(X)
-            self.h, self.lam = np.zeros(n), np.zeros(n)
-        else:
-            self.idx = np.stack([eng.start[v.name] + i for v, i, _ in form.scalar], axis=1).astype(np.int64)
-            self.coef = np.ascontiguousarray(np.stack([k for _, _, k in form.scalar], axis=1).astype(float))
-            self.nz = self.coef != 0.0  # a term with coefficient 0 is absent from its row
-            self.h, self.lam = np.zeros(self.idx.shape), np.zeros(self.idx.shape)
-
-    # ---------------------------------------------------------------------------- vector (x_nᵀw)
-    def vector_cavity(self, mu: np.ndarray, sigma: np.ndarray):
-        XS = self.X @ sigma
-        vq = np.einsum("nd,nd->n", XS, self.X)
-        mq = self.X @ mu
-        return vq, mq, 1.0 / vq - self.lam, mq / vq - self.h
-
-    def contribution(self, lam=None, h=None) -> tuple:
-        """This site's message to its weight vector, (Xᵀh, XᵀΛX)."""
-        lam = self.lam if lam is None else lam
-        h = self.h if h is None else h
-        return self.X.T @ h, (self.X.T * lam) @ self.X
-
-    # ---------------------------------------------------------------------------- scalar terms
-    def scalar_cavity(self, lin: np.ndarray, prec: np.ndarray):
-        k = np.where(self.nz, self.coef, 1.0)
-        ps = np.where(self.nz, prec[self.idx] / (k * k) - self.lam, 1.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            vc = np.where(ps > 0, 1.0 / ps, np.inf)
-            mc = np.where(ps > 0, (lin[self.idx] / k - self.h) * vc, 0.0)
-        return ps, np.where(self.nz, mc, 0.0), np.where(self.nz, vc, 0.0)
-
-    def log_z(self, mc, vc) -> np.ndarray:
-        return tilted_batch(self.code, mc, vc, self.a, self.c)[0]
 
 
 def _latent(a) -> bool:
@@ -243,11 +182,9 @@ class EPEngine(Evidence):
                     self._send(r, edge, self.damping[r.factor.name])
             elif r.kind == "site":
                 s = self.sites[r.factor.name]
-                alpha = self.damping[r.factor.name]
-                if s.vector:
-                    self._vector_site(s, alpha)
-                else:
-                    self._scalar_site(s, alpha)
+                (update_parallel if self.parallel else update_sequential)(self, s, self.damping[r.factor.name])
+                for v in s.scalars + ([s.w] if s.w is not None else []):
+                    self.refresh(v)
 
     def _mu_sigma(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         h, J = self.vec[name]
@@ -255,100 +192,6 @@ class EPEngine(Evidence):
         Li = np.linalg.inv(L)
         sigma = Li.T @ Li
         return sigma @ h, sigma
-
-    def _vector_site(self, s: Site, alpha: float) -> None:
-        v = s.w
-        h0, J0 = s.contribution()
-        if not self.parallel:
-            mu, sigma = self._mu_sigma(v.name)
-            _, skipped = sequential_vector(s.code, s.X, s.off, s.a, s.c, s.h, s.lam, mu, sigma, alpha)
-            self.skipped += skipped
-        else:
-            mu, sigma = self._mu_sigma(v.name)
-            vq, mq, pc, lc = s.vector_cavity(mu, sigma)
-            ok = pc > 0
-            vc = np.where(ok, 1.0 / np.where(ok, pc, 1.0), 1.0)
-            mc = lc * vc + s.off
-            _, mt, vt = tilted_batch(s.code, mc, vc, s.a, s.c)
-            ok &= (vt > 0) & np.isfinite(mt)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                lam = np.where(ok, 1.0 / vt - pc, s.lam)
-                h = np.where(ok, mt / vt - mc / vc - lam * s.off, s.h)
-            self.skipped += int(np.count_nonzero(~ok))
-            lam = (1.0 - alpha) * lam + alpha * s.lam
-            h = (1.0 - alpha) * h + alpha * s.h
-            old_l, old_h = s.lam.copy(), s.h.copy()
-            step = 1.0
-            while True:
-                s.lam, s.h = old_l + step * (lam - old_l), old_h + step * (h - old_h)
-                hn, Jn = s.contribution()
-                if np.all(np.linalg.eigvalsh(self.vec[v.name][1] - J0 + Jn) > 0) or step < 1e-9:
-                    break
-                step *= 0.5
-                self.halved += 1
-        h1, J1 = s.contribution()
-        self.vec[v.name][0] += h1 - h0
-        self.vec[v.name][1] += J1 - J0
-        self.refresh(v)
-
-    def _scalar_site(self, s: Site, alpha: float) -> None:
-        if not self.parallel:
-            _, skipped = sequential_scalar(s.code, s.idx, s.coef, s.off, s.a, s.c, s.h, s.lam, self.lin,
-                                           self.prec, alpha)
-            self.skipped += skipped
-        else:
-            lam, h, ok = self._scalar_targets(s)
-            lam = (1.0 - alpha) * lam + alpha * s.lam
-            h = (1.0 - alpha) * h + alpha * s.h
-            old_l, old_h = s.lam.copy(), s.h.copy()
-            k = np.where(s.nz, s.coef, 0.0)
-            step = 1.0
-            while True:
-                dl = step * np.where(ok[:, None], lam - old_l, 0.0)
-                dh = step * np.where(ok[:, None], h - old_h, 0.0)
-                new_prec = self.prec + np.bincount(s.idx.ravel(), (k * k * dl).ravel(), self.prec.size)
-                if np.all(new_prec[s.idx] > 0) or step < 1e-9:
-                    break
-                step *= 0.5
-                self.halved += 1
-            self.prec = new_prec
-            self.lin = self.lin + np.bincount(s.idx.ravel(), (k * dh).ravel(), self.lin.size)
-            s.lam, s.h = old_l + dl, old_h + dh
-        for v, _, _ in s.role.form.scalar:
-            self.refresh(v)
-
-    def _scalar_targets(self, s: Site):
-        """Every instance's new messages to its terms from the cavities of the current q (parallel EP)."""
-        ps, mc, vc = s.scalar_cavity(self.lin, self.prec)
-        proper = np.all(ps >= 0, axis=1)
-        flat = np.isinf(vc)
-        nflat = flat.sum(axis=1)
-        vfin = np.where(flat, 0.0, vc)
-        md = s.off + mc.sum(axis=1)
-        vd = np.where(nflat > 0, np.inf, vfin.sum(axis=1))
-        if s.code == SITE_GAUSS:
-            ld, hd = s.a.copy(), np.zeros_like(s.a)
-            ok = proper
-        else:
-            ok = proper & np.isfinite(vd)
-            _, mt, vt = tilted_batch(s.code, md, np.where(ok, vd, 1.0), s.a, s.c)
-            good = ok & (vt > 0) & np.isfinite(mt)
-            self.skipped += int(np.count_nonzero(ok & ~good)) + int(np.count_nonzero(~proper))
-            ok = good
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ld = np.where(ok, 1.0 / vt - 1.0 / vd, 0.0)
-                hd = np.where(ok, mt / vt - md / vd, 0.0)
-        vr = vfin.sum(axis=1, keepdims=True) - vfin
-        vr = np.where((nflat[:, None] - flat) > 0, np.inf, vr)
-        if s.idx.shape[1] == 1:
-            vr = np.zeros_like(vr)
-        mr = md[:, None] - mc
-        with np.errstate(divide="ignore", invalid="ignore"):
-            den = 1.0 + ld[:, None] * vr
-            lam = np.where(np.isinf(vr), 0.0, ld[:, None] / den)
-            h = np.where(np.isinf(vr), 0.0, (hd[:, None] - ld[:, None] * mr) / den)
-        keep = ok[:, None] & s.nz
-        return np.where(keep, lam, np.where(s.nz, s.lam, 0.0)), np.where(keep, h, np.where(s.nz, s.h, 0.0)), ok
 
     # ---------------------------------------------------------------------------- evidence
     def log_evidence(self) -> float:
@@ -364,7 +207,7 @@ class EPEngine(Evidence):
                     v = r.factor.edges[edge]
                     total -= _inner(self.msgs[(r.factor.name, edge)], self.stats[v.name])
             elif r.kind == "site":
-                total += self._site_evidence(self.sites[r.factor.name])
+                total += site_evidence(self, self.sites[r.factor.name])
         for v in self.latent:
             if v.name in self.start:
                 lin, prec = self.natural(v)
@@ -377,25 +220,6 @@ class EPEngine(Evidence):
             else:
                 total += float(np.sum(self.q[v.name].log_partition()))
         return float(total)
-
-    def _site_evidence(self, s: Site) -> float:
-        if s.vector:
-            mu, sigma = self._mu_sigma(s.w.name)
-            vq, mq, pc, lc = s.vector_cavity(mu, sigma)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                vc = 1.0 / pc
-                lz = s.log_z(lc * vc + s.off, vc)
-                return float(np.sum(lz + a1(lc, pc) - a1(mq / vq, 1.0 / vq)))
-        ps, mc, vc = s.scalar_cavity(self.lin, self.prec)
-        k = np.where(s.nz, s.coef, 1.0)
-        md = s.off + mc.sum(axis=1)
-        vd = vc.sum(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lz = tilted_batch(s.code, md, vd, s.a, s.c)[0]
-            qp = self.prec[s.idx] / (k * k)
-            ql = self.lin[s.idx] / k
-            terms = np.where(s.nz, a1(ql - s.h, ps) - a1(ql, qp), 0.0)
-        return float(np.sum(lz) + np.sum(terms))
 
 
 def _inner(msg: tuple, stats: tuple) -> float:

@@ -206,9 +206,6 @@ def classify(f: FactorNode) -> Role:
         form = linear_form(f.edges[pair[0]], fplates, fshape, f.name)
         if len(pair) == 2:
             form = form.add(linear_form(f.edges["mean"], fplates, fshape, f.name), -1.0)
-        if form.vector and form.scalar:
-            raise ModelError(f"EP: {f.name}: its linear form mixes the weight vector "
-                             f"{form.vector[0][0].name!r} with scalar Gaussians; put them in one vector")
         if len(form.vector) > 1:
             raise ModelError(f"EP: {f.name}: its linear form has more than one weight vector; use one")
         if not form.vector and not form.scalar:

@@ -3,8 +3,6 @@ probit regression, site rules against quadrature, TrueSkill against the ``truesk
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 from scipy.special import betaln, log_ndtr
@@ -339,17 +337,34 @@ def test_compare_warns_that_ep_and_bounds_are_unlike():
     assert "EP" in c.note
 
 
-def test_mixed_vector_and_scalar_terms_are_refused_by_name():
-    X = np.random.default_rng(6).normal(size=(5, 2))
-    with fg.Model("mixed") as m:
-        n = fg.plate("n", 5)
+@pytest.mark.parametrize("parallel", MODES)
+def test_a_weight_vector_beside_scalar_terms(parallel):
+    """Probit with a scalar intercept b beside the weight vector w (q(w)q(b)), written through a latent
+    z_n ~ N(x_nᵀw + b, 1) with is_positive(z_n) or as fg.probit: one EP fixed point, near the joint fit's."""
+    rng = np.random.default_rng(6)
+    N = 25
+    X = rng.normal(size=(N, 2))
+    y = X @ np.array([1.0, -1.0]) + 0.5 + rng.normal(size=N) > 0
+    alg = fg.EP(parallel=parallel, tol=1e-12, max_iter=2000)
+    ref = models.probit_regression(np.c_[X, np.ones(N)], y, 1.0, algorithm=alg)
+    with fg.Model("latent") as m:
+        n = fg.plate("n", N)
         w = fg.mv_gaussian("w", mean=np.zeros(2), precision=np.eye(2))
-        z = fg.gaussian("z", mean=fg.inner(X, w, [n]), precision=1.0)
-        fg.is_positive("y", z, observed=np.ones(5))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with pytest.raises(fg.ModelError, match=r"Gaussian\(z\).*mixes the weight vector 'w'"):
-            fg.infer(m, algorithm=fg.EP())
+        b = fg.gaussian("b", mean=0.0, precision=1.0)
+        z = fg.gaussian("z", mean=fg.inner(X, w, [n]) + b, precision=1.0)
+        fg.is_positive("y", z, observed=y)
+    r = fg.infer(m, algorithm=alg)
+    assert r.converged
+    np.testing.assert_allclose(r.posterior("w").mean(), ref.posterior("w").mean()[:2], atol=1e-2)
+    with fg.Model("bias") as m2:
+        n = fg.plate("n", N)
+        w = fg.mv_gaussian("w", mean=np.zeros(2), precision=np.eye(2))
+        b = fg.gaussian("b", mean=0.0, precision=1.0)
+        fg.probit("y", fg.inner(X, w, [n]) + b, observed=y)
+    r2 = fg.infer(m2, algorithm=alg)
+    np.testing.assert_allclose(r.posterior("w").mean(), r2.posterior("w").mean(), atol=1e-7)
+    np.testing.assert_allclose(r.posterior("b").mean(), r2.posterior("b").mean(), atol=1e-7)
+    assert abs(r.elbo - r2.elbo) < 1e-7
 
 
 def test_logistic_sites_sequential_and_parallel_share_the_fixed_point():
@@ -435,15 +450,17 @@ def test_oscillating_parallel_updates_are_damped_with_a_warning():
 
 def test_improper_cavities_are_skipped_and_counted():
     """A site whose message claims more precision than q holds has an improper cavity: the kernels leave it."""
-    from factors.kernels.ep_sites import SITE_STEP, sequential_scalar, sequential_vector
+    from factors.kernels.ep_sites import SITE_STEP, sequential_site
 
     h, lam = np.zeros((2, 1)), np.array([[2.0], [0.0]])
     q_lin, q_prec = np.zeros(2), np.array([1.0, 1.0])
-    _, skipped = sequential_scalar(SITE_STEP, np.array([[0], [1]]), np.ones((2, 1)), np.zeros(2), np.ones(2), 0.0,
-                                   h, lam, q_lin, q_prec, 0.0)
+    none = (np.zeros((2, 0)), np.zeros(2), np.zeros(2), np.zeros(0), np.zeros((0, 0)))
+    _, skipped = sequential_site(SITE_STEP, np.array([[0], [1]]), np.ones((2, 1)), np.zeros(2), np.ones(2), 0.0,
+                                 h, lam, q_lin, q_prec, *none, 0.0)
     assert skipped == 1 and lam[0, 0] == 2.0 and q_prec[0] == 1.0 and lam[1, 0] > 0
     hv, lv = np.zeros(1), np.array([3.0])
     mu, sigma = np.zeros(2), np.eye(2)
-    _, skipped = sequential_vector(SITE_STEP, np.array([[1.0, 0.0]]), np.zeros(1), np.ones(1), 0.0, hv, lv, mu,
-                                   sigma, 0.0)
+    _, skipped = sequential_site(SITE_STEP, np.zeros((1, 0), dtype=np.int64), np.zeros((1, 0)), np.zeros(1),
+                                 np.ones(1), 0.0, np.zeros((1, 0)), np.zeros((1, 0)), q_lin, q_prec,
+                                 np.array([[1.0, 0.0]]), hv, lv, mu, sigma, 0.0)
     assert skipped == 1 and lv[0] == 3.0 and np.all(sigma == np.eye(2))

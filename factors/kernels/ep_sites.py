@@ -20,9 +20,8 @@ coefficient h = m̂/v̂ − μ/v.  Its message to a term s_t of d, the other ter
 cavities N(μ_r, v_r), is the Gaussian convolution g_t(s) = ∫ g(s + r) N(r; μ_r, v_r) dr:
 λ_t = λ/(1 + λ v_r),  h_t = (h − λ μ_r)/(1 + λ v_r)  (λ_t = h_t = 0 when v_r = ∞).
 
-``sequential_vector`` and ``sequential_scalar`` visit the rows (factor instances) in order and update q after
-each (a rank-one update of a full-covariance q(w) for d_n = x_nᵀw + c_n; the touched elements of mean-field
-scalar Gaussians otherwise).
+``sequential_site`` visits the rows (factor instances) in order and updates q after each (the touched elements
+of mean-field scalar Gaussians, and a rank-one update of a full-covariance q(w) for a term x_nᵀw).
 """
 
 from __future__ import annotations
@@ -101,86 +100,26 @@ def tilted_batch(code: int, mu: np.ndarray, v: np.ndarray, a: np.ndarray, c: flo
 
 
 @njit(cache=True)
-def _site_update(code, a, c, mc, vc, h_old, lam_old, damping):
-    """The new (h, λ) of a one-term site on d with cavity N(mc, vc) (d-space, h for d), damped in natural
-    parameters; ok False when the cavity is improper or the tilted variance is not positive."""
-    _, mt, vt = tilted(code, mc, vc, a, c)
-    if not (vt > 0.0) or not math.isfinite(mt):
-        return h_old, lam_old, False
-    lam = 1.0 / vt - 1.0 / vc
-    h = mt / vt - mc / vc
-    return (1.0 - damping) * h + damping * h_old, (1.0 - damping) * lam + damping * lam_old, True
+def sequential_site(code, idx, coef, off, a, c, h_site, lam_site, q_lin, q_prec, X, hv, lv, mu, sigma, damping):
+    """One sequential EP pass over the instances of a site on d_n = Σ_t coef[n, t]·x[idx[n, t]] + x_nᵀw + off_n.
 
-
-@njit(cache=True)
-def sequential_vector(code, X, off, a, c, h_site, lam_site, mu, sigma, damping):
-    """One sequential EP pass over the sites d_n = x_nᵀw + off_n on a full-covariance q(w) = N(mu, sigma).
-
-    ``h_site``, ``lam_site``: each row's message in s_n = x_nᵀw (updated in place, as are mu and sigma).
-    Returns (largest change of a site parameter, rows skipped because the cavity or the update was improper).
-    """
-    n, d = X.shape
-    skipped = 0
-    change = 0.0
-    sx = np.empty(d)
-    for i in range(n):
-        x = X[i]
-        for j in range(d):
-            acc = 0.0
-            for k in range(d):
-                acc += sigma[j, k] * x[k]
-            sx[j] = acc
-        vq = 0.0
-        mq = 0.0
-        for j in range(d):
-            vq += x[j] * sx[j]
-            mq += x[j] * mu[j]
-        pc = 1.0 / vq - lam_site[i]
-        if not (pc > 0.0):
-            skipped += 1
-            continue
-        lc = mq / vq - h_site[i]
-        vc = 1.0 / pc
-        mc = lc * vc + off[i]
-        # in d-space the old message's linear part is h_s + λ off
-        hd_old = h_site[i] + lam_site[i] * off[i]
-        hd, lam, ok = _site_update(code, a[i], c, mc, vc, hd_old, lam_site[i], damping)
-        if not ok or not (pc + lam > 0.0):
-            skipped += 1
-            continue
-        hs = hd - lam * off[i]
-        dl = lam - lam_site[i]
-        dh = hs - h_site[i]
-        change = max(change, abs(dl) / (1.0 + abs(lam)), abs(dh) / (1.0 + abs(hs)))
-        h_site[i] = hs
-        lam_site[i] = lam
-        den = 1.0 + dl * vq
-        kk = dl / den
-        step = (dh - dl * mq) / den
-        for j in range(d):
-            mu[j] += sx[j] * step
-        for j in range(d):
-            for k in range(d):
-                sigma[j, k] -= kk * sx[j] * sx[k]
-    return change, skipped
-
-
-@njit(cache=True)
-def sequential_scalar(code, idx, coef, off, a, c, h_site, lam_site, q_lin, q_prec, damping):
-    """One sequential EP pass over sites d_n = Σ_t coef[n, t]·x[idx[n, t]] + off_n on mean-field scalar
-    Gaussians with natural parameters (q_lin, q_prec) (linear coefficient, precision), updated in place.
-
-    ``h_site[n, t]``, ``lam_site[n, t]``: the message of row n to its term t, in s = coef·x.  A Gaussian site
+    Scalar terms: mean-field scalar Gaussians with natural parameters (q_lin, q_prec) (linear coefficient,
+    precision); ``h_site[n, t]``, ``lam_site[n, t]`` the message of row n to its term t, in s = coef·x.  The
+    weight-vector term (when X has rows; else X is (n, 0)): q(w) = N(mu, sigma) and the row's message (hv[n],
+    lv[n]) in s = x_nᵀw, q updated by a rank-one update.  Every array is updated in place.  A Gaussian site
     (``SITE_GAUSS``) is its own message on d (h = 0, λ = a); any other site's is found by moment matching.
     Returns (largest change of a message parameter, rows skipped because a cavity or an update was improper).
     """
     n, nt = idx.shape
+    d = X.shape[1]
+    vec = d > 0
     skipped = 0
     change = 0.0
-    mc = np.empty(nt)
-    vc = np.empty(nt)
-    newh = np.empty(nt)
-    newl = np.empty(nt)
+    mc = np.empty(nt + 1)
+    vc = np.empty(nt + 1)
+    newh = np.empty(nt + 1)
+    newl = np.empty(nt + 1)
+    sx = np.empty(d)
     for i in range(n):
         bad = False
         md = off[i]
@@ -204,6 +143,28 @@ def sequential_scalar(code, idx, coef, off, a, c, h_site, lam_site, q_lin, q_pre
                 mc[t] = (q_lin[g] / k - h_site[i, t]) * vc[t]
                 vd += vc[t]
             md += mc[t]
+        vq = 1.0
+        mq = 0.0
+        if vec and not bad:
+            x = X[i]
+            for j in range(d):
+                acc = 0.0
+                for k2 in range(d):
+                    acc += sigma[j, k2] * x[k2]
+                sx[j] = acc
+            vq = 0.0
+            mq = 0.0
+            for j in range(d):
+                vq += x[j] * sx[j]
+                mq += x[j] * mu[j]
+            pc = 1.0 / vq - lv[i]
+            if not (pc > 0.0):
+                bad = True
+            else:
+                vc[nt] = 1.0 / pc
+                mc[nt] = (mq / vq - hv[i]) * vc[nt]
+                vd += vc[nt]
+                md += mc[nt]
         if bad:
             skipped += 1
             continue
@@ -218,35 +179,56 @@ def sequential_scalar(code, idx, coef, off, a, c, h_site, lam_site, q_lin, q_pre
                 continue
             ld = 1.0 / vt - 1.0 / vd
             hd = mt / vt - md / vd
-        for t in range(nt):
-            k = coef[i, t]
-            if k == 0.0:
+        nterms = nt + 1 if vec else nt
+        for t in range(nterms):
+            if t < nt and coef[i, t] == 0.0:
                 newh[t], newl[t] = 0.0, 0.0
                 continue
+            old_h = h_site[i, t] if t < nt else hv[i]
+            old_l = lam_site[i, t] if t < nt else lv[i]
             flat_t = 1 if math.isinf(vc[t]) else 0
             if nflat - flat_t > 0:
                 newh[t], newl[t] = 0.0, 0.0  # the other terms are flat: so is their convolution
             else:
-                vr = 0.0 if nt == 1 else vd - (0.0 if flat_t else vc[t])
+                vr = vd - (0.0 if flat_t else vc[t])
+                if nterms == 1:
+                    vr = 0.0
                 mr = md - mc[t]
                 den = 1.0 + ld * vr
                 newl[t] = ld / den
                 newh[t] = (hd - ld * mr) / den
-            newl[t] = (1.0 - damping) * newl[t] + damping * lam_site[i, t]
-            newh[t] = (1.0 - damping) * newh[t] + damping * h_site[i, t]
-            if not (q_prec[idx[i, t]] + k * k * (newl[t] - lam_site[i, t]) > 0.0):
+            newl[t] = (1.0 - damping) * newl[t] + damping * old_l
+            newh[t] = (1.0 - damping) * newh[t] + damping * old_h
+            if t < nt:
+                k = coef[i, t]
+                if not (q_prec[idx[i, t]] + k * k * (newl[t] - old_l) > 0.0):
+                    bad = True
+            elif not (1.0 + (newl[t] - old_l) * vq > 0.0):
                 bad = True
         if bad:
             skipped += 1
             continue
-        for t in range(nt):
-            k = coef[i, t]
-            g = idx[i, t]
-            dl = newl[t] - lam_site[i, t]
-            dh = newh[t] - h_site[i, t]
+        for t in range(nterms):
+            old_h = h_site[i, t] if t < nt else hv[i]
+            old_l = lam_site[i, t] if t < nt else lv[i]
+            dl = newl[t] - old_l
+            dh = newh[t] - old_h
             change = max(change, abs(dl) / (1.0 + abs(newl[t])), abs(dh) / (1.0 + abs(newh[t])))
-            q_prec[g] += k * k * dl
-            q_lin[g] += k * dh
-            lam_site[i, t] = newl[t]
-            h_site[i, t] = newh[t]
+            if t < nt:
+                k = coef[i, t]
+                g = idx[i, t]
+                q_prec[g] += k * k * dl
+                q_lin[g] += k * dh
+                lam_site[i, t] = newl[t]
+                h_site[i, t] = newh[t]
+            else:
+                hv[i], lv[i] = newh[t], newl[t]
+                den = 1.0 + dl * vq
+                kk = dl / den
+                step = (dh - dl * mq) / den
+                for j in range(d):
+                    mu[j] += sx[j] * step
+                for j in range(d):
+                    for k2 in range(d):
+                        sigma[j, k2] -= kk * sx[j] * sx[k2]
     return change, skipped
