@@ -22,6 +22,7 @@ from factorgraph.graph.nodes import ModelError
 from factorgraph.posterior.results import EP_APPROXIMATION, Result
 
 from .ep_engine import EPEngine
+from .errors import InferenceError
 from .runners.options import AUTO, RunOptions
 
 _MAX_DAMPING = 0.95
@@ -122,6 +123,11 @@ class EP:
                             f"falling); damping raised to {damping_raised:.3g}")
                     warn(text)
                     warnings_.append(text)
+        bad = eng.improper()
+        if bad:
+            raise InferenceError(f"EP: after {it} sweeps the posteriors of {bad} are not proper distributions: no "
+                                 "factor gave them a proper message (a variable reached only through factors "
+                                 "without an EP rule whose other neighbours are flat, or a prior of precision 0)")
         elbo = eng.log_evidence()
         trace[-1] = elbo
         if not np.isfinite(elbo):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from distributions import Gaussian, MvGaussian
+from factorgraph.graph.nodes import ModelError
 from factors.plating import weighted_total
 
 from .binding import _bind
@@ -56,6 +57,10 @@ class EPEngine(Evidence):
         self._det_cache, self._obs_stats, self._last, self._ev_cache, self.block = {}, {}, {}, {}, {}
         self._keep_last, self._updating = False, None
         self.roles = [classify(f) for f in model.factors]
+        unknown = sorted(set(factor_damping or {}) - {f.name for f in model.factors})
+        if unknown:
+            raise ModelError(f"damping given for unknown factors {unknown}; factors are "
+                             f"{sorted(f.name for f in model.factors)}")
         self.damping = {r.factor.name: (factor_damping or {}).get(r.factor.name, damping) for r in self.roles}
         self.skipped = 0  # instances whose cavity or update was improper
         self.halved = 0  # parallel steps halved to keep q proper
@@ -141,6 +146,10 @@ class EPEngine(Evidence):
         for v in self.latent:
             self.refresh(v)
 
+    def improper(self) -> list[str]:
+        """The latent variables whose q is not a proper distribution."""
+        return [v.name for v in self.latent if not self.proper(v)]
+
     def proper(self, v) -> bool:
         return bool(np.all(v.family.from_natural(*self.natural(v)).is_proper()))
 
@@ -148,9 +157,10 @@ class EPEngine(Evidence):
     def _send(self, role: Role, edge: str, damping: float) -> None:
         cf = self.cfactor(role.factor)
         v = role.factor.edges[edge]
-        for u in role.factor.edges.values():
-            if _latent(u) and u.name not in self.stats:
-                self.refresh(u)
+        waiting = [u.name for u in role.factor.edges.values()
+                   if _latent(u) and (u is not v or not role.factor.ftype.conjugate) and not self.proper(u)]
+        if waiting:  # a neighbour's q is still flat or improper: its VMP message waits (see ``improper``)
+            return
         new = self.factor_message(cf, edge)
         new = tuple(np.broadcast_to(m, z.shape).copy() for m, z in zip(new, self.natural(v), strict=True))
         old = self.msgs.get((role.factor.name, edge))

@@ -464,3 +464,26 @@ def test_improper_cavities_are_skipped_and_counted():
                                  np.ones(1), 0.0, np.zeros((1, 0)), np.zeros((1, 0)), q_lin, q_prec,
                                  np.array([[1.0, 0.0]]), hv, lv, mu, sigma, 0.0)
     assert skipped == 1 and lv[0] == 3.0 and np.all(sigma == np.eye(2))
+
+
+def test_is_positive_picks_ep_by_default():
+    with fg.Model("step") as m:
+        x = fg.gaussian("x", mean=1.0, precision=1.0)
+        fg.is_positive("b", x, observed=False)
+    r = fg.infer(m)
+    assert r.algorithm == "ep" and "IsPositive(b)" in r.notes[0]
+    z = -1.0  # the mean of N(1, 1) truncated to x ≤ 0
+    assert abs(r.posterior("x").mean() - (1.0 - np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi) / (1 - 0.8413447460685429))) \
+        < 1e-9
+
+
+def test_per_factor_damping_is_checked_and_keeps_the_fixed_point():
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(20, 2))
+    m = models.probit_regression_model(X, X[:, 0] > 0)
+    with pytest.raises(fg.ModelError, match="unknown factors"):
+        fg.infer(m, algorithm=fg.EP(), damping={"nope": 0.5})
+    a = fg.infer(m, algorithm=fg.EP(tol=1e-12, max_iter=1000), damping={"Probit(y)": 0.5})
+    b = fg.infer(m, algorithm=fg.EP(tol=1e-12))
+    assert a.n_iter > b.n_iter
+    np.testing.assert_allclose(a.posterior("w").mean(), b.posterior("w").mean(), atol=1e-9)
