@@ -18,15 +18,17 @@ from __future__ import annotations
 import numpy as np
 
 from distributions import Gaussian, MvGaussian
-from factorgraph.graph.nodes import ModelError
-from factors.plating import weighted_total
+from factorgraph.graph.nodes import Deterministic, Indexed, ModelError, Variable
+from factors.deterministic import Inner
+from factors.index import scatter
+from factors.plating import move_event_to_plate, weighted_total
 
 from .binding import _bind
 from .compiled import CFactor
 from .ep_graph import Role, _known, classify
 from .ep_sites import Site, a1, site_evidence, update_parallel, update_sequential
 from .evidence import Evidence
-from .messages import _Moments
+from .messages import _index_axes, _Moments
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -155,34 +157,64 @@ class EPEngine(Evidence):
 
     # ---------------------------------------------------------------------------- exact and hybrid factors
     def _send(self, role: Role, edge: str, damping: float) -> None:
+        """The factor's VMP message along ``edge``, pulled back through deterministic nodes and indexed views to
+        the variables (``MessagePassing``'s rules), damped, each variable's step halved until its q is proper."""
         cf = self.cfactor(role.factor)
-        v = role.factor.edges[edge]
-        waiting = [u.name for u in role.factor.edges.values()
-                   if _latent(u) and (u is not v or not role.factor.ftype.conjugate) and not self.proper(u)]
-        if waiting:  # a neighbour's q is still flat or improper: its VMP message waits (see ``improper``)
-            return
-        new = self.factor_message(cf, edge)
-        new = tuple(np.broadcast_to(m, z.shape).copy() for m, z in zip(new, self.natural(v), strict=True))
-        old = self.msgs.get((role.factor.name, edge))
-        if old is not None and damping > 0.0:
-            new = tuple((1.0 - damping) * a + damping * b for a, b in zip(new, old, strict=True))
-        if old is not None:
-            self.add(v, old, -1.0)
-        self.add(v, new)
-        step = 1.0
-        while old is not None and not self.proper(v) and step > 1e-9:
-            self.add(v, new, -1.0)
-            step *= 0.5
-            new = tuple(b + step * (a - b) for a, b in zip(new, old, strict=True))
+        target = role.factor.edges[edge]
+        own = target if isinstance(target, Variable) and role.factor.ftype.conjugate else None
+        reached = [u for a in role.factor.edges.values() if _latent(a) for u in _roots(a)]
+        if any(u is not own and not self.proper(u) for u in reached):
+            return  # a neighbour's q is still flat or improper: the VMP message waits (see ``improper``)
+        msgs: dict[str, tuple] = {}
+        self._pull(target, self.factor_message(cf, edge), msgs)
+        for name, new in msgs.items():
+            v = self.model.variables[name]
+            new = tuple(np.broadcast_to(m, z.shape).copy() for m, z in zip(new, self.natural(v), strict=True))
+            key = (role.factor.name, edge, name)
+            old = self.msgs.get(key)
+            if old is not None and damping > 0.0:
+                new = tuple((1.0 - damping) * a + damping * b for a, b in zip(new, old, strict=True))
+            if old is not None:
+                self.add(v, old, -1.0)
             self.add(v, new)
-            self.halved += 1
-        if not self.proper(v) and old is not None:
-            self.add(v, new, -1.0)
-            self.add(v, old)
-            self.skipped += 1
-            new = old
-        self.msgs[(role.factor.name, edge)] = new
-        self.refresh(v)
+            step = 1.0
+            while old is not None and not self.proper(v) and step > 1e-9:
+                self.add(v, new, -1.0)
+                step *= 0.5
+                new = tuple(b + step * (a - b) for a, b in zip(new, old, strict=True))
+                self.add(v, new)
+                self.halved += 1
+            if not self.proper(v) and old is not None:
+                self.add(v, new, -1.0)
+                self.add(v, old)
+                self.skipped += 1
+                new = old
+            self.msgs[key] = new
+            self.refresh(v)
+
+    def _pull(self, node, msg: tuple, out: dict) -> None:
+        """Add the message ``msg`` on ``node`` to ``out`` by variable: a deterministic node's is pulled back to its
+        latent parents, an indexed view's summed back onto its source's elements."""
+        if isinstance(node, Variable):
+            if node.is_latent:
+                out[node.name] = msg if node.name not in out else tuple(
+                    a + b for a, b in zip(out[node.name], msg, strict=True))
+            return
+        if isinstance(node, Indexed):
+            axis, dest, k = _index_axes(node)
+            self._pull(node.source, tuple(scatter(m, node.labels, node.counts, axis, dest, k, e)
+                                          for m, e in zip(msg, node.family.event_ndims, strict=True)), out)
+            return
+        inc = tuple(np.broadcast_to(a, node.shape) if np.ndim(a) == len(node.plates)
+                    else np.asarray(a).reshape((1,) * (len(node.plates) - np.ndim(a)) + np.shape(a)) for a in msg)
+        par = self._det_parent_stats(node)
+        for role, p in node.parents.items():
+            if isinstance(p, Variable | Deterministic | Indexed) and _roots(p):
+                m = node.op.pullback(role, inc, par, node.params)
+                if node.op is Inner and node.params["mean_field"]:
+                    m = tuple(move_event_to_plate(a, [x.index for x in p.plates], node.params["consumed"].index, 0)
+                              for a in m)
+                self._pull(p, m, out)
 
     # ---------------------------------------------------------------------------- a sweep
     def sweep(self) -> None:
@@ -213,9 +245,9 @@ class EPEngine(Evidence):
                 if cf.evidence is None:
                     continue
                 total += weighted_total(cf.evidence(_Moments(self, cf), cf.params), None, cf.plates, cf.sizes)
-                for edge in ((r.edge,) if r.kind == "exact" else r.targets):
-                    v = r.factor.edges[edge]
-                    total -= _inner(self.msgs[(r.factor.name, edge)], self.stats[v.name])
+                for (fname, _, name), msg in self.msgs.items():
+                    if fname == r.factor.name:
+                        total -= _inner(msg, self.stats[name])
             elif r.kind == "site":
                 total += site_evidence(self, self.sites[r.factor.name])
         for v in self.latent:
@@ -235,3 +267,15 @@ class EPEngine(Evidence):
 def _inner(msg: tuple, stats: tuple) -> float:
     """⟨η, E[u]⟩ summed over every element and event axis."""
     return float(sum(np.sum(np.broadcast_to(m, s.shape) * s) for m, s in zip(msg, stats, strict=True)))
+
+
+def _roots(node) -> list:
+    """The latent variables a node (a variable, an indexed view or a deterministic expression) reads."""
+    if isinstance(node, Variable):
+        return [node] if node.is_latent else []
+    if isinstance(node, Indexed):
+        return _roots(node.source)
+    if isinstance(node, Deterministic):
+        return [u for p in node.parents.values() if isinstance(p, Variable | Deterministic | Indexed)
+                for u in _roots(p)]
+    return []

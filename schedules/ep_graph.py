@@ -11,8 +11,9 @@ A factor is, under EP,
   is a linear form d = Σ_t s_t + c of latent Gaussians: s_t = k·x[i] (a scalar Gaussian, possibly indexed or
   scaled), or s_t = x_nᵀw (``fg.inner`` with observed X and a full-covariance weight vector w); the other
   edges known.  A Gaussian factor with known precision is a site on d = out − mean.
-* ``vmp``: any other factor with a VMP (or NCVMP) rule on each latent edge, all of them latent variables
-  themselves: it sends its VMP message (hybrid EP–VMP; ``Result.notes`` lists these factors).
+* ``vmp``: any other factor with a VMP (or NCVMP) rule on each latent edge: it sends its VMP message from the
+  current q, pulled back through deterministic expressions and indexed views to the variables as under VMP
+  (hybrid EP–VMP; ``Result.notes`` lists these factors).
 
 Anything else is refused naming the factor (``ModelError``).
 """
@@ -218,9 +219,27 @@ def classify(f: FactorNode) -> Role:
         except RuleNotFound as e:
             raise ModelError(f"EP: factor {f.name} has no EP rule and no VMP/NCVMP rule for edge {edge!r}: {e}") \
                 from None
-        if not isinstance(arg, Variable) or f.consumed:
-            raise ModelError(f"EP: factor {f.name} has no EP rule, and its VMP messages are used only when its "
-                             f"latent edges are variables themselves ({edge!r} is {arg!r})")
-        _check_whole(arg, f.name)
+        if f.consumed:
+            raise ModelError(f"EP: factor {f.name} has no EP rule, and its VMP messages are not taken along a "
+                             f"consumed plate ({edge!r})")
+        for v in _leaves(arg):
+            _check_whole(v, f.name)
         targets.append(edge)
     return Role(f, "vmp", targets=tuple(targets))
+
+
+def _leaves(node) -> list:
+    """The variables (latent or observed) a node reads; a gate inside an expression is refused."""
+    if isinstance(node, Variable):
+        return [node]
+    if isinstance(node, Indexed):
+        return _leaves(node.source)
+    if isinstance(node, Deterministic):
+        out = []
+        for p in node.parents.values():
+            if isinstance(p, Gate):
+                raise ModelError(f"EP: {node.name!r} holds a gate; EP does not take mixtures")
+            if isinstance(p, Variable | Deterministic | Indexed):
+                out += _leaves(p)
+        return out
+    return []

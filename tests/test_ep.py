@@ -487,3 +487,24 @@ def test_per_factor_damping_is_checked_and_keeps_the_fixed_point():
     b = fg.infer(m, algorithm=fg.EP(tol=1e-12))
     assert a.n_iter > b.n_iter
     np.testing.assert_allclose(a.posterior("w").mean(), b.posterior("w").mean(), atol=1e-9)
+
+
+def test_hybrid_messages_pass_through_expressions():
+    """A regression with an unknown noise precision: the Gaussian likelihood on fg.inner(X, w) + b has no EP rule
+    (its precision is latent), so it sends VMP messages through the expression: VMP's mean-field fixed point."""
+    rng = np.random.default_rng(10)
+    N = 40
+    X = rng.normal(size=(N, 2))
+    y = X @ np.array([1.0, -0.5]) + 0.3 + rng.normal(size=N) * 0.7
+    with fg.Model("noise") as m:
+        n = fg.plate("n", N)
+        w = fg.mv_gaussian("w", mean=np.zeros(2), precision=np.eye(2))
+        b = fg.gaussian("b", mean=0.0, precision=1.0)
+        tau = fg.gamma("tau", shape=2.0, rate=1.0)
+        fg.gaussian("y", mean=fg.inner(X, w, [n]) + b, precision=tau, observed=y)
+    r = fg.infer(m, algorithm=fg.EP(tol=1e-13, max_iter=2000))
+    rv = fg.infer(m, tol=1e-15, max_iter=5000)
+    assert r.converged
+    for name in ("w", "b", "tau"):
+        np.testing.assert_allclose(r.posterior(name).mean(), rv.posterior(name).mean(), atol=1e-7)
+    np.testing.assert_allclose(r.posterior("w").cov(), rv.posterior("w").cov(), atol=1e-9)
