@@ -508,3 +508,24 @@ def test_hybrid_messages_pass_through_expressions():
     for name in ("w", "b", "tau"):
         np.testing.assert_allclose(r.posterior(name).mean(), rv.posterior(name).mean(), atol=1e-7)
     np.testing.assert_allclose(r.posterior("w").cov(), rv.posterior("w").cov(), atol=1e-9)
+
+
+def test_mean_field_weights_in_inner():
+    """fg.inner(X, w) with w a scalar Gaussian per coefficient (mean field): D scalar terms per row; the
+    sequential and parallel schedules share the fixed point."""
+    rng = np.random.default_rng(11)
+    N, D = 50, 3
+    X = rng.normal(size=(N, D))
+    y = X @ np.array([1.0, -1.0, 0.5]) + rng.normal(size=N) > 0
+    fits = []
+    for parallel in MODES:
+        with fg.Model("mf") as m:
+            n, d = fg.plate("n", N), fg.plate("d", D)
+            w = fg.gaussian("w", mean=0.0, precision=1.0, plates=[d])
+            fg.probit("y", fg.inner(X, w, [n]), observed=y)
+        fits.append(fg.infer(m, algorithm=fg.EP(parallel=parallel, tol=1e-12, max_iter=2000)))
+    a, b = fits
+    assert a.converged and b.converged
+    np.testing.assert_allclose(a.posterior("w").mean(), b.posterior("w").mean(), atol=1e-8)
+    np.testing.assert_allclose(a.posterior("w").var(), b.posterior("w").var(), atol=1e-8)
+    assert abs(a.elbo - b.elbo) < 1e-8
