@@ -178,6 +178,11 @@ def _inner(node: Deterministic, fplates, fshape, fname) -> Form:
 def classify(f: FactorNode) -> Role:
     """The factor's role under EP (module docstring)."""
     ft = f.ftype
+    out = f.edges.get("out")
+    if isinstance(out, Variable) and out.mask is not None and out.is_latent and any(
+            (e, "ep", f.method) in ft.rules() for e in SITE_EDGES):
+        raise ModelError(f"EP: {out.name!r} has missing entries; EP takes the labels of {f.name} fully observed "
+                         "(drop the rows with missing labels)")
     latent = {e: a for e, a in f.edges.items() if not _known(a)}
     fplates = [p.index for p in f.plates]
     fshape = tuple(p.size for p in f.plates)

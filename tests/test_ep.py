@@ -529,3 +529,14 @@ def test_mean_field_weights_in_inner():
     np.testing.assert_allclose(a.posterior("w").mean(), b.posterior("w").mean(), atol=1e-8)
     np.testing.assert_allclose(a.posterior("w").var(), b.posterior("w").var(), atol=1e-8)
     assert abs(a.elbo - b.elbo) < 1e-8
+
+
+def test_missing_labels_are_refused_by_name():
+    X = np.random.default_rng(12).normal(size=(6, 2))
+    with fg.Model("missing") as m:
+        n = fg.plate("n", 6)
+        w = fg.mv_gaussian("w", mean=np.zeros(2), precision=np.eye(2))
+        fg.probit("y", fg.inner(X, w, [n]), observed=np.array([1, 0, 1, 1, 0, 1]),
+                  mask=np.array([True, True, False, True, True, True]))
+    with pytest.raises(fg.ModelError, match="'y' has missing entries"):
+        fg.infer(m, algorithm=fg.EP())
