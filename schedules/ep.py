@@ -58,6 +58,11 @@ class EP:
     tol
         Converged when no natural parameter of q changed by more than ``tol`` (relative to 1 + |η|) in a
         sweep.
+
+    Notes
+    -----
+    ``Result.elbo_trace`` holds log Z_EP after every sweep (NaN after a sweep that left some q improper, as a
+    hybrid factor's neighbour before its first message).  EP does not maximise it: it may rise or fall.
     """
 
     damping: float = 0.0
@@ -98,7 +103,8 @@ class EP:
         flips: list[bool] = []
         converged = False
         it = 0
-        for it in range(1, max_iter + 1):
+        while it < max_iter:
+            it += 1
             eng.sweep()
             now = _snapshot(eng)
             change = max((float(np.max(np.abs(a - b) / (1.0 + np.abs(a)), initial=0.0))
@@ -108,7 +114,7 @@ class EP:
                 flips.append(float(step @ step_prev) < 0.0)  # the update reversed the last one
             prev, step_prev = now, step
             changes.append(change)
-            trace.append(eng.log_evidence() if it % 5 == 0 or change <= (tol or 0.0) else np.nan)
+            trace.append(np.nan if eng.improper() else eng.log_evidence())  # undefined while a q is flat
             if tol is not None and change <= tol:
                 converged = True
                 break
@@ -128,8 +134,7 @@ class EP:
             raise InferenceError(f"EP: after {it} sweeps the posteriors of {bad} are not proper distributions: no "
                                  "factor gave them a proper message (a variable reached only through factors "
                                  "without an EP rule whose other neighbours are flat, or a prior of precision 0)")
-        elbo = eng.log_evidence()
-        trace[-1] = elbo
+        elbo = trace[-1]
         if not np.isfinite(elbo):
             text = ("EP: log Z_EP is not finite: a cavity of the final q is improper (the approximation has no "
                     "evidence there)")

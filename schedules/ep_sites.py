@@ -49,6 +49,8 @@ class Site:
         self.w, X = form.vector[0] if form.vector else (None, np.zeros((n, 0)))
         self.X = np.ascontiguousarray(X, dtype=float)
         self.hv, self.lv = np.zeros(n), np.zeros(n)
+        D = self.X.shape[1]
+        self.current = (np.zeros(D), np.zeros((D, D)))  # the message to w that q(w) holds now
 
     def contribution(self, lv=None, hv=None) -> tuple:
         """The message to the weight vector, (Xᵀh, XᵀΛX)."""
@@ -121,14 +123,15 @@ def update_parallel(eng, s: Site, alpha: float) -> None:
     lam = (1.0 - alpha) * np.where(keep, lam, old_l) + alpha * old_l
     h = (1.0 - alpha) * np.where(keep, h, old_h) + alpha * old_h
     k = np.where(s.nz, s.coef, 0.0)
-    J = eng.vec[s.w.name][1] - s.contribution()[1] if s.w is not None else None
+    J_rest = eng.vec[s.w.name][1] - s.current[1] if s.w is not None else None
     step = 1.0
     while True:
         dl, dh = step * (lam - old_l), step * (h - old_h)
         prec = eng.prec + np.bincount(s.idx.ravel(), (k * k * dl[:, :T]).ravel(), eng.prec.size)
         fine = np.all(prec[s.idx][s.nz] > 0)
         if s.w is not None and fine:
-            fine = bool(np.all(np.linalg.eigvalsh(J + s.contribution(s.lv + dl[:, T])[1]) > 0))
+            Jn = (s.X.T * (s.lv + dl[:, T])) @ s.X
+            fine = bool(np.all(np.linalg.eigvalsh(J_rest + Jn) > 0))
         if fine or step < 1e-9:
             break
         step *= 0.5
@@ -137,30 +140,29 @@ def update_parallel(eng, s: Site, alpha: float) -> None:
     eng.lin = eng.lin + np.bincount(s.idx.ravel(), (k * dh[:, :T]).ravel(), eng.lin.size)
     s.lam, s.h = s.lam + dl[:, :T], s.h + dh[:, :T]
     if s.w is not None:
-        h0, J0 = s.contribution()
         s.lv, s.hv = s.lv + dl[:, T], s.hv + dh[:, T]
-        _move_vector(eng, s, h0, J0)
+        _move_vector(eng, s, (s.X.T @ s.hv, Jn))
 
 
 def update_sequential(eng, s: Site, alpha: float) -> None:
     """The instances in order, q updated after each (``factors.kernels.ep_sites.sequential_site``)."""
     if s.w is not None:
         mu, sigma = eng._mu_sigma(s.w.name)
-        h0, J0 = s.contribution()
     else:
         mu, sigma = np.zeros(0), np.zeros((0, 0))
     _, skipped = sequential_site(s.code, s.idx, s.coef, s.off, s.a, s.c, s.h, s.lam, eng.lin, eng.prec, s.X,
                                  s.hv, s.lv, mu, sigma, alpha)
     eng.skipped += skipped
     if s.w is not None:
-        _move_vector(eng, s, h0, J0)
+        _move_vector(eng, s, s.contribution())
 
 
-def _move_vector(eng, s: Site, h0: np.ndarray, J0: np.ndarray) -> None:
-    """Replace the site's old message to w, (h0, J0), by its current one (q(w)'s natural parameters exactly)."""
-    h1, J1 = s.contribution()
-    eng.vec[s.w.name][0] += h1 - h0
-    eng.vec[s.w.name][1] += J1 - J0
+def _move_vector(eng, s: Site, new: tuple) -> None:
+    """Replace the site's message to w that q(w) holds by ``new`` = (Xᵀh, XᵀΛX) of its current messages (q(w)'s
+    natural parameters are then exactly the sum of its messages, whatever round-off a sequential pass made)."""
+    eng.vec[s.w.name][0] += new[0] - s.current[0]
+    eng.vec[s.w.name][1] += new[1] - s.current[1]
+    s.current = new
 
 
 def site_evidence(eng, s: Site) -> float:
