@@ -53,12 +53,15 @@ class EPEngine(Evidence):
     def __init__(self, model, damping: float, parallel: bool, factor_damping: dict | None = None) -> None:
         self.model = model
         self.parallel = parallel
-        self.latent = [v for v in model.variables.values() if v.is_latent]
+        self.roles = [classify(f) for f in model.factors]
+        # a site's labels with missing entries: those rows drop out, and the labels get no posterior
+        dropped = {r.factor.edges["out"].name for r in self.roles if r.rows is not None}
+        self.latent = [v for v in model.variables.values() if v.is_latent and v.name not in dropped]
         self.c = _Structure(self.latent)
+        self.c.dropped = dropped
         self.stats, self.version, self.q = {}, {}, {}
         self._det_cache, self._obs_stats, self._last, self._ev_cache, self.block = {}, {}, {}, {}, {}
         self._keep_last, self._updating = False, None
-        self.roles = [classify(f) for f in model.factors]
         unknown = sorted(set(factor_damping or {}) - {f.name for f in model.factors})
         if unknown:
             raise ModelError(f"damping given for unknown factors {unknown}; factors are "

@@ -66,6 +66,7 @@ class Role:
     form: Form | None = None
     rule: object = None
     targets: tuple = ()  # vmp: the latent edges
+    rows: np.ndarray | None = None  # site: the instances whose label is observed (None: all)
 
 
 def _known(arg) -> bool:
@@ -178,14 +179,16 @@ def _inner(node: Deterministic, fplates, fshape, fname) -> Form:
 def classify(f: FactorNode) -> Role:
     """The factor's role under EP (module docstring)."""
     ft = f.ftype
-    out = f.edges.get("out")
-    if isinstance(out, Variable) and out.mask is not None and out.is_latent and any(
-            (e, "ep", f.method) in ft.rules() for e in SITE_EDGES):
-        raise ModelError(f"EP: {out.name!r} has missing entries; EP takes the labels of {f.name} fully observed "
-                         "(drop the rows with missing labels)")
-    latent = {e: a for e, a in f.edges.items() if not _known(a)}
     fplates = [p.index for p in f.plates]
     fshape = tuple(p.size for p in f.plates)
+    out = f.edges.get("out")
+    rows = None
+    if isinstance(out, Variable) and out.mask is not None and out.is_latent and ft.name != "Gaussian" and any(
+            (e, "ep", f.method) in ft.rules() for e in SITE_EDGES):
+        # a site's missing labels: f summed over the label is 1, so those instances drop out
+        mask = np.broadcast_to(expand(out.mask, [p.index for p in out.plates], fplates, 0), fshape)
+        rows = np.ascontiguousarray(mask).reshape(-1)
+    latent = {e: a for e, a in f.edges.items() if not _known(a) and not (rows is not None and e == "out")}
     for a in latent.values():
         if isinstance(a, Gate):
             raise ModelError(f"EP: {f.name} is gated (a mixture); EP does not take mixtures")
@@ -216,7 +219,9 @@ def classify(f: FactorNode) -> Role:
             raise ModelError(f"EP: {f.name}: its linear form has more than one weight vector; use one")
         if not form.vector and not form.scalar:
             return Role(f, "constant")
-        return Role(f, "site", edge, form, rule)
+        return Role(f, "site", edge, form, rule, rows=rows)
+    if rows is not None:
+        raise ModelError(f"EP: {out.name!r} has missing entries, which EP drops only from a site's rows")
     targets = []
     for edge, arg in latent.items():
         try:

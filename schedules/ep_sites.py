@@ -32,22 +32,25 @@ class Site:
         f, form = role.factor, role.form
         cf = eng.cfactor(f)
         self.role, self.cf = role, cf
-        m = {e: _Moments(eng, cf)[e] for e, arg in f.edges.items() if _known(arg)}
+        m = {e: _Moments(eng, cf)[e] for e, arg in f.edges.items()
+             if _known(arg) or (e == "out" and role.rows is not None)}
         self.code, a, self.c = role.rule.site(m, cf.params)
         n = form.offset.shape[0]
         fshape = tuple(p.size for p in f.plates)
-        self.a = np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=float), fshape).reshape(n))
-        self.off = np.ascontiguousarray(form.offset, dtype=float)
+        keep = np.ones(n, bool) if role.rows is None else role.rows  # rows with a missing label drop out
+        self.a = np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=float), fshape).reshape(n)[keep])
+        self.off = np.ascontiguousarray(form.offset[keep], dtype=float)
+        n = self.off.shape[0]
         if form.scalar:
-            self.idx = np.stack([eng.start[v.name] + i for v, i, _ in form.scalar], axis=1).astype(np.int64)
-            self.coef = np.ascontiguousarray(np.stack([k for _, _, k in form.scalar], axis=1).astype(float))
+            self.idx = np.stack([eng.start[v.name] + i[keep] for v, i, _ in form.scalar], axis=1).astype(np.int64)
+            self.coef = np.ascontiguousarray(np.stack([k[keep] for _, _, k in form.scalar], axis=1).astype(float))
         else:
             self.idx, self.coef = np.zeros((n, 0), dtype=np.int64), np.zeros((n, 0))
         self.nz = self.coef != 0.0  # a term with coefficient 0 is absent from its row
         self.h, self.lam = np.zeros(self.idx.shape), np.zeros(self.idx.shape)
         self.scalars = list({id(v): v for v, _, _ in form.scalar}.values())
-        self.w, X = form.vector[0] if form.vector else (None, np.zeros((n, 0)))
-        self.X = np.ascontiguousarray(X, dtype=float)
+        self.w, X = form.vector[0] if form.vector else (None, np.zeros((len(keep), 0)))
+        self.X = np.ascontiguousarray(X[keep], dtype=float)
         self.hv, self.lv = np.zeros(n), np.zeros(n)
         D = self.X.shape[1]
         self.current = (np.zeros(D), np.zeros((D, D)))  # the message to w that q(w) holds now

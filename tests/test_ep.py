@@ -531,12 +531,21 @@ def test_mean_field_weights_in_inner():
     assert abs(a.elbo - b.elbo) < 1e-8
 
 
-def test_missing_labels_are_refused_by_name():
-    X = np.random.default_rng(12).normal(size=(6, 2))
-    with fg.Model("missing") as m:
-        n = fg.plate("n", 6)
-        w = fg.mv_gaussian("w", mean=np.zeros(2), precision=np.eye(2))
-        fg.probit("y", fg.inner(X, w, [n]), observed=np.array([1, 0, 1, 1, 0, 1]),
-                  mask=np.array([True, True, False, True, True, True]))
-    with pytest.raises(fg.ModelError, match="'y' has missing entries"):
-        fg.infer(m, algorithm=fg.EP())
+@pytest.mark.parametrize("parallel", MODES)
+def test_missing_labels_drop_their_rows(parallel):
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(30, 2))
+    y = X @ np.array([1.0, -1.0]) + rng.normal(size=30) > 0
+    seen = rng.random(30) > 0.3
+
+    def fit(X, y, mask):
+        with fg.Model("missing") as m:
+            n = fg.plate("n", len(y))
+            w = fg.mv_gaussian("w", mean=np.zeros(2), precision=np.eye(2))
+            fg.probit("y", fg.inner(X, w, [n]), observed=y, mask=mask)
+        return fg.infer(m, algorithm=fg.EP(parallel=parallel, tol=1e-12))
+
+    r, ref = fit(X, y, seen), fit(X[seen], y[seen], None)
+    np.testing.assert_allclose(r.posterior("w").mean(), ref.posterior("w").mean(), atol=1e-10)
+    np.testing.assert_allclose(r.posterior("w").cov(), ref.posterior("w").cov(), atol=1e-10)
+    assert abs(r.elbo - ref.elbo) < 1e-9 and "y" not in r.posteriors
