@@ -27,6 +27,7 @@ from .binding import _bind
 from .compiled import CFactor
 from .ep_graph import Role, _known, classify
 from .ep_sites import Site, a1, site_evidence, update_parallel, update_sequential
+from .errors import InferenceError
 from .evidence import Evidence
 from .messages import _index_axes, _Moments
 
@@ -233,7 +234,12 @@ class EPEngine(Evidence):
 
     def _mu_sigma(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         h, J = self.vec[name]
-        L = np.linalg.cholesky(J)
+        try:
+            L = np.linalg.cholesky(J)
+        except np.linalg.LinAlgError:
+            raise InferenceError(f"EP: q({name}) is not a proper Gaussian (its precision matrix is not positive "
+                                 f"definite): a site's cavity needs a proper q, so give {name!r} a proper prior "
+                                 "(a flat prior, precision 0, leaves the first cavities flat)") from None
         Li = np.linalg.inv(L)
         sigma = Li.T @ Li
         return sigma @ h, sigma

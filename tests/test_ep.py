@@ -549,3 +549,13 @@ def test_missing_labels_drop_their_rows(parallel):
     np.testing.assert_allclose(r.posterior("w").mean(), ref.posterior("w").mean(), atol=1e-10)
     np.testing.assert_allclose(r.posterior("w").cov(), ref.posterior("w").cov(), atol=1e-10)
     assert abs(r.elbo - ref.elbo) < 1e-9 and "y" not in r.posteriors
+
+
+def test_flat_prior_on_a_weight_vector_is_named():
+    X = np.random.default_rng(13).normal(size=(8, 2))
+    with fg.Model("flat") as m:
+        n = fg.plate("n", 8)
+        w = fg.mv_gaussian("w", mean=np.zeros(2), precision=0.0)
+        fg.probit("y", fg.inner(X, w, [n]), observed=X[:, 0] > 0)
+    with pytest.raises(fg.InferenceError, match=r"q\(w\) is not a proper Gaussian"):
+        fg.infer(m, algorithm=fg.EP())
