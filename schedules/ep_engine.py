@@ -35,7 +35,8 @@ _LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 class _Structure:
-    """What ``MessagePassing`` reads of a compiled model, for the hybrid factors (direct edges only)."""
+    """What ``MessagePassing`` reads of a compiled model, for the exact and hybrid factors' messages (no
+    consumers: ``EPEngine._pull`` takes a message back through expressions itself)."""
 
     def __init__(self, latent) -> None:
         self.consumers: dict = {}
@@ -88,7 +89,8 @@ class EPEngine(Evidence):
             else:
                 self.other[v.name] = [z.copy() for z in v.family._zero_natural(v.shape, v.event_shape)]
         self._cf: dict[str, CFactor] = {}
-        self.msgs: dict[tuple[str, str], tuple] = {}  # (factor, edge) -> its current message (exact and hybrid)
+        # (factor, edge, variable) -> the exact or hybrid factor's current message to the variable
+        self.msgs: dict[tuple[str, str, str], tuple] = {}
         self.sites = {}
         for r in self.roles:
             if r.kind == "exact":
