@@ -26,7 +26,7 @@ def regression(N: int, rng: np.random.Generator) -> fg.Model:
     y = X @ np.arange(1.0, 6.0) + rng.normal(size=N)
     with fg.Model("regression") as m:
         n = fg.plate("n", N)
-        w = fg.mv_gaussian("w", np.zeros(5), np.eye(5))
+        w = fg.mv_gaussian("w", np.zeros(5), precision=np.eye(5))
         fg.gaussian("y", fg.inner(X, w, plates=[n]), fg.gamma("tau", 1.0, 1.0), plates=[n], observed=y)
     return m
 

@@ -23,7 +23,7 @@ import factorgraph as fg
 def fit(X: np.ndarray, y: np.ndarray) -> fg.Result:
     with fg.Model("logistic") as m:
         n = fg.plate("n", len(y))
-        w = fg.mv_gaussian("w", np.zeros(X.shape[1]), np.eye(X.shape[1]))
+        w = fg.mv_gaussian("w", np.zeros(X.shape[1]), precision=np.eye(X.shape[1]))
         fg.bernoulli_logit("y", fg.inner(X, w, plates=[n]), observed=y)
     return fg.infer(m, fg.NCVMP())
 

@@ -31,7 +31,7 @@ def data(N: int, D: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def build(X: np.ndarray, y: np.ndarray) -> fg.Model:
     with fg.Model("logistic") as m:
         n = fg.plate("n", len(y))
-        w = fg.mv_gaussian("w", 0.0, 1.0, dim=X.shape[1])
+        w = fg.mv_gaussian("w", 0.0, precision=1.0, dim=X.shape[1])
         fg.bernoulli_logit("y", logit=fg.inner(fg.data("X", X), w, plates=[n]), observed=fg.data("y", y))
     return m
 

@@ -398,7 +398,8 @@ def main(small: bool = False, seed: int = 0) -> dict:
             "advi_noncentred": advi_nc, "exact": ex, "score_fg": s_lib, "score_fg_noncentred": s_nc,
             "score_advi": s_advi, "score_advi_noncentred": s_advi_nc, "gaps_fg": gaps(lib, nuts),
             "gaps_advi": gaps(advi, nuts), "lognormal": ln, "score_lognormal": scores["lognormal optimum"][0],
-            "criterion_holds": holds, "criterion_like_for_like": like, "result_quadrature": r_sq, "fg_quadrature": sq,
+            "fg_closer_than_advi": holds, "closer_than_advi_like_for_like": like, "result_quadrature": r_sq,
+            "fg_quadrature": sq,
             "score_fg_quadrature": scores["fg tau integrated"][0], "lognormal_noncentred": ln_nc,
             "score_lognormal_noncentred": s_ln_nc, "advi_spread": spread}
 

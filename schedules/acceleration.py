@@ -43,10 +43,24 @@ from typing import Any
 
 import numpy as np
 
+from distributions import Bernoulli, Categorical
+from factorgraph.graph.nodes import ModelError
+
 from .errors import InferenceError
 
 # m: the number of past differences an extrapolation combines
 _MEMORY = 6
+# accelerate="auto": the sweeps a run makes before extrapolating (a fit converged by then runs as without)
+AUTO_AFTER = 50
+
+
+def acceleration_option(value: Any, what: str) -> bool | str:
+    """``accelerate``: ``True``, ``False`` (Python or numpy bools) or ``"auto"``."""
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, str) and value == "auto":
+        return value
+    raise ModelError(f"{what} must be True, False or 'auto', got {value!r}")
 
 
 class Acceleration:
@@ -66,10 +80,14 @@ class Acceleration:
         The variables whose prior factor builds their q (``Engine.structured``).
     memory
         m, the number of past differences combined.
+    after
+        The sweeps made before the first is recorded (``accelerate="auto"``: ``AUTO_AFTER``; 0 for ``True``).
     """
 
-    def __init__(self, c: Any, structured: dict, memory: int = _MEMORY) -> None:
+    def __init__(self, c: Any, structured: dict, memory: int = _MEMORY, after: int = 0) -> None:
         self.c = c
+        self.after = after
+        self.sweeps = 0  # the sweeps begun
         self.variables = [v for v in c.order if v.name not in c.handlers and v.name not in structured]
         self.memory = memory
         self.pairs: list[tuple[np.ndarray, np.ndarray]] = []  # (state a sweep started from, state it reached)
@@ -112,7 +130,10 @@ class Acceleration:
         """Propose an extrapolation when the sweeps ascend (VMP, or NCVMP under backtracking) and two sweeps
         of the same map are recorded, and keep it if the ELBO stays at least ``elbo`` (that of the current
         state); then note the state the sweep starts from.  Returns the engine's snapshot before a kept
-        proposal, else None."""
+        proposal, else None.  Before sweep ``after`` + 1 it does nothing."""
+        self.sweeps += 1
+        if self.sweeps <= self.after:
+            return None
         damped = {f.name for f in self.c.factors if f.damping > 0.0}
         keys = [k for k in eng._last if k[0] in damped]
         damping = tuple(f.damping for f in self.c.factors)
@@ -169,8 +190,13 @@ class Acceleration:
         return None
 
     def note(self, stopped: int = 0) -> str:
-        """The line of ``Result.notes``: how many proposals were kept and how many refused."""
-        text = (f"acceleration (Anderson extrapolation of the last {self.memory + 1} sweeps, guarded by the ELBO): "
+        """The line of ``Result.notes``: how many proposals were kept and how many refused ("" when
+        ``accelerate="auto"`` never began)."""
+        if self.after and self.sweeps <= self.after + 2:
+            return ""
+        when = f" from sweep {self.after + 1}, the run not having converged by then" if self.after else ""
+        text = (f"acceleration (Anderson extrapolation of the last {self.memory + 1} sweeps, guarded by the "
+                f"ELBO{when}): "
                 f"{self.accepted + self.rejected} extrapolations tried, {self.accepted} accepted, {self.rejected} "
                 "rejected (the plain sweep kept)")
         if stopped:
@@ -179,10 +205,23 @@ class Acceleration:
 
 
 def accelerator(c: Any, structured: dict) -> tuple[Acceleration | None, str]:
-    """The run's ``Acceleration`` if its algorithm asks for one (``accelerate=True``) and the ELBO can guard it,
-    else None; and the note that says why a requested acceleration is off (empty otherwise)."""
-    if not getattr(c.algorithm, "accelerate", False):
+    """The run's ``Acceleration`` if its algorithm asks for one (``accelerate=True`` or ``"auto"``) and the ELBO
+    can guard it, else None; and the note that says why an acceleration asked for by ``True`` is off (empty
+    otherwise: ``"auto"`` is off without a word where it cannot run)."""
+    asked = getattr(c.algorithm, "accelerate", False)
+    if asked is False:
         return None, ""
+    found, off = _guarded(c, structured)
+    if asked == "auto":
+        if found is None or any(v.family in (Categorical, Bernoulli) for v in c.latent):
+            return None, ""  # a mixture's or a chain's ELBO has many optima: accelerated only when asked
+        found.after = AUTO_AFTER
+        return found, ""
+    return found, off
+
+
+def _guarded(c: Any, structured: dict) -> tuple[Acceleration | None, str]:
+    """An ``Acceleration`` where the ELBO can guard it, else None and why."""
     active = [f for f in c.factors if f.claimed_by is None]
     if c.handlers:
         return None, ("acceleration off: the handled blocks' terms of the ELBO are computed at their fits, so the "
@@ -198,4 +237,4 @@ def accelerator(c: Any, structured: dict) -> tuple[Acceleration | None, str]:
     return Acceleration(c, structured), ""
 
 
-__all__ = ["Acceleration", "accelerator"]
+__all__ = ["AUTO_AFTER", "Acceleration", "acceleration_option", "accelerator"]

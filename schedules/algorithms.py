@@ -14,6 +14,7 @@ from factorgraph.graph.nodes import Deterministic, Gate, Indexed, ModelError, Va
 from factorgraph.posterior.results import Result
 from factors.base import RuleNotFound
 
+from .acceleration import acceleration_option
 from .compile import _feeds_handler, _needs_messages
 from .ep import EP
 from .runners.message_passing import admit_message_passing, run_message_passing
@@ -47,21 +48,24 @@ class VMP(_MessagePassing):
         (``schedules.acceleration``), when its ELBO is no lower than the current one and every q proper;
         otherwise keep the plain sweep.  The ELBO still never decreases and the fixed points are the same;
         fits that crawl along a ridge (intercept and slope of an uncentred covariate under mean field, a
-        scale per group) converge in far fewer sweeps.  Off by default: a sweep costs one more ELBO
-        evaluation, the run keeps 14 copies of the state (the last 7 sweeps' start and end), and a
-        multimodal fit may end at another of its optima.  ``Result.notes`` counts the
-        extrapolations accepted and rejected.
+        scale per group) converge in far fewer sweeps.  ``"auto"`` (the default) starts extrapolating only
+        after 50 sweeps without convergence, so a fit that converges within them runs exactly as
+        without acceleration, and one that crawls is accelerated from there; ``True`` extrapolates from the
+        start, ``False`` never.  While it runs, a sweep costs one more ELBO evaluation and the run keeps 14
+        copies of the state (the last 7 sweeps' start and end); a multimodal fit may end at another of its
+        optima, so ``"auto"`` leaves a model with discrete latent variables (a mixture, a hidden Markov
+        chain) unaccelerated.  ``Result.notes`` counts the extrapolations accepted and rejected.
     """
 
     damping: float = 0.0
-    accelerate: bool = False
+    accelerate: bool | str = "auto"
     name = "vmp"
     monotone = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "damping", checks.number(self.damping, "VMP: damping (in [0, 1))", low=0.0,
                                                           high=1.0, high_open=True))
-        object.__setattr__(self, "accelerate", checks.flag(self.accelerate, "VMP: accelerate"))
+        object.__setattr__(self, "accelerate", acceleration_option(self.accelerate, "VMP: accelerate"))
 
 
 @dataclass(frozen=True)
@@ -100,14 +104,14 @@ class NCVMP(_MessagePassing):
 
     damping: float = 0.0
     backtracking: bool | str = "adaptive"
-    accelerate: bool = False
+    accelerate: bool | str = "auto"
     name = "ncvmp"
     monotone = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "damping", checks.number(self.damping, "NCVMP: damping (in [0, 1))", low=0.0,
                                                           high=1.0, high_open=True))
-        object.__setattr__(self, "accelerate", checks.flag(self.accelerate, "NCVMP: accelerate"))
+        object.__setattr__(self, "accelerate", acceleration_option(self.accelerate, "NCVMP: accelerate"))
         if isinstance(self.backtracking, np.bool_):
             object.__setattr__(self, "backtracking", bool(self.backtracking))
         if not (isinstance(self.backtracking, bool) or (isinstance(self.backtracking, str)

@@ -288,7 +288,8 @@ def run(c: Compiled, max_iter: int, tol: float | None, param_tol: float | None, 
                                              single_block, warnings, accel)
         progress.close()
     if accel is not None:
-        notes.append(accel.note(eng.abandoned))
+        if accel.note(eng.abandoned):
+            notes.append(accel.note(eng.abandoned))
     elif off:
         notes.append(off)
     if eng.raised:

@@ -42,6 +42,7 @@ exact 3.60.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
 from typing import Any
@@ -120,6 +121,9 @@ class QuadratureRunner:
     rest of the model at each node (``run_scale_quadrature``)."""
 
     def __init__(self, handler: ScaleQuadrature, algorithm: Any) -> None:
+        if getattr(algorithm, "accelerate", None) == "auto":
+            # the node fits have their own stopping rule and extrapolation (``quadrature_fits.Stopper``)
+            algorithm = dataclasses.replace(algorithm, accelerate=False)
         self.handler, self.algorithm = handler, algorithm
         self.name = algorithm.name
 

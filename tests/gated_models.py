@@ -49,9 +49,9 @@ def mv_mixture(rng, ard=False):
     with fg.Model(f"mv-mixture{'-ard' if ard else ''}") as m:
         k, n, d = fg.plate("k", 2), fg.plate("n", 6), fg.plate("d", 2)
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n], categories=k)
-        mu = fg.mv_gaussian("mu", np.zeros(2), 0.1, plates=[k])
+        mu = fg.mv_gaussian("mu", np.zeros(2), precision=0.1, plates=[k])
         a = fg.gamma("a", 2.0, 2.0, plates=[k, d] if ard else [k])
-        fg.mv_gaussian("y", mu[z], a[z], plates=[n], observed=Y)
+        fg.mv_gaussian("y", mu[z], precision=a[z], plates=[n], observed=Y)
     return m
 
 
@@ -97,7 +97,7 @@ def logistic_mixture(rng, method="quadratic"):
     with fg.Model(f"logistic-mixture-{method}") as m:
         k, n = fg.plate("k", 2), fg.plate("n", 10)
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n])
-        w = fg.mv_gaussian("w", np.zeros(2), 1.0, plates=[k])
+        w = fg.mv_gaussian("w", np.zeros(2), precision=1.0, plates=[k])
         fg.bernoulli_logit("y", fg.inner(X, w, plates=[n])[z], observed=y, method=method)
     return m
 
@@ -145,12 +145,12 @@ def mv_missing_coordinates(rng, precision="shared"):
     with fg.Model(f"mv-missing-coordinates-{precision}") as m:
         k, n, d = fg.plate("k", 2), fg.plate("n", 6), fg.plate("d", 3)
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n], categories=k)
-        mu = fg.mv_gaussian("mu", np.zeros(3), 0.1, plates=[k])
+        mu = fg.mv_gaussian("mu", np.zeros(3), precision=0.1, plates=[k])
         if precision == "fixed":
             lam = np.array([[2.0, 0.5, 0.2], [0.5, 1.5, 0.3], [0.2, 0.3, 1.0]])
         else:
             lam = fg.gamma("a", 2.0, 2.0, plates=[k] if precision == "shared" else [k, d])[z]
-        fg.mv_gaussian("y", mu[z], lam, plates=[n], observed=Y, mask=cm)
+        fg.mv_gaussian("y", mu[z], precision=lam, plates=[n], observed=Y, mask=cm)
     return m
 
 
@@ -162,12 +162,12 @@ def wishart_missing_rows(rng, kind="wishart"):
         k, n = fg.plate("k", 2), fg.plate("n", 7)
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n], categories=k)
         if kind == "wishart":
-            mu = fg.mv_gaussian("mu", np.zeros(2), 0.1, plates=[k])
+            mu = fg.mv_gaussian("mu", np.zeros(2), precision=0.1, plates=[k])
             L = fg.wishart("L", dof=3.0, scale=np.eye(2), plates=[k])
             mean, prec = mu[z], L[z]
         else:
             mean, prec = fg.gaussian_wishart("theta", np.zeros(2), 0.1, 3.0, np.eye(2), plates=[k])[z], None
-        fg.mv_gaussian("y", mean, prec, plates=[n], observed=np.where(keep[:, None], Y, np.nan), mask=keep)
+        fg.mv_gaussian("y", mean, precision=prec, plates=[n], observed=np.where(keep[:, None], Y, np.nan), mask=keep)
     return m
 
 
@@ -179,7 +179,7 @@ def poisson_mixtures(rng, link=False):
         k, n = fg.plate("k", 2), fg.plate("n", 10)
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n])
         if link:
-            w = fg.mv_gaussian("w", np.zeros(2), 1.0, plates=[k])
+            w = fg.mv_gaussian("w", np.zeros(2), precision=1.0, plates=[k])
             fg.poisson_log("y", fg.inner(X, w, plates=[n])[z], observed=y)
         else:
             lam = fg.gamma("lam", 1.0, 0.2, plates=[k])

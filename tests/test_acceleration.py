@@ -94,17 +94,37 @@ def test_uncentred_regression_converges_in_tens_of_sweeps():
 
 
 def test_uncentred_regression_default_options():
-    """With the default options (at most 200 sweeps, tol = 1e-9) plain VMP stops unconverged, dozens of
-    posterior sd of q(a) short of the fixed point; accelerated, it converges in tens of sweeps."""
+    """With the default options (at most 200 sweeps, tol = 1e-9, ``accelerate="auto"``) the fit converges in
+    tens of sweeps: plain sweeps for 50, extrapolated from there.  Without acceleration it stops unconverged,
+    dozens of posterior sd of q(a) short of the fixed point."""
     x, y = _earnings()
     exact = _mean_field_fixed_point(x, y)
     sd_a = np.sqrt(exact["a"][1])
     with pytest.warns(fg.ConvergenceWarning, match="max_iter reached: 200 sweeps"):
-        plain = fg.infer(_earnings_model(x, y), progress=False)
+        plain = fg.infer(_earnings_model(x, y), fg.VMP(accelerate=False), progress=False)
     assert not plain.converged and abs(float(plain.posteriors["a"].mean()) - exact["a"][0]) > 10 * sd_a
-    r = fg.infer(_earnings_model(x, y), fg.VMP(accelerate=True), progress=False)
-    assert r.converged and r.n_iter <= 50 and not r.warnings
-    assert abs(float(r.posteriors["a"].mean()) - exact["a"][0]) < 0.5 * sd_a
+    for algorithm in (None, fg.VMP(accelerate=True)):
+        r = fg.infer(_earnings_model(x, y), algorithm, progress=False)
+        assert r.converged and r.n_iter <= 80 and not r.warnings
+        assert abs(float(r.posteriors["a"].mean()) - exact["a"][0]) < 0.5 * sd_a
+    assert r.n_iter <= 50
+    auto = fg.infer(_earnings_model(x, y), progress=False)
+    assert any("from sweep 51, the run not having converged by then" in n for n in auto.notes)
+
+
+def test_auto_acceleration_leaves_a_fit_that_converges_early_as_it_was():
+    """``accelerate="auto"`` begins after 50 sweeps: a fit that converges before runs bit for bit as with
+    ``accelerate=False``, and its notes say nothing of acceleration."""
+    x, y = _earnings(N=200, seed=3)
+    x = x - x.mean()  # centred: mean field converges in a few sweeps
+    auto = fg.infer(_earnings_model(x, y), progress=False)
+    off = fg.infer(_earnings_model(x, y), fg.VMP(accelerate=False), progress=False)
+    assert auto.converged and auto.n_iter < 50
+    np.testing.assert_array_equal(auto.elbo_trace, off.elbo_trace)
+    for k in ("a", "b", "tau"):
+        for a, b in zip(auto.posteriors[k].natural, off.posteriors[k].natural, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert not any("acceleration" in n for n in auto.notes)
 
 
 @pytest.mark.slow
@@ -113,7 +133,8 @@ def test_uncentred_regression_same_fixed_point_as_a_long_plain_run():
     exact = _mean_field_fixed_point(x, y)
     fast = fg.infer(_earnings_model(x, y), fg.VMP(accelerate=True), max_iter=50, tol=None, param_tol=1e-13,
                     progress=False)
-    slow = fg.infer(_earnings_model(x, y), fg.VMP(), max_iter=20000, tol=None, param_tol=1e-13, progress=False)
+    slow = fg.infer(_earnings_model(x, y), fg.VMP(accelerate=False), max_iter=20000, tol=None, param_tol=1e-13,
+                    progress=False)
     assert fast.converged and slow.converged and slow.n_iter > 3000 and fast.n_iter <= 50
     for k in ("a", "b", "tau"):
         for s, f in zip(slow.posteriors[k].natural, fast.posteriors[k].natural, strict=True):
@@ -154,14 +175,16 @@ def test_scale_per_group_converges_in_far_fewer_sweeps():
         eng.update(v)
     assert eng.max_change < 1e-7
     with pytest.warns(fg.ConvergenceWarning, match="not converged"):
-        plain = fg.infer(_groups_model(), fg.NCVMP(), max_iter=150, progress=False)
+        plain = fg.infer(_groups_model(), fg.NCVMP(accelerate=False), max_iter=150, progress=False)
     assert not plain.converged
+    auto = fg.infer(_groups_model(), max_iter=150, progress=False)  # the default: extrapolated from sweep 51
+    assert auto.algorithm == "ncvmp" and auto.converged and not auto.warnings
 
 
 @pytest.mark.slow
 def test_scale_per_group_same_fixed_point_as_a_long_plain_run():
     fast = fg.infer(_groups_model(), fg.NCVMP(accelerate=True), max_iter=300, progress=False)
-    slow = fg.infer(_groups_model(), fg.NCVMP(), max_iter=5000, progress=False)
+    slow = fg.infer(_groups_model(), fg.NCVMP(accelerate=False), max_iter=5000, progress=False)
     assert fast.converged and slow.converged and slow.n_iter > 5 * fast.n_iter
     assert fast.elbo == pytest.approx(slow.elbo, rel=1e-10)
     for k in ("mu", "tau", "a", "s"):
@@ -211,11 +234,12 @@ def test_overshooting_extrapolation_is_rejected_and_counted():
 
 
 def test_accelerate_option_is_checked_and_reported_when_off():
-    with pytest.raises(fg.ModelError, match=r"VMP: accelerate must be True or False, got 'yes'"):
+    with pytest.raises(fg.ModelError, match=r"VMP: accelerate must be True, False or 'auto', got 'yes'"):
         fg.VMP(accelerate="yes")
-    with pytest.raises(fg.ModelError, match=r"NCVMP: accelerate must be True or False"):
+    with pytest.raises(fg.ModelError, match=r"NCVMP: accelerate must be True, False or 'auto'"):
         fg.NCVMP(accelerate=1)
-    assert fg.VMP().accelerate is False and fg.NCVMP().accelerate is False
+    assert fg.VMP().accelerate == "auto" and fg.NCVMP().accelerate == "auto"
+    assert fg.VMP(accelerate=np.True_).accelerate is True
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", fg.ConvergenceWarning)
         r = fg.infer(_groups_model(G=6, R=3), fg.NCVMP(backtracking=False, accelerate=True), max_iter=20,

@@ -18,7 +18,7 @@ with warnings.catch_warnings():
 def _logistic(X, y, name="lr"):
     with fg.Model(name) as m:
         n = fg.plate("n", len(y))
-        w = fg.mv_gaussian("w", np.zeros(X.shape[1]), np.eye(X.shape[1]))
+        w = fg.mv_gaussian("w", np.zeros(X.shape[1]), precision=np.eye(X.shape[1]))
         fg.bernoulli_logit("y", fg.inner(X, w, plates=[n]), observed=y)
     return fg.infer(m, fg.NCVMP())
 

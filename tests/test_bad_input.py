@@ -950,6 +950,22 @@ def test_a_positional_precision_warns_with_the_sd_it_stands_for():
             fg.gamma("c", 1.0, 2.0)
 
 
+def test_a_positional_precision_matrix_warns_that_it_is_not_a_covariance():
+    """fg.mv_gaussian("w", m, S) reads S as the precision Λ, where pm.MvNormal("w", m, S) reads a covariance: a
+    constant given by position warns and names both keywords; by keyword, or a Wishart by position, it does not."""
+    with fg.Model("positional mv"):
+        with pytest.warns(UserWarning, match=r"fg.mv_gaussian\('w'\): the argument after the mean is the precision "
+                                             r"matrix Λ = Σ⁻¹, not the covariance.*precision=\.\.\. to say so, or "
+                                             r"covariance=\.\.\. for Σ"):
+            w = fg.mv_gaussian("w", np.zeros(2), 4.0 * np.eye(2))
+        np.testing.assert_allclose(np.asarray(w.prior.params["precision_raw"]), 4.0 * np.eye(2))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fg.mv_gaussian("a", np.zeros(2), precision=np.eye(2))
+            fg.mv_gaussian("b", np.zeros(2), covariance=np.eye(2))
+            fg.mv_gaussian("c", np.zeros(2), fg.wishart("L", 3.0, np.eye(2)))
+
+
 @pytest.mark.parametrize("builder", ["bernoulli", "bernoulli_logit", "probit"])
 def test_binary_labels_are_read_alike_by_every_binary_builder(builder):
     """fg.bernoulli, fg.bernoulli_logit and fg.probit take labels as bool, 0/1 or ±1 (−1 is 0; fg.bernoulli refused
@@ -1027,7 +1043,7 @@ def test_a_gate_in_an_expression_is_a_model_error_with_the_way_out(case):
         z = fg.categorical("z", [0.5, 0.5], plates=[n], categories=k)
         zc = fg.categorical("zc", [0.5, 0.5], plates=[c], categories=k)
         mu = fg.gaussian("mu", 0.0, precision=0.01, plates=[k])
-        W = fg.mv_gaussian("W", np.zeros(2), 0.01, plates=[k])
+        W = fg.mv_gaussian("W", np.zeros(2), precision=0.01, plates=[k])
         with pytest.raises(fg.ModelError, match=r"the gate (mu|W)\[zc?\] can only be an argument of a factor.*gate the "
                                                 r"result, e\.g\. \(2\.0 \* (mu|W)\)\[zc?\]"):
             GATE_MISUSES[case](mu, z, zc, W, np.linspace(-1, 1, 6))

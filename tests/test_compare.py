@@ -101,7 +101,7 @@ def test_loo_on_a_fit_by_svi():
     y = X @ [1.0, -1.0] + 0.5 * rng.normal(size=120)
     with fg.Model("reg") as m:
         n = fg.plate("n", 120)
-        w = fg.mv_gaussian("w", np.zeros(2), np.eye(2))
+        w = fg.mv_gaussian("w", np.zeros(2), precision=np.eye(2))
         tau = fg.gamma("tau", 1.0, 1.0)
         fg.gaussian("y", fg.inner(X, w, plates=[n]), tau, plates=[n], observed=y)
     vmp = fg.infer(m)

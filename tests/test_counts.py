@@ -174,7 +174,7 @@ def test_poisson_log_with_an_offset_expression_and_a_shared_rate():
     y = rng.poisson(np.exp(X @ np.array([0.3, -0.2]) + off))
     with fg.Model("offset") as m:
         n = fg.plate("n", N)
-        w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
+        w = fg.mv_gaussian("w", 0.0, precision=1.0, dim=2)
         fg.poisson_log("y", fg.inner(X, w, plates=[n]) + off, plates=[n], observed=y)
     np.testing.assert_allclose(fg.infer(m, algorithm=fg.NCVMP()).posterior("w").mean(), [0.3, -0.2], atol=0.05)
     with fg.Model("shared") as m:

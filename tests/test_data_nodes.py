@@ -19,7 +19,7 @@ def _linear(X, y, use_data=True):
     wrap = fg.data if use_data else (lambda name, v: v)
     with fg.Model("lr") as m:
         n = fg.plate("n", len(y))
-        w = fg.mv_gaussian("w", 0.0, 1e-2, dim=X.shape[1])
+        w = fg.mv_gaussian("w", 0.0, precision=1e-2, dim=X.shape[1])
         tau = fg.gamma("tau", 1e-2, 1e-2)
         fg.gaussian("y", mean=fg.inner(wrap("X", X), w, plates=[n]), precision=tau, plates=[n],
                     observed=wrap("y", y))
@@ -30,7 +30,7 @@ def _logistic(X, y, use_data=True):
     wrap = fg.data if use_data else (lambda name, v: v)
     with fg.Model("logit") as m:
         n = fg.plate("n", len(y))
-        w = fg.mv_gaussian("w", 0.0, 1.0, dim=X.shape[1])
+        w = fg.mv_gaussian("w", 0.0, precision=1.0, dim=X.shape[1])
         fg.bernoulli_logit("y", logit=fg.inner(wrap("X", X), w, plates=[n]), observed=wrap("y", y))
     return m
 
@@ -122,7 +122,7 @@ def test_a_data_node_as_a_constant_parameter_and_a_mask():
         wrap = fg.data if use_data else (lambda name, v: v)
         with fg.Model("het") as m:
             n = fg.plate("n", len(y))
-            w = fg.mv_gaussian("w", 0.0, 1e-2, dim=3)
+            w = fg.mv_gaussian("w", 0.0, precision=1e-2, dim=3)
             fg.gaussian("y", mean=fg.inner(wrap("X", X), w, plates=[n]), precision=wrap("prec", prec), plates=[n],
                         observed=wrap("y", y), mask=wrap("mask", mask))
         return m
@@ -192,7 +192,7 @@ def test_data_nodes_are_refused_where_they_cannot_be_replaced():
             mu + d  # a data operand of a sum: its second axis is on no plate
     with fg.Model("other"), pytest.raises(ModelError, match="belongs to model 'm'"):
         n = fg.plate("n", 10)
-        w = fg.mv_gaussian("w", 0.0, 1.0, dim=3)
+        w = fg.mv_gaussian("w", 0.0, precision=1.0, dim=3)
         fg.inner(d, w, plates=[n])
 
 
@@ -270,7 +270,7 @@ def test_student_t_rows_missing_before_and_not_after():
         wrap = fg.data if use_data else (lambda name, v: v)
         with fg.Model("robust") as m:
             n = fg.plate("n", len(y))
-            w = fg.mv_gaussian("w", 0.0, 1e-2, dim=3)
+            w = fg.mv_gaussian("w", 0.0, precision=1e-2, dim=3)
             fg.student_t("y", mean=fg.inner(wrap("X", X), w, plates=[n]), precision=4.0,
                          observed=wrap("y", y), mask=wrap("mask", mask))
         return m

@@ -75,7 +75,7 @@ def test_linear_predictor_moments_and_fusion():
     y = X @ [1.0, -2.0, 0.5] + 0.3 * rng.normal(size=50)
     with fg.Model("regression") as m:
         n = fg.plate("n", 50)
-        w = fg.mv_gaussian("w", np.zeros(3), 1.0)
+        w = fg.mv_gaussian("w", np.zeros(3), precision=1.0)
         f = fg.deterministic("f", fg.inner(X, w, [n]))
         fg.gaussian("y", mean=f, precision=fg.gamma("tau", 1.0, 1.0), plates=[n], observed=y)
     r = fg.infer(m)
@@ -152,7 +152,7 @@ def _named_regression(name: str, N: int, seed: int, wrap=lambda a: a) -> fg.Mode
     y = X @ [1.0, -1.0] + 0.4 * rng.normal(size=N)
     with fg.Model(name) as m:
         n = fg.plate("n", N)
-        w = fg.mv_gaussian("w", np.zeros(2), 1.0)
+        w = fg.mv_gaussian("w", np.zeros(2), precision=1.0)
         f = fg.deterministic("f", fg.inner(wrap(X), w, [n]))
         fg.gaussian("y", mean=f, precision=fg.gamma("tau", 1.0, 1.0), plates=[n], observed=wrap(y))
     return m

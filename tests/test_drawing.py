@@ -27,7 +27,7 @@ def _regression():
     with fg.Model("reg") as m:
         n, c = fg.plate("n", 5), fg.plate("c", 2)
         a = fg.gaussian("a", 0.0, precision=1.0, plates=[c])
-        w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
+        w = fg.mv_gaussian("w", 0.0, precision=1.0, dim=2)
         tau = fg.gamma("tau", 1.0, 1.0)
         fg.gaussian("y", mean=fg.inner(X, w, plates=[n]) + a[county], precision=tau, plates=[n],
                     observed=np.array([1.0, np.nan, 2.0, 0.0, 1.0]), mask=np.array([1, 0, 1, 1, 1], bool))

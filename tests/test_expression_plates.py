@@ -72,7 +72,7 @@ def test_common_slope_fit_equals_the_inner_product_form():
             if form == "scalar":
                 slope = fg.gaussian("beta", 0.0, precision=1.0) * x
             else:
-                slope = fg.inner(x[:, None], fg.mv_gaussian("beta", np.zeros(1), 1.0), [n])
+                slope = fg.inner(x[:, None], fg.mv_gaussian("beta", np.zeros(1), precision=1.0), [n])
             fg.gaussian("y", mean=a[g] + slope, precision=fg.gamma("tau", 1.0, 1.0), plates=[n], observed=y)
         return _fit(m)
 

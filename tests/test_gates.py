@@ -140,8 +140,8 @@ def test_mv_gaussian_missing_coordinates_are_marginalised_exactly():
     cm[3] = False  # a whole row missing
     with fg.Model() as m:
         n = fg.plate("n", N)
-        mu = fg.mv_gaussian("mu", np.zeros(D), 0.5)
-        fg.mv_gaussian("y", mu, Lam, plates=[n], observed=Y, mask=cm)
+        mu = fg.mv_gaussian("mu", np.zeros(D), precision=0.5)
+        fg.mv_gaussian("y", mu, precision=Lam, plates=[n], observed=Y, mask=cm)
     r = fg.infer(m, tol=1e-14)
     # exact: the observed coordinates stacked are Gaussian with covariance B (I/0.5) Bᵀ + blockdiag(S_oo)
     rows = [(i, np.flatnonzero(cm[i])) for i in range(N) if cm[i].any()]
@@ -166,7 +166,7 @@ def test_mv_gaussian_missing_coordinates_match_scalar_gaussians():
     with fg.Model() as a:
         n = fg.plate("n", 6)
         alpha = fg.gamma("alpha", 2.0, 1.0)
-        fg.mv_gaussian("y", np.array([0.5, 0.0, -0.5]), alpha, plates=[n], observed=Y, mask=cm)
+        fg.mv_gaussian("y", np.array([0.5, 0.0, -0.5]), precision=alpha, plates=[n], observed=Y, mask=cm)
     with fg.Model() as b:
         n, d = fg.plate("n", 6), fg.plate("d", 3)
         alpha = fg.gamma("alpha", 2.0, 1.0)

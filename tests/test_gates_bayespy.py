@@ -148,8 +148,8 @@ def test_mv_gaussian_mixture():
     with fg.Model() as m:
         k, n = fg.plate("k", K), fg.plate("n", N)
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n])
-        mu = fg.mv_gaussian("mu", np.zeros(D), 0.1, plates=[k])
-        fg.mv_gaussian("y", mu[z], Lam, plates=[n], observed=Y)
+        mu = fg.mv_gaussian("mu", np.zeros(D), precision=0.1, plates=[k])
+        fg.mv_gaussian("y", mu[z], precision=Lam, plates=[n], observed=Y)
     pi = Dirichlet(np.ones(K))
     nodes = {"pi": pi, "z": Categorical(pi, plates=(N,)), "mu": Gaussian(np.zeros(D), 0.1 * np.eye(D), plates=(K,))}
     Yn = Mixture(nodes["z"], Gaussian, nodes["mu"], Lam)
@@ -192,9 +192,9 @@ def test_vector_gaussian_mixture_with_gamma_precision():
     with fg.Model() as m:
         k, n = fg.plate("k", K), fg.plate("n", N)
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n])
-        mu = fg.mv_gaussian("mu", np.zeros(D), 0.1, plates=[k])
+        mu = fg.mv_gaussian("mu", np.zeros(D), precision=0.1, plates=[k])
         a = fg.gamma("a", 2.0, 1.0, plates=[k])
-        fg.mv_gaussian("y", mu[z], a[z], plates=[n], observed=Y)
+        fg.mv_gaussian("y", mu[z], precision=a[z], plates=[n], observed=Y)
     pi = Dirichlet(np.ones(K))
     nodes = {"pi": pi, "z": Categorical(pi, plates=(N, 1)), "mu": GaussianARD(0, 0.1, plates=(D, K)),
              "a": Gamma(2.0, 1.0, plates=(1, K))}
@@ -220,10 +220,10 @@ def _wishart_mixture_case(seed, N, D, K, gate_mean=True):
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n], categories=k)
         L = fg.wishart("L", dof=D + 1.0, scale=V, plates=[k])
         if gate_mean:
-            mu = fg.mv_gaussian("mu", np.zeros(D), 0.1, plates=[k])
+            mu = fg.mv_gaussian("mu", np.zeros(D), precision=0.1, plates=[k])
             fg.mv_gaussian("y", mu[z], precision=L[z], plates=[n], observed=Y)
         else:
-            mu = fg.mv_gaussian("mu", np.zeros(D), 0.1)
+            mu = fg.mv_gaussian("mu", np.zeros(D), precision=0.1)
             fg.mv_gaussian("y", mu, precision=L[z], plates=[n], observed=Y)
     from bayespy.nodes import Wishart as BpWishart
 

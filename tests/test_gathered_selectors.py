@@ -161,7 +161,7 @@ def test_full_covariance_mixture_of_groups_with_partly_observed_labels():
         n, c, k = fg.plate("n", len(g)), fg.plate("c", 16), fg.plate("k", 2)
         zc = fg.categorical("zc", fg.dirichlet("pi", np.ones(2)), plates=[c], categories=k,
                             observed=np.where(seen, truth, 0), mask=seen)
-        mu = fg.mv_gaussian("mu", np.zeros(2), 0.01, plates=[k])
+        mu = fg.mv_gaussian("mu", np.zeros(2), precision=0.01, plates=[k])
         L = fg.wishart("L", dof=2.0, scale=np.eye(2), plates=[k])
         fg.mv_gaussian("x", mu[zc[g]], precision=L[zc[g]], plates=[n], observed=X)
     res = fg.infer(m)

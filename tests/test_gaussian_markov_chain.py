@@ -153,7 +153,7 @@ def test_vb_with_learned_parameters_never_decreases():
     y = _simulate(rng, 1, T, C, r, m0, P0, A, Q)[0]
     with fg.Model("vb-lgssm") as m:
         t, p, d = fg.plate("t", T), fg.plate("p", 3), fg.plate("d", 2)
-        a = fg.mv_gaussian("A", np.zeros(2), 1e-2, plates=[d])
+        a = fg.mv_gaussian("A", np.zeros(2), precision=1e-2, plates=[d])
         q = fg.wishart("Q", dof=2.0, scale=np.eye(2))
         x = fg.gaussian_markov_chain("x", initial_mean=np.zeros(2), initial_precision=0.1, transition=a,
                                      noise_precision=q, plates=[t])
@@ -224,7 +224,7 @@ def test_sequences_share_random_initial_state_prior():
     y = _simulate(rng, 3, 30, C, r, m0, P0 * 25.0, A, Q)
     with fg.Model("random-start") as m:
         n, t, p = fg.plate("n", 3), fg.plate("t", 30), fg.plate("p", 3)
-        mu0 = fg.mv_gaussian("m0", np.zeros(2), 1e-2)
+        mu0 = fg.mv_gaussian("m0", np.zeros(2), precision=1e-2)
         lam0 = fg.wishart("P0", dof=3.0, scale=np.eye(2))
         x = fg.gaussian_markov_chain("x", initial_mean=mu0, initial_precision=lam0, transition=A, noise_precision=Q,
                                      plates=[n, t])
@@ -240,7 +240,7 @@ def test_sequences_share_random_initial_state_prior():
 def test_dimension_mismatch_with_random_parameters():
     with fg.Model("bad"), pytest.raises(fg.ModelError, match=r"'x': mismatched state dimensions"):
         t, row = fg.plate("t", 5), fg.plate("row", 2)
-        a = fg.mv_gaussian("A", np.zeros(2), 1.0, plates=[row])
+        a = fg.mv_gaussian("A", np.zeros(2), precision=1.0, plates=[row])
         q = fg.wishart("Q", dof=4.0, scale=np.eye(3))
         fg.gaussian_markov_chain("x", transition=a, noise_precision=q, plates=[t])
 
@@ -262,7 +262,7 @@ def test_sample_prior_draws_the_stationary_chain():
     Q⁻¹ = diag(1, 1/4) reaches var(x_t) = (4/3, 4/3·1/4 + 1/4) after a few steps; x_1 has the initial moments."""
     with fg.Model("prior") as m:
         n, t, row = fg.plate("n", 2), fg.plate("t", 40), fg.plate("row", 2)
-        a = fg.mv_gaussian("A", np.array([0.5, 0.0]), 1e8, plates=[row])
+        a = fg.mv_gaussian("A", np.array([0.5, 0.0]), precision=1e8, plates=[row])
         fg.gaussian_markov_chain("x", initial_mean=[1.0, -1.0], initial_precision=4.0, transition=a,
                                  noise_precision=np.diag([1.0, 4.0]), plates=[n, t])
     x = fg.sample_prior(m, 20000, seed=1)["x"]
@@ -339,8 +339,8 @@ def test_full_covariance_observations_through_mv_gaussian():
 def test_random_parameters_declared_without_a_dimension_take_the_chains():
     with fg.Model("dims") as m:
         t, row = fg.plate("t", 20), fg.plate("row", 2)
-        a = fg.mv_gaussian("A", 0.0, 1.0, plates=[row])
-        mu = fg.mv_gaussian("m0", 0.0, 1.0)
+        a = fg.mv_gaussian("A", 0.0, precision=1.0, plates=[row])
+        mu = fg.mv_gaussian("m0", 0.0, precision=1.0)
         x = fg.gaussian_markov_chain("x", initial_mean=mu, transition=a, noise_precision=np.eye(2), plates=[t])
         fg.gaussian("y", mean=fg.inner(np.ones(2), x), precision=1.0, plates=[t],
                     observed=np.sin(np.arange(20.0)))

@@ -48,13 +48,13 @@ def _build(kind: str, generic: bool, seed: int = 0, precision: str = "gamma") ->
             beta = fg.gaussian("beta", 0.0, precision=1.0)
             mean = a[g] + beta * x
         elif kind == "fixed":  # varying intercepts beside fixed effects (an MvGaussian)
-            w = fg.mv_gaussian("w", np.zeros(3), 1.0)
+            w = fg.mv_gaussian("w", np.zeros(3), precision=1.0)
             mean = a[g] + fg.inner(X3, w, [n])
         elif kind == "everything":  # every kind of block in one mean
             s = fg.gaussian("s", 0.0, precision=1.0, plates=[c, d])
-            w = fg.mv_gaussian("w", np.zeros(3), 1.0)
+            w = fg.mv_gaussian("w", np.zeros(3), precision=1.0)
             nu = fg.gaussian("nu", 0.0, precision=1.0)
-            v = fg.mv_gaussian("v", np.zeros(D), 1.0, plates=[c])
+            v = fg.mv_gaussian("v", np.zeros(D), precision=1.0, plates=[c])
             mean = (a[g] + fg.inner(X, fg.index(s, g, plate=n, along=c), [n]) + fg.inner(X3, w, [n]) + 2.0 * nu
                     + fg.inner(X, v[g], [n]))
         elif kind == "global_plated":  # a mean-field weight vector shared by the groups
@@ -126,7 +126,7 @@ def _with_data(generic: bool) -> fg.Model:
     with fg.Model("data nodes") as m:
         n, c = fg.plate("n", N), fg.plate("groups", G)
         a = fg.gaussian("a", 0.0, precision=1.0, plates=[c])
-        w = fg.mv_gaussian("w", np.zeros(3), 1.0)
+        w = fg.mv_gaussian("w", np.zeros(3), precision=1.0)
         mean = a[fg.data("g", g)] + fg.inner(fg.data("X", X3), w, [n])
         fg.gaussian("y", mean=mean + 0.0 if generic else mean, precision=fg.gamma("tau", 1.0, 1.0), plates=[n],
                     observed=fg.data("y", y))
@@ -189,7 +189,7 @@ def test_not_fused(case):
             e = fg.gaussian("e", 0.0, precision=1.0, plates=[n])
             mean = a[g] + e
         else:
-            w = fg.mv_gaussian("w", np.zeros(3), 1.0)
+            w = fg.mv_gaussian("w", np.zeros(3), precision=1.0)
             mean = a[g] + fg.inner(X3, w, [n])
             handlers = {"w": fg.Laplace()}
         fg.gaussian("y", mean=mean, precision=4.0, plates=[n], observed=y)

@@ -232,7 +232,7 @@ def scene_gaussian_gamma(**kw):
 def scene_inner(**kw):
     with fg.Model() as m:
         n = fg.plate("n", N)
-        w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
+        w = fg.mv_gaussian("w", 0.0, precision=1.0, dim=2)
         args = {"X": np.eye(3, 2), "w": w, "plates": [n]} | kw
         fg.gaussian("y", fg.inner(**args), precision=1.0, plates=[n], observed=[1.0, 2.0, 3.0])
     _infer(m)
@@ -259,7 +259,7 @@ def scene_select(**kw):
 def scene_bernoulli_logit(**kw):
     with fg.Model() as m:
         n = fg.plate("n", N)
-        w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
+        w = fg.mv_gaussian("w", 0.0, precision=1.0, dim=2)
         args = {"name": "s", "logit": fg.inner(np.eye(3, 2), w, plates=[n]), "observed": [0, 1, 1], "mask": None,
                 "method": "quadrature", "plates": [], "xi0": None} | kw
         fg.bernoulli_logit(**args)
@@ -279,7 +279,7 @@ def scene_softmax(**kw):
     with fg.Model() as m:
         n = fg.plate("n", N)
         k = fg.plate("k", 3)
-        W = fg.mv_gaussian("W", 0.0, 1.0, plates=[k], dim=2)
+        W = fg.mv_gaussian("W", 0.0, precision=1.0, plates=[k], dim=2)
         args = {"name": "y", "logits": fg.inner(np.eye(3, 2), W, plates=[n]), "over": k, "observed": [0, 2, 1],
                 "mask": None, "counts": False, "method": "tilted"} | kw
         fg.categorical_softmax(**args)
@@ -336,7 +336,7 @@ def _regression_model():
     X = np.column_stack([np.ones(6), np.linspace(-1, 1, 6)])
     with fg.Model() as m:
         n = fg.plate("n", 6)
-        w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
+        w = fg.mv_gaussian("w", 0.0, precision=1.0, dim=2)
         fg.bernoulli_logit("s", fg.inner(X, w, plates=[n]), observed=[0, 0, 1, 0, 1, 1])
     return m
 
@@ -657,7 +657,7 @@ def test_overflowing_data_blames_data(big):
     X[1, 0] = big
     with fg.Model():
         n = fg.plate("n", 3)
-        w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
+        w = fg.mv_gaussian("w", 0.0, precision=1.0, dim=2)
         with pytest.raises(fg.ModelError, match=r"inner: X has the value .*too large") as e:
             fg.inner(X, w, plates=[n])
     assert f"{big!r}" in str(e.value)
@@ -733,7 +733,7 @@ def test_masked_array_mask_honoured():
 def test_softmax_string_labels_clear_error():
     with fg.Model():
         n, k = fg.plate("n", 3), fg.plate("k", 3)
-        W = fg.mv_gaussian("W", 0.0, 1.0, plates=[k], dim=2)
+        W = fg.mv_gaussian("W", 0.0, precision=1.0, plates=[k], dim=2)
         with pytest.raises(fg.ModelError, match=r"observed labels of 'y' must be integers 0..2, got strings"):
             fg.categorical_softmax("y", fg.inner(np.eye(3, 2), W, plates=[n]), over=k, observed=["a", "b", "c"])
         with pytest.raises(fg.ModelError, match=r"observed labels of 'z' must be integers 0..1, got strings"):

@@ -81,12 +81,12 @@ def test_mv_gaussian(precision):
     L = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 1.5]])
     with fg.Model() as m:
         n = fg.plate("n", N)
-        mu = fg.mv_gaussian("mu", np.zeros(D), np.eye(D))
+        mu = fg.mv_gaussian("mu", np.zeros(D), precision=np.eye(D))
         if precision == "matrix":
-            fg.mv_gaussian("y", mu, L, plates=[n], observed=y)
+            fg.mv_gaussian("y", mu, precision=L, plates=[n], observed=y)
         else:
             a = fg.gamma("a", 2.0, 1.0)
-            fg.mv_gaussian("y", mu, a, plates=[n], observed=y)
+            fg.mv_gaussian("y", mu, precision=a, plates=[n], observed=y)
     d = {"mu": rng.normal(size=(S, D)), "a": rng.gamma(2.0, size=S)}
     ll = _ll(m, d, "y")
     for s in range(S):
@@ -101,7 +101,7 @@ def test_mv_gaussian_with_a_constant_mean_and_a_gamma_precision():
     with fg.Model() as m:
         n = fg.plate("n", N)
         a = fg.gamma("a", 2.0, 1.0)
-        fg.mv_gaussian("y", np.ones(D), a, plates=[n], observed=y)
+        fg.mv_gaussian("y", np.ones(D), precision=a, plates=[n], observed=y)
     d = {"a": rng.gamma(2.0, size=S)}
     ll = _ll(m, d, "y")
     for s in range(S):
@@ -116,7 +116,7 @@ def test_bernoulli_and_bernoulli_logit():
         n = fg.plate("n", N)
         p = fg.beta("p", 2.0, 2.0)
         fg.bernoulli("b", p, plates=[n], observed=y)
-        w = fg.mv_gaussian("w", np.zeros(2), np.eye(2))
+        w = fg.mv_gaussian("w", np.zeros(2), precision=np.eye(2))
         fg.bernoulli_logit("c", fg.inner(X, w, plates=[n]), observed=2 * y - 1)  # ±1 labels
     d = {"p": rng.beta(2.0, 2.0, size=S), "w": rng.normal(size=(S, 2))}
     out = pointwise_log_likelihood(m, d)
@@ -153,7 +153,7 @@ def test_categorical_and_categorical_softmax():
         n, k = fg.plate("n", N), fg.plate("k", K)
         pi = fg.dirichlet("pi", np.ones(K))
         fg.categorical("z", pi, plates=[n], observed=y)
-        W = fg.mv_gaussian("W", np.zeros(2), np.eye(2), plates=[k])
+        W = fg.mv_gaussian("W", np.zeros(2), precision=np.eye(2), plates=[k])
         fg.categorical_softmax("c", fg.inner(X, W, plates=[n]), over=k, observed=y)
     d = {"pi": rng.dirichlet(np.ones(K), size=S), "W": rng.normal(size=(S, K, 2))}
     out = pointwise_log_likelihood(m, d)
@@ -170,7 +170,7 @@ def test_poisson_and_poisson_log_with_exposure():
         n = fg.plate("n", N)
         lam = fg.gamma("lam", 2.0, 1.0)
         fg.poisson("p", lam, exposure=e, plates=[n], observed=y)
-        w = fg.mv_gaussian("w", np.zeros(2), np.eye(2))
+        w = fg.mv_gaussian("w", np.zeros(2), precision=np.eye(2))
         fg.poisson_log("q", fg.inner(X, w, plates=[n]), exposure=e, observed=y)
     d = {"lam": rng.gamma(2.0, size=S), "w": rng.normal(size=(S, 2))}
     out = pointwise_log_likelihood(m, d)
@@ -186,7 +186,7 @@ def test_binomial_and_binomial_logit():
         n = fg.plate("n", N)
         p = fg.beta("p", 2.0, 2.0)
         fg.binomial("b", n_tr, p, plates=[n], observed=y)
-        w = fg.mv_gaussian("w", np.zeros(2), np.eye(2))
+        w = fg.mv_gaussian("w", np.zeros(2), precision=np.eye(2))
         fg.binomial_logit("c", n_tr, fg.inner(X, w, plates=[n]), observed=y)
     d = {"p": rng.beta(2.0, 2.0, size=S), "w": rng.normal(size=(S, 2))}
     out = pointwise_log_likelihood(m, d)
@@ -235,9 +235,9 @@ def test_gated_gamma_precision_of_an_mv_gaussian_mixture(ard):
         n, k, dp = fg.plate("n", N), fg.plate("k", K), fg.plate("d", D)
         pi = fg.dirichlet("pi", np.ones(K))
         z = fg.categorical("z", pi, plates=[n], categories=k)
-        mu = fg.mv_gaussian("mu", np.zeros(D), 0.1, plates=[k])
+        mu = fg.mv_gaussian("mu", np.zeros(D), precision=0.1, plates=[k])
         alpha = fg.gamma("alpha", 2.0, 1.0, plates=[k, dp] if ard else [k])
-        fg.mv_gaussian("y", mu[z], alpha[z], plates=[n], observed=y)
+        fg.mv_gaussian("y", mu[z], precision=alpha[z], plates=[n], observed=y)
     d = {"pi": rng.dirichlet(np.ones(K), size=S), "mu": rng.normal(size=(S, K, D)),
          "alpha": rng.gamma(2.0, size=(S, K, D) if ard else (S, K)), "z": rng.integers(0, K, size=(S, N))}
     ll = _ll(m, d, "y")

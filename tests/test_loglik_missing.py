@@ -41,7 +41,7 @@ def _model(form, mask=None):
         n, k = fg.plate("n", N), fg.plate("k", K)
         gated = form.startswith("gated")
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n], categories=k) if gated else None
-        mu = fg.mv_gaussian("mu", np.zeros(D), 0.1, plates=[k] if gated else [])
+        mu = fg.mv_gaussian("mu", np.zeros(D), precision=0.1, plates=[k] if gated else [])
         mean = mu[z] if gated else mu
         if form == "gamma":
             prec = fg.gamma("a", 2.0, 1.0)
@@ -57,7 +57,7 @@ def _model(form, mask=None):
             prec = fg.gamma("a", 2.0, 1.0, plates=[k])[z]
         elif form == "gated_ard":
             prec = fg.gamma("a", 2.0, 1.0, plates=[k, fg.plate("d", D)])[z]
-        fg.mv_gaussian("y", mean, prec, plates=[n], observed=obs, mask=mask)
+        fg.mv_gaussian("y", mean, precision=prec, plates=[n], observed=obs, mask=mask)
     return m
 
 
@@ -146,8 +146,8 @@ def test_a_gated_mixture_sums_each_rows_marginals_over_its_label(form):
 def test_an_unplated_partly_observed_vector():
     o = np.array([True, False, True])
     with fg.Model() as m:
-        mu = fg.mv_gaussian("mu", np.zeros(D), 0.1)
-        fg.mv_gaussian("y", mu, LAM, observed=np.where(o, Y[0], np.nan), mask=o)
+        mu = fg.mv_gaussian("mu", np.zeros(D), precision=0.1)
+        fg.mv_gaussian("y", mu, precision=LAM, observed=np.where(o, Y[0], np.nan), mask=o)
     d = {"mu": rng.normal(size=(S, D))}
     ll = pointwise_log_likelihood(m, d)["y"]
     ref = [_marginal(d["mu"][s], np.linalg.inv(LAM), Y[0], o) for s in range(S)]
@@ -161,9 +161,9 @@ def _wishart_model(kind, gated):
         kp = [k] if gated else []
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n], categories=k) if gated else None
         if kind == "wishart":
-            mu = fg.mv_gaussian("mu", np.zeros(D), 0.1, plates=kp)
+            mu = fg.mv_gaussian("mu", np.zeros(D), precision=0.1, plates=kp)
             L = fg.wishart("L", dof=D + 1.0, scale=np.eye(D), plates=kp)
-            fg.mv_gaussian("y", mu[z] if gated else mu, L[z] if gated else L, plates=[n], observed=Y)
+            fg.mv_gaussian("y", mu[z] if gated else mu, precision=L[z] if gated else L, plates=[n], observed=Y)
         else:
             th = fg.gaussian_wishart("theta", mean=np.zeros(D), beta=0.1, dof=D + 1.0, scale=np.eye(D), plates=kp)
             fg.mv_gaussian("y", th[z] if gated else th, plates=[n], observed=Y)
@@ -210,7 +210,7 @@ def test_wishart_partly_observed_rows_end_to_end(kind):
         n = fg.plate("n", N)
         if kind == "wishart":
             L = fg.wishart("L", dof=D + 1.0, scale=np.eye(D))
-            fg.mv_gaussian("y", np.zeros(D), L, plates=[n], observed=np.where(CM, Y, np.nan), mask=CM)
+            fg.mv_gaussian("y", np.zeros(D), precision=L, plates=[n], observed=np.where(CM, Y, np.nan), mask=CM)
         else:
             th = fg.gaussian_wishart("theta", mean=np.zeros(D), beta=0.1, dof=D + 1.0, scale=np.eye(D))
             fg.mv_gaussian("y", th, plates=[n], observed=np.where(CM, Y, np.nan), mask=CM)

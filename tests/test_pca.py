@@ -198,8 +198,9 @@ def test_same_sweeps_and_bound_as_bayespy():
     np.testing.assert_allclose(r.loadings @ r.loadings.T, WW @ WW.T, atol=1e-4)
 
 
-# recorded from the hand-written blocked VMP that models.pca ran before it was built on fg.infer (factorgraph/models/bayesian_pca.py
-# at commit 5fc8572), 400 sweeps with no stopping rule: bound, eigenvalues of E[W]ᵀE[W], E[τ], E[μ], sorted E[α]
+# recorded from the hand-written blocked VMP that models.pca ran before it was built on fg.infer
+# (factorgraph/models/bayesian_pca.py at commit 5fc8572), 400 sweeps with no stopping rule: bound, eigenvalues of
+# E[W]ᵀE[W], E[τ], E[μ], sorted E[α]
 _HAND_PATH = {
     "missing": (-456.59652706462725, [19.101984629647458, 0.0],
                 [11.663576286477056, 1.8365871166080394, 0.6133083703387936, 0.6321183040056089, 6.9338164174980665],

@@ -67,7 +67,7 @@ def _logistic_data(N=60, seed=0):
 def _logistic(X, y):
     with fg.Model("logit") as m:
         n = fg.plate("n", len(y))
-        w = fg.mv_gaussian("w", 0.0, 1.0, dim=3)
+        w = fg.mv_gaussian("w", 0.0, precision=1.0, dim=3)
         fg.bernoulli_logit("y", logit=fg.inner(fg.data("X", X), w, plates=[n]), observed=fg.data("y", y))
     return m
 
@@ -93,7 +93,7 @@ def test_poisson_log_predictive_mean_matches_the_lognormal_moment():
     y = rng.poisson(np.exp(X @ np.array([0.5, 0.8]))).astype(float)
     with fg.Model("pois") as m:
         n = fg.plate("n", 80)
-        w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
+        w = fg.mv_gaussian("w", 0.0, precision=1.0, dim=2)
         fg.poisson_log("y", log_rate=fg.inner(fg.data("X", X), w, plates=[n]), observed=fg.data("y", y))
     r = fg.infer(m)
     q = r.posterior("w")
@@ -140,7 +140,7 @@ def test_replication_after_set_data_uses_the_data_of_the_fit():
     X, y = _regression_data(30)
     with fg.Model("lr") as m:
         n = fg.plate("n", 30)
-        w = fg.mv_gaussian("w", 0.0, 1e-2, dim=3)
+        w = fg.mv_gaussian("w", 0.0, precision=1e-2, dim=3)
         fg.gaussian("y", mean=fg.inner(fg.data("X", X), w, plates=[n]), precision=4.0, plates=[n],
                     observed=fg.data("y", y))
     r = fg.infer(m)
@@ -181,7 +181,7 @@ def test_softmax_and_student_t_predictives():
     X = np.column_stack([np.ones(N), rng.normal(size=(N, 2))])
     with fg.Model("softmax") as m:
         n, c = fg.plate("n", N), fg.plate("c", 3)
-        W = fg.mv_gaussian("W", 0.0, 1.0, dim=3, plates=[c])
+        W = fg.mv_gaussian("W", 0.0, precision=1.0, dim=3, plates=[c])
         fg.categorical_softmax("y", logits=fg.inner(fg.data("X", X), W, plates=[n]), over=c,
                                observed=fg.data("y", rng.integers(0, 3, N)))
     labels = fg.predict(fg.infer(m), data={"X": X[:4]}, draws=500)["y"]
@@ -189,7 +189,7 @@ def test_softmax_and_student_t_predictives():
     y = X @ np.array([1.0, 2.0, -1.0]) + rng.standard_t(3, N)
     with fg.Model("robust") as m:
         n = fg.plate("n", N)
-        w = fg.mv_gaussian("w", 0.0, 1e-2, dim=3)
+        w = fg.mv_gaussian("w", 0.0, precision=1e-2, dim=3)
         tau = fg.gamma("tau", 1e-2, 1e-2)
         fg.student_t("y", mean=fg.inner(fg.data("X", X), w, plates=[n]), precision=tau, dof=6.0,
                      observed=fg.data("y", y))
@@ -267,7 +267,7 @@ def test_predict_mixture_with_a_gated_gamma_precision():
 def _exposure_model(X, g, e, y, y_as_data):
     with fg.Model("pois_exposure") as m:
         n, k = fg.plate("n", len(y)), fg.plate("k", 3)
-        w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
+        w = fg.mv_gaussian("w", 0.0, precision=1.0, dim=2)
         a = fg.gaussian("a", 0.0, precision=1.0, plates=[k])
         rate = fg.inner(fg.data("X", X), w, plates=[n]) + a[fg.data("g", g)]
         fg.poisson_log("y", log_rate=rate, exposure=fg.data("e", e),
@@ -319,7 +319,7 @@ def test_multinomial_predicts_new_rows_from_their_trials():
     Y = np.stack([rng.multinomial(k, [0.2, 0.3, 0.5]) for k in t]).astype(float)
     with fg.Model() as m:
         n, c = fg.plate("n", N), fg.plate("c", 3)
-        W = fg.mv_gaussian("W", 0.0, 1.0, dim=2, plates=[c])
+        W = fg.mv_gaussian("W", 0.0, precision=1.0, dim=2, plates=[c])
         fg.multinomial_softmax("y", fg.data("t", t), fg.inner(fg.data("X", X), W, plates=[n]), over=c,
                                observed=fg.data("y", Y))
     r = fg.infer(m, fg.NCVMP(), max_iter=30, tol=1e-3)

@@ -134,7 +134,7 @@ def _logit_model():
     y = (X @ np.array([1.5, -1.0]) + 0.3 * rng.standard_normal(30) > 0).astype(float)
     with fg.Model("tiny-logit") as m:
         n = fg.plate("n", 30)
-        w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
+        w = fg.mv_gaussian("w", 0.0, precision=1.0, dim=2)
         fg.bernoulli_logit("y", logit=fg.inner(X, w, plates=[n]), observed=y)
     return m
 

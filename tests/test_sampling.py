@@ -91,7 +91,7 @@ def test_prior_of_count_and_binary_likelihoods():
         fg.poisson("k", rate=lam, plates=[n], observed=np.ones(4))
         p = fg.beta("p", 2.0, 3.0)
         fg.bernoulli("s", probs=p, plates=[n], observed=np.ones(4))
-        w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
+        w = fg.mv_gaussian("w", 0.0, precision=1.0, dim=2)
         fg.bernoulli_logit("t", logit=fg.inner(X, w, plates=[n]), observed=np.ones(4))
     d = fg.sample_prior(m, S, seed=5)
     _close(d["k"].ravel(), 2.0, np.sqrt(2.0 + 1.0))  # E = E[λ] = 2; Var = E[λ] + Var λ = 3
@@ -132,7 +132,7 @@ def test_posterior_draws_match_q():
         mu = fg.gaussian("mu", mean=0.0, precision=1e-2)
         tau = fg.gamma("tau", shape=1.0, rate=1.0)
         fg.gaussian("x", mean=mu, precision=tau, plates=[n], observed=data)
-        w = fg.mv_gaussian("w", 0.0, 1.0, dim=3)
+        w = fg.mv_gaussian("w", 0.0, precision=1.0, dim=3)
         fg.gaussian("y", mean=fg.inner(X, w, plates=[n]), precision=tau, plates=[n], observed=X @ [1.0, 0.5, -1.0])
     r = fg.infer(m)
     d = r.sample(S, seed=1)

@@ -92,7 +92,7 @@ def varying_slopes(y, groups, X, G=7, generic=False):
         a = fg.gaussian("a", mean=fg.gaussian("mu", 0.0, precision=0.01), precision=fg.gamma("tau_a", 2.0, 1.0),
                         plates=[c])
         b = fg.gaussian("b", 0.0, precision=1.0, plates=[c, d])
-        w = fg.mv_gaussian("w", np.zeros(1), 1.0)
+        w = fg.mv_gaussian("w", np.zeros(1), precision=1.0)
         mean = a[groups] + fg.inner(X[:, :2], fg.index(b, groups, plate=n, along=c), [n]) + fg.inner(X[:, 2:], w, [n])
         fg.gaussian("y", mean=mean + 0.0 if generic else mean, precision=fg.gamma("tau", 2.0, 1.0), plates=[n],
                     observed=y)

@@ -15,7 +15,7 @@ def _fit():
     y = X @ [1.0, -0.5] + 0.3 * rng.normal(size=40)
     with fg.Model("lin") as m:
         n, g = fg.plate("n", 40), fg.plate("g", 3)
-        w = fg.mv_gaussian("w", 0.0, 1.0, dim=2)
+        w = fg.mv_gaussian("w", 0.0, precision=1.0, dim=2)
         tau = fg.gamma("tau", 1.0, 1.0)
         mu = fg.gaussian("mu", 0.0, precision=1.0, plates=[g])
         fg.gaussian("y", mean=fg.inner(X, w, plates=[n]), precision=tau, plates=[n], observed=y)
@@ -141,10 +141,29 @@ def test_dataframe_columns_name_the_coefficients():
     with fg.Model() as m:  # fg.inner with a DataFrame: a mean-field w on a plate of the columns, or a vector
         n, d = fg.plate("n", 40), fg.plate("d", 3)
         a = fg.gaussian("a", 0.0, 1.0, plates=[d])
-        b = fg.mv_gaussian("b", 0.0, 1.0, dim=3)
+        b = fg.mv_gaussian("b", 0.0, precision=1.0, dim=3)
         fg.gaussian("y", fg.inner(pd_X, a, plates=[n]) + fg.inner(pd_X, b, plates=[n]), 1.0, plates=[n], observed=y)
     idx = list(fg.infer(m).summary().index)
     assert idx == ["a[age]", "a[income]", "a[height]", "b[age]", "b[income]", "b[height]"]
+
+
+def test_a_dataframe_given_as_a_data_node_names_the_coefficients():
+    """``fg.data("X", df)`` keeps the columns: they name w in the summary, in ArviZ, and after set_data."""
+    pd_X = pd.DataFrame(np.random.default_rng(3).normal(size=(40, 3)), columns=["age", "income", "height"])
+    y = pd_X.to_numpy() @ [1.0, 0.0, -1.0] + np.random.default_rng(4).normal(size=40)
+    with fg.Model() as m:
+        n, d = fg.plate("n", 40), fg.plate("d", 3)
+        X = fg.data("X", pd_X)
+        a = fg.gaussian("a", 0.0, precision=1.0, plates=[d])
+        b = fg.mv_gaussian("b", 0.0, precision=1.0, dim=3)
+        fg.gaussian("y", fg.inner(X, a, plates=[n]) + fg.inner(X, b, plates=[n]), precision=1.0, plates=[n],
+                    observed=y)
+    r = fg.infer(m)
+    assert list(r.summary().index) == ["a[age]", "a[income]", "a[height]", "b[age]", "b[income]", "b[height]"]
+    assert list(r.to_arviz(draws=8, chains=1).posterior["b"].coords["b_dim_0"].values) == ["age", "income", "height"]
+    np.testing.assert_allclose(r.summary().loc[["b[age]", "b[income]", "b[height]"], "mean"], r.posterior("b").mean())
+    pred = fg.predict(r, data={"X": pd_X.iloc[:5]}, seed=0)
+    assert np.shape(pred["y"])[-1] == 5
 
 
 # ---------------------------------------------------------------- every family a posterior can have, summarised
@@ -177,7 +196,7 @@ _Y8, _S8 = np.array([28.0, 8, -3, 7, -1, 1, 18, 12]), np.array([15.0, 10, 16, 11
 def _logistic():
     with fg.Model("logit") as m:
         n = fg.plate("n", _N)
-        w = fg.mv_gaussian("w", 0.0, 0.5, dim=2)
+        w = fg.mv_gaussian("w", 0.0, precision=0.5, dim=2)
         fg.bernoulli_logit("y", fg.inner(_X, w, plates=[n]), observed=_YL, method="quadrature")
     return m
 
@@ -204,7 +223,7 @@ def _simple(kind):
             fg.gaussian("y", fg.gaussian("mu", 0.0, 1.0), 1.0, plates=[n], observed=_X[:, 0])
         elif kind == "wishart":
             L = fg.wishart("L", dof=3.0, scale=np.eye(2))
-            fg.mv_gaussian("x", np.zeros(2), L, plates=[n], observed=_X)
+            fg.mv_gaussian("x", np.zeros(2), precision=L, plates=[n], observed=_X)
         elif kind == "gaussian_chain":
             x = fg.gaussian_markov_chain("x", initial_mean=0.0, initial_precision=1.0, transition=1.0,
                                          noise_precision=4.0, plates=[n])

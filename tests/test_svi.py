@@ -345,7 +345,7 @@ def test_grouped_linear_fused_and_generic_agree_under_svi():
         with fg.Model("slopes") as m:
             n, grp = fg.plate("n", N), fg.plate("g", G)
             a = fg.gaussian("a", fg.gaussian("m0", 0.0, precision=0.01), precision=1.0, plates=[grp])
-            w = fg.mv_gaussian("w", np.zeros(2), 1.0)
+            w = fg.mv_gaussian("w", np.zeros(2), precision=1.0)
             mean = a[g] + fg.inner(X, w, [n])
             fg.gaussian("y", mean=mean + 0.0 if generic else mean, precision=fg.gamma("tau", 1.0, 1.0), plates=[n],
                         observed=y)

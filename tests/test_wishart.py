@@ -214,7 +214,7 @@ def _wishart_fit(kind, Y, mask=None, resp=None, row_mask=True):
         kp = [k] if resp is not None else []
         z = fg.categorical("z", fg.dirichlet("pi", np.ones(2)), plates=[n], categories=k) if resp is not None else None
         if kind == "wishart":
-            mu = fg.mv_gaussian("mu", np.zeros(D2), 0.1, plates=kp)
+            mu = fg.mv_gaussian("mu", np.zeros(D2), precision=0.1, plates=kp)
             L = fg.wishart("L", dof=D2 + 1.0, scale=np.eye(D2), plates=kp)
             mean, prec = (mu, L) if z is None else (mu[z], L[z])
         else:
@@ -222,7 +222,7 @@ def _wishart_fit(kind, Y, mask=None, resp=None, row_mask=True):
             mean, prec = (th if z is None else th[z]), None
         if mask is not None and not row_mask:
             mask = np.broadcast_to(mask[:, None], Y.shape)  # a per-coordinate mask whose rows are whole
-        fg.mv_gaussian("y", mean, prec, plates=[n], observed=Y, mask=mask)
+        fg.mv_gaussian("y", mean, precision=prec, plates=[n], observed=Y, mask=mask)
     init = None if resp is None else {"z": resp}
     return fg.infer(m, init=init, tol=None, param_tol=1e-13, max_iter=5000)
 
@@ -271,7 +271,7 @@ def test_partly_observed_rows_under_a_wishart_precision_keep_their_marginal():
             n = fg.plate("n", 5)
             L = fg.wishart("L", dof=3.0, scale=np.eye(2))
             th = fg.gaussian_wishart("theta", mean=np.zeros(2))
-            y = fg.mv_gaussian("y", np.zeros(2), L, plates=[n], observed=observed, mask=mask)
+            y = fg.mv_gaussian("y", np.zeros(2), precision=L, plates=[n], observed=observed, mask=mask)
             x = fg.mv_gaussian("x", th, plates=[n], observed=observed, mask=mask)
         assert y.prior.ftype.name == "MvGaussianWishartMissing"
         assert x.prior.ftype.name == "MvGaussianNormalWishartMissing"
@@ -328,7 +328,7 @@ def _grouped(kind, Y, g, G):
     with fg.Model(kind) as m:
         cp = [fg.plate("c", G)] if G else []
         n, d = fg.plate("n", len(Y)), fg.plate("d", Y.shape[1])
-        mu = fg.mv_gaussian("mu", np.zeros(2), 0.01, plates=cp)
+        mu = fg.mv_gaussian("mu", np.zeros(2), precision=0.01, plates=cp)
         if kind == "normal_wishart":
             th = fg.gaussian_wishart("a", mean=np.zeros(2), beta=0.1, dof=3.0, scale=np.eye(2), plates=cp)
             fg.mv_gaussian("y", th[g] if G else th, plates=[n], observed=Y)
@@ -340,7 +340,7 @@ def _grouped(kind, Y, g, G):
         else:
             a = fg.wishart("a", dof=3.0, scale=np.eye(2), plates=cp)
         prec = a if not G else fg.index(a, g, along=cp[0]) if kind == "ard" else a[g]  # a[g]: the form
-        fg.mv_gaussian("y", mu[g] if G else mu, prec, plates=[n], observed=Y)
+        fg.mv_gaussian("y", mu[g] if G else mu, precision=prec, plates=[n], observed=Y)
     return fg.infer(m, tol=None, param_tol=1e-13, max_iter=5000)
 
 
@@ -479,7 +479,7 @@ def test_mixture_sweeps_never_form_rows_by_components_by_d_by_d_arrays(kind):
         with fg.Model() as m:
             n, k = fg.plate("n", N), fg.plate("k", K)
             z = fg.categorical("z", fg.dirichlet("pi", np.ones(K)), plates=[n], categories=k)
-            mu = fg.mv_gaussian("mu", np.zeros(D), 1e-2, plates=[k])
+            mu = fg.mv_gaussian("mu", np.zeros(D), precision=1e-2, plates=[k])
             L = fg.wishart("L", dof=float(D), scale=np.eye(D), plates=[k])
             fg.mv_gaussian("x", mu[z], precision=L[z], plates=[n], observed=X)
     with warnings.catch_warnings():

@@ -56,6 +56,9 @@ CHANGED: dict[tuple[str, str], str] = {
 POSITIONAL: dict[str, dict[str, str]] = {
     "gaussian": {"precision": "is the precision 1/σ² (so σ = {sigma}), not the standard deviation as in PyMC or "
                               "scipy: write precision={value} to say so, or sd={value} for σ = {value}"},
+    "mv_gaussian": {"precision": "is the precision matrix Λ = Σ⁻¹, not the covariance as in PyMC's MvNormal or "
+                                 "scipy's multivariate_normal: write precision={value} to say so, or "
+                                 "covariance={value} for Σ"},
 }
 
 

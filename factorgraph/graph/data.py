@@ -31,6 +31,7 @@ import numpy as np
 from factorgraph.graph import checks
 from factorgraph.graph.arguments import check_call
 from factorgraph.graph.context import current_model
+from factorgraph.graph.expressions import feature_names, label_inner
 from factorgraph.graph.expressions import inner as _inner
 from factorgraph.graph.indexing import _labels
 from factorgraph.graph.nodes import Data, Deterministic, Gate, ModelError, Node, Plate, Variable
@@ -80,6 +81,7 @@ def data(name: str, value: Any) -> Data:
     if name in model.data:
         raise ModelError(f"the data node {name!r} is declared twice in model {model.name!r}")
     node = Data(model, name, _as_array(value, name))
+    node.columns = feature_names(value)
     model.data[name] = node
     return node
 
@@ -173,6 +175,7 @@ def inner(X: Any, w: Any, plates: Any = (), intercept: bool = False) -> Determin
             raise ModelError(f"data {X.name!r}: axis {i} runs over plate {X.axes[i].name!r} in one use and over "
                              f"{p.name!r} in fg.inner({X.name!r}, ...)")
     det = _inner(X.value, w, plates, intercept)
+    label_inner(det, X.columns)
     X.bind_axes(rows, f"fg.inner({X.name!r}, ...)")
     det.params["data"] = X.name
     X.uses.append(det)

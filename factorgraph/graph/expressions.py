@@ -378,9 +378,15 @@ def inner(X: Any, w: Variable, plates: Sequence[Plate] = (), intercept: bool = F
               "products": {}}  # XᵀX (and Xᵀy) computed when first needed: factors.data_products
     node = Deterministic(model, model.fresh_name("inner"), Inner, {"w": w}, yplates, params)
     model.deterministics.append(node)
-    source = w.source if isinstance(w, Indexed) else w
-    label_features(model, columns, consumed.name if consumed is not None else f"{source.name}_dim_0")
+    label_inner(node, columns)
     return node
+
+
+def label_inner(node: Deterministic, columns: np.ndarray | None) -> None:
+    """Name the weights of ``fg.inner(X, w)`` (the plate or event axis the product sums over) by X's columns."""
+    w, consumed = node.parents["w"], node.params["consumed"]
+    source = w.source if isinstance(w, Indexed) else w
+    label_features(node.model, columns, consumed.name if consumed is not None else f"{source.name}_dim_0")
 
 
 def feature_names(X: Any) -> np.ndarray | None:

@@ -296,6 +296,7 @@ class Data:
         self.value = value
         self.axes: dict[int, Plate] = {}  # leading axis -> the plate it runs over
         self.uses: list[Any] = []  # deterministic nodes (inner, sums, products) and variables that read it
+        self.columns: Any = None  # a DataFrame's column names, as strings (they name fg.inner's weights)
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -39,7 +39,7 @@ from factorgraph.graph.expressions import inner
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
 from factorgraph.models.pca_result import PCAResult
-from schedules import infer
+from schedules import VMP, infer
 from schedules.rotation import ScoresRotation
 
 
@@ -215,8 +215,8 @@ def pca(X: Any, n_components: int, ard: bool = True, *, rotate: bool = True, noi
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # this function's own stopping rule decides (below)
-        r = infer(model, schedule=["z", "w", "alpha", "tau"], init={"w": point}, max_iter=max_iter, tol=None,
-                  param_tol=None, callbacks=[stop])
+        r = infer(model, VMP(accelerate=False), schedule=["z", "w", "alpha", "tau"], init={"w": point},
+                  max_iter=max_iter, tol=None, param_tol=None, callbacks=[stop])
     if tol is not None:
         r.converged = bool(stopped)
         r.warnings = [w for w in r.warnings if "not converged" not in w]

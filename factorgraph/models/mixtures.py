@@ -70,9 +70,9 @@ def mixture_model(family: str, K: int, data: Any, *, mask: Any = None, concentra
         if family == "mv_gaussian":
             D = x.shape[1]
             d = plate("d", D)
-            mu = mv_gaussian("mu", np.full(D, float(hp["m0"])), float(hp["l0"]), plates=[k])
+            mu = mv_gaussian("mu", np.full(D, float(hp["m0"])), precision=float(hp["l0"]), plates=[k])
             a = gamma("alpha", hp["a0"], hp["b0"], plates=[k] if hp["shared"] else [k, d])
-            mv_gaussian("x", mu[z], a[z], plates=[n], observed=obs, mask=m)
+            mv_gaussian("x", mu[z], precision=a[z], plates=[n], observed=obs, mask=m)
             return model
         rows = [n] if x.ndim == 1 else [n, plate("d", x.shape[1])]
         cols = rows[1:]

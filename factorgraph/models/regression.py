@@ -78,13 +78,14 @@ def linear_regression_model(X: Any, y: Any, ard: bool = False, a0: float = 1e-2,
                             c0: float = 1e-2, d0: float = 1e-4) -> Model:
     """The model of ``linear_regression``, for use with ``fg.infer`` or ``fg.compare``."""
     ard = checks.flag(ard, "ard")
-    Xa, ya = _regression_data(X, y)
-    N, D = Xa.shape
-    with Model("linear_regression" + ("_ard" if ard else "")) as m:
-        n, d = plate("n", N), plate("d", D)
-        alpha = gamma("alpha", shape=c0, rate=d0, plates=[d] if ard else [])
-        w = gaussian_gamma("w", mean=0.0, precision=alpha, shape=a0, rate=b0, dim=D)
-        gaussian("y", mean=inner(Xa, w, plates=[n]), precision=w.tau, plates=[n], observed=ya)
+    with checks.scanned_once():  # X is read once by the checks (here and in fg.inner)
+        Xa, ya = _regression_data(X, y)
+        N, D = Xa.shape
+        with Model("linear_regression" + ("_ard" if ard else "")) as m:
+            n, d = plate("n", N), plate("d", D)
+            alpha = gamma("alpha", shape=c0, rate=d0, plates=[d] if ard else [])
+            w = gaussian_gamma("w", mean=0.0, precision=alpha, shape=a0, rate=b0, dim=D)
+            gaussian("y", mean=inner(Xa, w, plates=[n]), precision=w.tau, plates=[n], observed=ya)
     label_features(m, feature_names(X), "w_dim_0", "d")
     return m
 
@@ -118,9 +119,9 @@ def linear_regression(X: Any, y: Any, ard: bool = False, a0: float = 1e-2, b0: f
         ``scale_matrix`` is V_N, ``shape`` a_N and ``rate`` b_N; ``posterior("alpha")`` is q(α);
         ``elbo`` is the variational bound L (Drugowitsch 2014, eq. 22, or 33 with ARD).
     """
+    _start_option(init)
     m = linear_regression_model(X, y, ard, a0, b0, c0, d0)
-
-    scale = _input_scale(checks.constant(X, "X"), ard, init)
+    scale = _input_scale(None, ard, init, m)  # from the diagonal of XᵀX, computed with the model
     N, D = np.shape(X)
     n_alpha = D if ard else 1
     # the constant part of L (eq. 22/33), which the author's stopping rule leaves out
@@ -131,8 +132,8 @@ def linear_regression(X: Any, y: Any, ard: bool = False, a0: float = 1e-2, b0: f
         start = {} if alpha0 is None else {"alpha": alpha0}
         if tol is not None:
             return infer(m, schedule=["w", "alpha"], max_iter=max_iter, tol=tol, init=start)
-        return infer(m, schedule=["w", "alpha"], max_iter=max_iter, tol=None, param_tol=None, init=start,
-                     callbacks=[_author_stop(const, False)])
+        return infer(m, VMP(accelerate=False), schedule=["w", "alpha"], max_iter=max_iter, tol=None, param_tol=None,
+                     init=start, callbacks=[_author_stop(const, False)])
 
     return _best_start(fit, init, scale, c0, d0, ard, D)
 
@@ -172,19 +173,19 @@ def logistic_regression_model(X: Any, y: Any, ard: bool = False, a0: float = 1e-
     """The model of ``logistic_regression``: w ~ N(0, α⁻¹I) (or diag(α)⁻¹), α ~ Gam(a₀, b₀),
     y_n ~ Bernoulli(σ(x_nᵀw)); ``method="quadratic"`` starts the Jaakkola–Jordan ξ at 0."""
     ard = checks.flag(ard, "ard")
+    with checks.scanned_once():  # X is read once by the checks (here and in fg.inner)
+        Xa = checks.constant(X, "X")
+        if Xa.ndim != 2:
+            raise ModelError(f"X must be a matrix (N, D), got shape {Xa.shape}")
+        N, D = Xa.shape
+        s = _signed_labels(y, N)
+        with Model("logistic_regression" + ("_ard" if ard else "")) as m:
+            n, d = plate("n", N), plate("d", D)
+            alpha = gamma("alpha", shape=a0, rate=b0, plates=[d] if ard else [])
 
-    Xa = checks.constant(X, "X")
-    if Xa.ndim != 2:
-        raise ModelError(f"X must be a matrix (N, D), got shape {Xa.shape}")
-    N, D = Xa.shape
-    s = _signed_labels(y, N)
-    with Model("logistic_regression" + ("_ard" if ard else "")) as m:
-        n, d = plate("n", N), plate("d", D)
-        alpha = gamma("alpha", shape=a0, rate=b0, plates=[d] if ard else [])
-
-        w = mv_gaussian("w", mean=0.0, precision=alpha, dim=D)
-        bernoulli_logit("y", logit=inner(Xa, w, plates=[n]), observed=s, method=method,
-                        xi0=0.0 if isinstance(method, str) and method == "quadratic" else None)
+            w = mv_gaussian("w", mean=0.0, precision=alpha, dim=D)
+            bernoulli_logit("y", logit=inner(Xa, w, plates=[n]), observed=s, method=method,
+                            xi0=0.0 if isinstance(method, str) and method == "quadratic" else None)
     label_features(m, feature_names(X), "w_dim_0", "d")
     return m
 
@@ -213,11 +214,14 @@ def logistic_regression(X: Any, y: Any, ard: bool = False, a0: float = 1e-2, b0:
     """
 
     if isinstance(method, str) and method == "ep":  # expectation propagation on the exact likelihood
-        m = logistic_regression_model(X, y, ard, a0, b0, "quadrature")
+        with checks.scanned_once():
+            m = logistic_regression_model(X, y, ard, a0, b0, "quadrature")
         return infer(m, algorithm=infer_options.pop("algorithm", EP()), max_iter=max_iter, **infer_options)
-    m = logistic_regression_model(X, y, ard, a0, b0, method)
-    D = np.shape(X)[1]
-    scale = _input_scale(checks.constant(X, "X"), ard, init)
+    _start_option(init)
+    with checks.scanned_once():
+        m = logistic_regression_model(X, y, ard, a0, b0, method)
+        D = np.shape(X)[1]
+        scale = _input_scale(checks.constant(X, "X"), ard, init)
     const = (D if ard else 1) * (-gammaln(a0) + a0 * np.log(b0))
     algorithm = infer_options.pop("algorithm", NCVMP())
 
@@ -225,8 +229,8 @@ def logistic_regression(X: Any, y: Any, ard: bool = False, a0: float = 1e-2, b0:
         start = {} if alpha0 is None else {"alpha": alpha0}
         if method != "quadratic":
             return infer(m, algorithm=algorithm, max_iter=max_iter, init=start, **infer_options)
-        return infer(m, VMP(), schedule=["alpha", "w"], warmup=["w", "alpha"], max_iter=max_iter, tol=None,
-                     param_tol=None, init=start, callbacks=[_author_stop(const, stop_on_decrease=True)])
+        return infer(m, VMP(accelerate=False), schedule=["alpha", "w"], warmup=["w", "alpha"], max_iter=max_iter,
+                     tol=None, param_tol=None, init=start, callbacks=[_author_stop(const, stop_on_decrease=True)])
 
     return _best_start(fit, init, scale, a0, b0, ard, D)
 
@@ -234,14 +238,29 @@ def logistic_regression(X: Any, y: Any, ard: bool = False, a0: float = 1e-2, b0:
 _STARTS = ("auto", "reference", "data")
 
 
-def _input_scale(Xa: np.ndarray, ard: bool, init: Any) -> Any:
-    """s: the mean square of the entries of X (per column with ARD; a zero or non-finite one counts as 1)."""
+def _start_option(init: Any) -> None:
     if not isinstance(init, str) or init not in _STARTS:
         raise ModelError(f"init must be one of {list(_STARTS)}, got {init!r}")
+
+
+def _input_scale(Xa: np.ndarray | None, ard: bool, init: Any, model: Model | None = None) -> Any:
+    """s: the mean square of the entries of X (per column with ARD; a zero or non-finite one counts as 1):
+    diag(XᵀX)/N from the Gram matrix ``model``'s inner product has cached (no pass over X), else from ``Xa``."""
+    _start_option(init)
+    gram = _cached_gram(model) if model is not None else None
     with np.errstate(over="ignore"):
-        ms = np.mean(np.square(Xa), axis=0)
+        ms = np.diag(gram[0]) / gram[1] if gram is not None else np.mean(np.square(Xa), axis=0)
     ms = np.where(np.isfinite(ms) & (ms > 0), ms, 1.0)
     return ms if ard else float(np.mean(ms))
+
+
+def _cached_gram(model: Model) -> tuple[np.ndarray, int] | None:
+    """(XᵀX, N) of the one inner product of ``model`` whose Gram matrix its build computed, else None."""
+    for node in model.deterministics:
+        products = node.params.get("products") if isinstance(node.params, dict) else None
+        if products and "xtx" in products:
+            return products["xtx"], int(np.prod(node.params["X"].shape[:-1]))
+    return None
 
 
 def _best_start(fit: Any, init: str, scale: Any, shape: float, rate: float, ard: bool, D: int) -> Result:

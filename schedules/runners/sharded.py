@@ -34,7 +34,7 @@ def run_sharded_fit(model: Model, algorithm: Any, options: RunOptions, sh: Shard
     kind = combine_kinds({f.evidence_kind for f in eng.c.factors if f.claimed_by is None} | {
         fit.kind for name, fit in eng.block.items() if eng.c.claimed[name]})
     notes = ([options.note] if options.note else []) + list(out["notes"])
-    if getattr(algorithm, "accelerate", False):
+    if getattr(algorithm, "accelerate", False) is True:
         notes.append("acceleration off: the local posteriors of a sharded run live in its chunks, where the sweeps "
                      "are not extrapolated")
     if eng.c.fused:

@@ -40,6 +40,7 @@ from factorgraph.graph.checks.arrays import (
     positive,
     positive_number,
     precision_matrix,
+    scanned_once,
 )
 
 # the renderings of values in messages, also used by the builders and the engine (checks._short(value))
@@ -66,5 +67,5 @@ __all__ = ["MAX_ABS", "MAX_ELEMENTS", "array_size", "as_float_array", "binary_la
            "constant", "counts",
            "dask_mask", "fits", "flag", "integer", "integer_labels", "is_dask", "lazy", "lazy_observed", "mask_array",
            "nonnegative", "not_a_scale", "number", "observed_array", "one_hot_labels", "open_unit", "plate_list",
-           "plate_size", "positive", "positive_int", "positive_number", "precision_matrix", "sd_as_precision", "seed",
-           "sequence_lengths"]
+           "plate_size", "positive", "positive_int", "positive_number", "precision_matrix", "scanned_once",
+           "sd_as_precision", "seed", "sequence_lengths"]

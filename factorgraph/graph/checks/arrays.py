@@ -10,14 +10,19 @@ lazy (``lazy``): each chunk passes the same check when it is computed, its error
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from factorgraph.graph.nodes import Data, Gate, ModelError, Node, PrecisionOf
+from factors.kernels.scan import first_out_of_range
 
 #: largest magnitude of a value: its square (1e300) and sums of many squares stay finite in float64
 MAX_ABS = 1e150
+# arrays from this size are checked by one read in numba (smaller ones by numpy, without building the kernel)
+_SCAN_FROM = 1 << 16
 def _show(value: Any) -> str:
     arr = np.asarray(value)
     if arr.size <= 6:
@@ -80,6 +85,22 @@ def _constant_block(block: np.ndarray, what: str) -> np.ndarray:
     return constant(block, what)
 
 
+# the arrays found finite and in range inside ``scanned_once`` blocks (innermost last): id -> the array
+_SCANNED: list[dict[int, np.ndarray]] = []
+
+
+@contextmanager
+def scanned_once() -> Iterator[None]:
+    """Within the block, an array that ``constant`` has found finite and in range is not read again when it is
+    checked again (a canned model checks X, then ``fg.inner`` checks the same X).  For code that runs no user
+    code between the checks, so that the array cannot change in between."""
+    _SCANNED.append(_SCANNED[-1] if _SCANNED else {})
+    try:
+        yield
+    finally:
+        _SCANNED.pop()
+
+
 def constant(value: Any, what: str) -> np.ndarray:
     """A finite float array (parameters: no missing entries, no magnitude beyond ``MAX_ABS``).
 
@@ -94,6 +115,13 @@ def constant(value: Any, what: str) -> np.ndarray:
                          "cannot have missing values")
     if arr.size == 0:
         raise ModelError(f"{what} is empty")
+    if arr.size >= _SCAN_FROM:
+        if _SCANNED and _SCANNED[-1].get(id(arr)) is arr:
+            return arr  # found good in this block already
+        if first_out_of_range(arr, MAX_ABS) < 0:  # finite and within ±MAX_ABS, in one read (an input matrix)
+            if _SCANNED:
+                _SCANNED[-1][id(arr)] = arr
+            return arr
     if not _all_finite(arr):
         bad = _item(arr[~np.isfinite(arr)].ravel()[0])
         raise ModelError(f"{what} must be finite, got {bad!r}{_where(value)}")
