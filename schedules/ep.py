@@ -19,6 +19,7 @@ from factorgraph.graph import checks
 from factorgraph.graph.convergence import oscillation, warn
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError
+from factorgraph.posterior.predict import FitRecord
 from factorgraph.posterior.results import EP_APPROXIMATION, Result
 
 from .ep_engine import EPEngine
@@ -160,6 +161,8 @@ class EP:
                         np.asarray(trace, dtype=float), it, converged, time.perf_counter() - t0, 0.0, warnings_, 0.0,
                         notes)
         result.model = model
+        # for fg.predict: the model and the data of the fit (set_data may replace them later)
+        result.fit_record = FitRecord(model, {k: d.value for k, d in model.data.items()}, model.data_version)
         return result
 
 

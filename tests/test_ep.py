@@ -3,6 +3,8 @@ probit regression, site rules against quadrature, TrueSkill against the ``truesk
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy.special import betaln, log_ndtr
@@ -559,3 +561,16 @@ def test_flat_prior_on_a_weight_vector_is_named():
         fg.probit("y", fg.inner(X, w, [n]), observed=X[:, 0] > 0)
     with pytest.raises(fg.InferenceError, match=r"q\(w\) is not a proper Gaussian"):
         fg.infer(m, algorithm=fg.EP())
+
+
+def test_is_positive_forward_draws_and_predictions():
+    """b = 1[x > 0] forward: before the game each player wins half the draws; fg.predict draws the performances
+    from q, so the game is won with q's probability Φ((m_w − m_l)/√(v_w + v_l))."""
+    r = _one_game(False)
+    prior = fg.sample_prior(r.model, draws=4000, seed=1)
+    assert set(np.unique(prior["won"])) <= {0.0, 1.0} and abs(prior["won"].mean() - 0.5) < 0.03
+    w, lo = r.posterior("perf_winner"), r.posterior("perf_loser")
+    gap, spread = float((w.mean() - lo.mean())[0]), math.sqrt(2 * float((w.var() + lo.var())[0]))
+    p_win = 0.5 * (1 + math.erf(gap / spread))
+    replay = fg.predict(r, draws=20000, seed=2)["won"]
+    assert abs(replay.mean() - p_win) < 0.015
