@@ -43,7 +43,8 @@ class EP:
     log Z_EP = Σ_a Σ_n [log Z_an + κ(q\\an) − κ(q)] + Σ_exact c_f + κ(q), with Z_an = ∫ f_an q\\an the site
     normalisers, κ the log partitions (of the cavities and of q in each site's direction, then of q) and
     c_f the log normalisers of the exact factors.  It is neither a bound nor exact (exact for linear-Gaussian
-    models); ``fg.compare`` says so when it is set beside bounds.
+    models that q can hold: one weight vector, or a tree of scalar Gaussians); ``fg.compare`` says so when it is
+    set beside bounds.
 
     Parameters
     ----------

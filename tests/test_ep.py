@@ -574,3 +574,22 @@ def test_is_positive_forward_draws_and_predictions():
     p_win = 0.5 * (1 + math.erf(gap / spread))
     replay = fg.predict(r, draws=20000, seed=2)["won"]
     assert abs(replay.mean() - p_win) < 0.015
+
+
+def test_loopy_gaussian_means_are_exact():
+    """Scalar coefficients a, b coupled by twenty rows of y = a + b·x (a loop under factorised q): EP is Gaussian
+    belief propagation there, so its means are the exact posterior means (its variances are not)."""
+    rng = np.random.default_rng(14)
+    N = 20
+    x = rng.normal(size=N)
+    y = 1 + 2 * x + rng.normal(size=N)
+    with fg.Model("loopy") as m:
+        fg.plate("n", N)
+        a = fg.gaussian("a", mean=0.0, precision=1.0)
+        b = fg.gaussian("b", mean=0.0, precision=1.0)
+        fg.gaussian("y", mean=a + b * x, precision=1.0, observed=y)
+    X = np.c_[np.ones(N), x]
+    exact = np.linalg.solve(np.eye(2) + X.T @ X, X.T @ y)
+    for parallel in MODES:
+        r = fg.infer(m, algorithm=fg.EP(parallel=parallel, tol=1e-13, max_iter=5000))
+        np.testing.assert_allclose([r.posterior("a").mean(), r.posterior("b").mean()], exact, atol=1e-9)
