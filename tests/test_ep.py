@@ -593,3 +593,12 @@ def test_loopy_gaussian_means_are_exact():
     for parallel in MODES:
         r = fg.infer(m, algorithm=fg.EP(parallel=parallel, tol=1e-13, max_iter=5000))
         np.testing.assert_allclose([r.posterior("a").mean(), r.posterior("b").mean()], exact, atol=1e-9)
+
+
+@pytest.mark.parametrize(("mu", "v"), [(0.0, 1e4), (100.0, 1e6), (-30.0, 1e-4), (50.0, 0.01), (0.5, 1e-6)])
+def test_logistic_site_at_wide_and_narrow_cavities(mu, v):
+    """The sinh-substituted rule resolves the sigmoid's bend under a cavity 1000 times wider, and a narrow
+    cavity far out in its tail."""
+    lz, mt, vt = logistic_ep({"logit": (np.array(mu), np.array(v)), "out": (np.array(1.0),)}, {})
+    ql, qm, qv = _quadrature(lambda d: -np.logaddexp(0, -d), mu, v)
+    np.testing.assert_allclose([lz, mt, vt], [ql, qm, qv], rtol=1e-7, atol=1e-9)
