@@ -31,6 +31,7 @@ from factorgraph.graph.nonconjugate import (
     bernoulli_logit,
     categorical_softmax,
     cauchy_site,
+    is_positive,
     laplace_site,
     probit,
     student_t_site,
@@ -64,6 +65,7 @@ _LAZY = {name: "schedules" for name in
 # site terms for fg.approximate, and the handler that integrates a scale out
 _LAZY.update({"site": "schedules", "projection_log_expectation": "schedules", "ScaleQuadrature": "schedules"})
 _LAZY.update({"Gibbs": "schedules"})
+_LAZY.update({"EP": "schedules"})  # expectation propagation
 
 
 def __getattr__(name: str):
@@ -124,3 +126,5 @@ def _version() -> str:
 __version__ = _version()
 __all__ += ["gaussian_wishart", "wishart"]
 __all__ += ["Gibbs", "GibbsResult", "EmpiricalPosterior", "agreement"]
+__all__ += ["EP", "is_positive"]
+is_positive = _data.recorded(is_positive)

@@ -12,6 +12,7 @@ from .gaussian import GAUSSIAN
 from .gaussian_markov_chain import GAUSSIAN_MARKOV_CHAIN, GAUSSIAN_MARKOV_CHAIN_DIAG
 from .grouped_gaussian import GROUPED_GAUSSIAN
 from .grouped_linear_gaussian import GROUPED_LINEAR_GAUSSIAN
+from .is_positive import IS_POSITIVE
 from .linear_gaussian import LINEAR_GAUSSIAN
 from .logistic import BERNOULLI_LOGIT
 from .markov_chain import MARKOV_CHAIN
@@ -49,6 +50,7 @@ FACTOR_TYPES += (SCALE_SIGMA,)
 FACTOR_TYPES += (GROUPED_LINEAR_GAUSSIAN,)
 FACTOR_TYPES += (MV_GAUSSIAN_WISHART_MISSING, MV_GAUSSIAN_NORMAL_WISHART_MISSING)
 FACTOR_TYPES += (FACTOR_ANALYSIS,)
+FACTOR_TYPES += (IS_POSITIVE,)
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]
 __all__ += ["logit_polya_gamma"]

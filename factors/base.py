@@ -32,7 +32,7 @@ Rule = Callable[[Moments, dict[str, Any]], Stats]
 
 # the algorithms rules are registered for; NCVMP uses the VMP rule of a conjugate factor (its
 # gradient-matched message equals the VMP message: Knowles & Minka, Theorem 2)
-ALGORITHMS = ("vmp", "ncvmp")
+ALGORITHMS = ("vmp", "ncvmp", "ep")
 FALLBACK = {"ncvmp": "vmp"}
 # Gibbs sampling: a conjugate factor's VMP message at point statistics is its full conditional; a factor may
 # register its own "gibbs" rule (an augmentation: factors/polya_gamma.py)

@@ -18,7 +18,9 @@ from distributions import Gamma, Gaussian
 
 from .base import LOG_2PI, FactorType, Moments
 from .contract import disjoint, lazy_sum, plate_product
+from .is_positive import ep_site_rule
 from .kernels.elementwise import gaussian_log_density, gaussian_precision_message, gaussian_sq_dev
+from .kernels.ep_sites import SITE_GAUSS
 
 GAUSSIAN = FactorType("Gaussian", out=Gaussian, mean=Gaussian, precision=Gamma)
 
@@ -72,3 +74,11 @@ def gaussian_point(u: np.ndarray, m: Moments, p: dict, order: int = 2) -> tuple:
 
 
 gaussian_point.quadratic = True  # log f is quadratic in u: handlers take its expectation in closed form
+
+
+def _ep_site(m: Moments, p: dict) -> tuple:
+    """EP: the factor is a Gaussian site N(d; 0, 1/τ) on d = out − mean (known τ): ``m["mean"]`` holds d's cavity."""
+    return SITE_GAUSS, m["precision"][0], 0.0
+
+
+gaussian_ep = ep_site_rule(GAUSSIAN, "mean", _ep_site)

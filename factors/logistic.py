@@ -24,7 +24,9 @@ import numpy as np
 from distributions import Bernoulli, Gaussian
 
 from .base import FactorType, Moments, same_stats
+from .is_positive import ep_site_rule
 from .kernels import bernoulli_logit_value_grad, jj_lambda, log1pexp, logistic_expectations, tilted_logistic_bound
+from .kernels.ep_sites import SITE_LOGISTIC
 
 BERNOULLI_LOGIT = FactorType("BernoulliLogit", conjugate=False, out=Bernoulli, logit=Gaussian)
 
@@ -127,3 +129,11 @@ def logit_point(u: np.ndarray, m: Moments, p: dict, order: int = 2) -> tuple:
         return (*bernoulli_logit_value_grad(u, s), None)
     sig = 0.5 * (1.0 + np.tanh(0.5 * u))
     return s * u - log1pexp(u), s - sig, -sig * (1.0 - sig)
+
+
+def _logistic_ep_site(m: Moments, p: dict) -> tuple:
+    """EP (every method): the tilted moments of σ(x)^s σ(−x)^(1−s) N(x; μ, v) by quadrature, s observed."""
+    return SITE_LOGISTIC, m["out"][0], 0.0
+
+
+logistic_ep = ep_site_rule(BERNOULLI_LOGIT, "logit", _logistic_ep_site, ("quadrature", "tilted", "quadratic"))

@@ -24,7 +24,9 @@ from scipy.special import gammaln, log_ndtr, ndtr
 from distributions import Gaussian
 
 from .base import FactorType, Moments
+from .is_positive import ep_site_rule
 from .kernels import normal_rule
+from .kernels.ep_sites import SITE_STEP
 from .logistic import gradient_message
 
 LAPLACE_SITE = FactorType("LaplaceSite", conjugate=False, out=Gaussian, x=Gaussian)
@@ -176,3 +178,11 @@ def probit_point(u: np.ndarray, m: Moments, p: dict, order: int = 2) -> tuple:
     lg = log_ndtr(tu)
     d1 = t * np.exp(-0.5 * tu * tu - _LOG_SQRT_2PI - lg)
     return lg, d1, -d1 * (tu * t + d1)  # d/du [t φ(tu)/Φ(tu)] = −t²·tu·r − r², r = (log f)′
+
+
+def _probit_ep_site(m: Moments, p: dict) -> tuple:
+    """EP: Φ(t·x) = P(t(x + ε) > 0), ε ~ N(0, 1): a step site with noise variance 1, t = ±1 observed on ``out``."""
+    return SITE_STEP, m["out"][0], 1.0
+
+
+probit_ep = ep_site_rule(PROBIT, "x", _probit_ep_site)

@@ -16,6 +16,7 @@ from factors.base import RuleNotFound
 
 from .acceleration import acceleration_option
 from .compile import _feeds_handler, _needs_messages
+from .ep import EP
 from .runners.message_passing import admit_message_passing, run_message_passing
 from .runners.options import RunOptions
 
@@ -118,8 +119,9 @@ class NCVMP(_MessagePassing):
             raise ModelError(f"NCVMP: backtracking must be 'adaptive', True or False, got {self.backtracking!r}")
 
 
-def default_algorithm(model: Model, handlers: Any) -> tuple[VMP | NCVMP, str]:
-    """VMP if every factor that sends messages has a VMP rule for its method, else NCVMP with a note why."""
+def default_algorithm(model: Model, handlers: Any) -> tuple[VMP | NCVMP | EP, str]:
+    """VMP if every factor that sends messages has a VMP rule for its method, else EP when some factor has only
+    an EP rule (``fg.is_positive``), else NCVMP, with a note why."""
     handled = set(handlers) if isinstance(handlers, dict) else set()
     lacking = []
     for f in model.factors:
@@ -134,5 +136,15 @@ def default_algorithm(model: Model, handlers: Any) -> tuple[VMP | NCVMP, str]:
                     break
     if not lacking:
         return VMP(), ""
+    only_ep = [f.name for f in model.factors if _only_ep(f)]
+    if only_ep:
+        return EP(), (f"algorithm: fg.EP(), chosen by default because these factors have only an expectation "
+                      f"propagation rule: {', '.join(only_ep)}")
     return NCVMP(), (f"algorithm: fg.NCVMP(), chosen by default because these factors have no VMP rule: "
                      f"{', '.join(lacking)}")
+
+
+def _only_ep(f) -> bool:
+    """Whether a factor has EP rules and no VMP or NCVMP rule for its method."""
+    algs = {a for (_, a, m) in f.ftype.rules() if m == f.method}
+    return "ep" in algs and not algs & {"vmp", "ncvmp"}

@@ -33,8 +33,9 @@ def infer(model, algorithm: Any = None, *, max_iter: int = 200, tol: Any = AUTO,
     model
         An ``fg.Model``.
     algorithm
-        ``fg.VMP()``, ``fg.NCVMP()`` or ``fg.SVI(batch_size=..., learning_rate=...)`` (stochastic variational
-        inference: ``max_iter`` minibatch steps; see ``fg.SVI``).  By default (None) VMP when every factor
+        ``fg.VMP()``, ``fg.NCVMP()``, ``fg.EP()`` (expectation propagation; see ``fg.EP``) or
+        ``fg.SVI(batch_size=..., learning_rate=...)`` (stochastic variational inference: ``max_iter`` minibatch
+        steps; see ``fg.SVI``).  By default (None) VMP when every factor
         has a VMP message rule (conjugate factors, and the quadratic bounds of the logistic and softmax factors), NCVMP
         otherwise (non-conjugate factors that no global handler claims); ``Result.algorithm`` and a
         note say which ran and why.

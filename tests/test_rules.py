@@ -103,6 +103,7 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "CauchySite": {"scale": 3.0, "state": {}},
         "StudentTSite": {"scale": 3.0, "dof": 4.0, "state": {}},
         "Probit": {"state": {}},
+        "IsPositive": {},  # EP rules only: tests/test_ep.py checks their tilted moments
         "Wishart": {"dof": rng.uniform(D, D + 3, BATCH), "scale": _spd(rng)},
         "MvGaussianWishart": {"D": D},
         "NormalWishart": {"mean": rng.normal(size=D), "beta": 1.3, "dof": D + 1.5, "scale": _spd(rng)},
@@ -223,8 +224,9 @@ def test_every_factor_type_has_a_fixture():
         _fixture(ft.name, rng)  # KeyError = a factor type nobody tests
 
 
-# a "gibbs" rule draws (an augmentation's auxiliary variable) and is no gradient: tests/test_gibbs*.py check it
-RULES = [(ft, variant, key) for ft, variant in CASES for key in sorted(ft.rules()) if key[1] != "gibbs"]
+# a "gibbs" rule draws (an augmentation's auxiliary variable) and is no gradient: tests/test_gibbs*.py check it;
+# EP rules return tilted moments, not gradients of E[log f]: tests/test_ep.py checks them by quadrature
+RULES = [(ft, variant, key) for ft, variant in CASES for key in sorted(ft.rules()) if key[1] not in ("gibbs", "ep")]
 
 
 @pytest.mark.parametrize(("ft", "variant", "key"), RULES, ids=[f"{v}:{'/'.join(k)}" for _, v, k in RULES])

@@ -13,6 +13,7 @@ from factorgraph.graph.builder_base import _check_parent, _finish, _plates
 from factorgraph.graph.gates import is_random, source_plates
 from factorgraph.graph.model import current_model
 from factorgraph.graph.nodes import Deterministic, Gate, ModelError, Plate, Variable
+from factors.is_positive import IS_POSITIVE
 from factors.logistic import BERNOULLI_LOGIT
 from factors.sites import CAUCHY_SITE, LAPLACE_SITE, PROBIT, STUDENT_T_SITE
 from factors.softmax import BOUNDS, CATEGORICAL_SOFTMAX
@@ -147,3 +148,25 @@ def probit(name: str, x: Any, *, observed: Any, mask: Any = None) -> Variable:
         raise ModelError(f"labels of {name!r} have shape {s01.shape}, expected {tuple(p.size for p in xplates)}")
     var = Variable(model, name, Gaussian, xplates)
     return _finish(model, var, PROBIT, {"x": x}, {}, 2.0 * s01 - 1.0, mask)
+
+
+def is_positive(name: str, x: Any, *, observed: Any = None, mask: Any = None) -> Variable:
+    """A binary b = 1[x > 0] of a Gaussian variable or expression x (Infer.NET's IsPositive).
+
+    Observed b (bool, 0/1 or ±1; −1 is 0) truncates x's posterior to the positive (b true) or the negative half
+    line.  Only expectation propagation runs it: ``fg.infer(model, algorithm=fg.EP())`` (E_q[log 1[x > 0]] is −∞
+    under a Gaussian q, so VMP has no message).  A TrueSkill game won by player i over j is
+    ``fg.is_positive("win", perf[i] - perf[j], observed=True)``.
+    """
+    model = current_model(f"is_positive {name!r}")
+    model.check_name(name)
+    x = _gaussian_node(model, x, name, "x")
+    if isinstance(x, Gate):
+        raise ModelError(f"{name!r}: is_positive takes a Gaussian variable or expression, not a gate x[z]")
+    xplates = model.sorted_plates(source_plates(x))
+    var = Variable(model, name, Bernoulli, xplates)
+    if observed is not None:
+        if np.ndim(observed) == 0 and var.shape:  # one outcome for every instance
+            observed = np.full(var.shape, observed)
+        observed, mask = checks.binary_labels(observed, mask, name, var.shape)
+    return _finish(model, var, IS_POSITIVE, {"x": x}, {}, observed, mask)

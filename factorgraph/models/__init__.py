@@ -28,6 +28,7 @@ from factorgraph.models.hierarchical import (
 )
 from factorgraph.models.mixtures import mixture, mixture_model
 from factorgraph.models.poisson import CountPredictive, poisson_predictive, poisson_regression, poisson_regression_model
+from factorgraph.models.probit import probit_regression, probit_regression_model
 from factorgraph.models.regression import (
     LIKELIHOODS,
     StudentT,
@@ -60,3 +61,4 @@ __all__ = [
     "poisson_regression_model", "predictive_log_density", "softmax_predictive", "softmax_regression",
     "softmax_regression_model", "state_space_predictive",
 ]
+__all__ += ["probit_regression", "probit_regression_model"]

@@ -23,7 +23,7 @@ from factorgraph.graph.nonconjugate import bernoulli_logit
 from factorgraph.posterior.results import Result
 from factors.data_products import computed
 from factors.kernels import jj_lambda, logistic_expectations
-from schedules import NCVMP, VMP, infer
+from schedules import EP, NCVMP, VMP, infer
 
 
 class StudentT(NamedTuple):
@@ -201,7 +201,10 @@ def logistic_regression(X: Any, y: Any, ard: bool = False, a0: float = 1e-2, b0:
     the w update), α and w; it stops when the bound, without its constant terms, changes by less than
     0.001 % or decreases (the decreased state is returned, as in the author's code), or after 500
     passes.  With ``method="quadrature"`` or ``"tilted"`` the same model runs under NCVMP to its fixed
-    point (other options go to ``fg.infer``).  Labels may be {−1, +1}, {0, 1} or bool.
+    point (other options go to ``fg.infer``).  With ``method="ep"`` q(w) is fitted by expectation propagation
+    (``fg.EP()``: one site per row, its tilted moments by quadrature) and q(α) by its VMP update from q(w) (a
+    hybrid run: ``init`` is not used; ``Result.elbo`` is then EP's log evidence approximation, not a bound).
+    Labels may be {−1, +1}, {0, 1} or bool.
 
     ``init`` says where q(α) starts, as in ``linear_regression``: ``"reference"`` at its prior mean
     a₀/b₀ (on inputs scaled by 10⁻³ that start shrinks w to 0 and every prediction is ½), ``"data"`` at
@@ -210,6 +213,10 @@ def logistic_regression(X: Any, y: Any, ard: bool = False, a0: float = 1e-2, b0:
     higher by more than 10⁻⁴·|L| + 10⁻³); a note says which.
     """
 
+    if isinstance(method, str) and method == "ep":  # expectation propagation on the exact likelihood
+        with checks.scanned_once():
+            m = logistic_regression_model(X, y, ard, a0, b0, "quadrature")
+        return infer(m, algorithm=infer_options.pop("algorithm", EP()), max_iter=max_iter, **infer_options)
     _start_option(init)
     with checks.scanned_once():
         m = logistic_regression_model(X, y, ard, a0, b0, method)

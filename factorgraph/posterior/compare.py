@@ -16,7 +16,7 @@ from factorgraph.graph import checks
 from factorgraph.graph.nodes import ModelError
 from factorgraph.posterior.arviz_io import _import_arviz
 from factorgraph.posterior.fitted_data import different_data, without_data
-from factorgraph.posterior.results import LOWER_BOUND, STOCHASTIC, Result
+from factorgraph.posterior.results import EP_APPROXIMATION, LOWER_BOUND, STOCHASTIC, Result
 from factorgraph.posterior.samplers import check_seed
 
 # PSIS fits a generalised Pareto distribution to the largest ⌈S/5⌉ importance ratios (fewer for large S) and
@@ -147,6 +147,11 @@ def compare(results: dict[str, Result], loo: bool | str = False, *, loo_draws: i
     elif kinds[0] == LOWER_BOUND:
         note = ("note: lower bounds; their difference estimates a log Bayes factor only if the bounds are "
                 "equally tight")
+    if EP_APPROXIMATION in kinds and len(set(kinds)) > 1:
+        ep_note = ("note: EP's log Z_EP is an approximation of the log evidence, neither a bound nor exact; set "
+                   "beside lower bounds it is not like with like (their difference is not a log Bayes factor)")
+        warnings.warn(ep_note, UserWarning, stacklevel=2)
+        note = "\n".join(filter(None, [note, ep_note]))
     if STOCHASTIC in kinds:
         note = "\n".join(filter(None, [note, (
             "note: stochastic estimates (SVI's smoothed minibatch bound) are noisy estimates of lower bounds, not "

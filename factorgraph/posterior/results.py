@@ -22,6 +22,8 @@ ESTIMATE = "Monte Carlo estimate of a lower bound"
 # SVI's running figure: the minibatch-rescaled bound, smoothed (an unbiased estimate of the ELBO at the
 # batch's local optimum, not a bound itself, and noisy by subsampling rather than by Monte Carlo draws)
 STOCHASTIC = "stochastic estimate of a lower bound"
+# fg.EP's log Z_EP: an approximation of log p(D), neither a bound nor exact
+EP_APPROXIMATION = "EP approximation"
 
 
 def combine_kinds(kinds: set[str]) -> str:

@@ -2,7 +2,7 @@
 
 * ``Beta``: p ~ Beta(α, β).  ``Dirichlet``: p = g / Σ_k g_k with g_k ~ Gam(α_k, 1).
 * ``Bernoulli``: y = 1[u < p], u ~ U(0, 1); ``BernoulliLogit`` the same at p = σ(x) = ½(1 + tanh(x/2)).
-* ``Probit``: y = sign(x + ε), ε ~ N(0, 1) (labels ±1, as stored).
+* ``Probit``: y = sign(x + ε), ε ~ N(0, 1) (labels ±1, as stored).  ``IsPositive``: b = 1[x > 0].
 * ``Categorical``: z = argmax_k (log p_k + g_k), g_k ~ Gumbel(0, 1) (the Gumbel-max draw of z ~ p);
   ``CategoricalSoftmax`` the same at log p_k = x_k + const (the softmax logits).
 """
@@ -70,3 +70,10 @@ def _categorical(s: Forward, v: Variable, f: FactorNode, frame: tuple[Plate, ...
 def _categorical_softmax(s: Forward, v: Variable, f: FactorNode, frame: tuple[Plate, ...],
                          full: tuple[int, ...]) -> None:
     s.put(v, _labels_from_logp(s.rng, softmax_logits(s, v, f, frame, "logits"), full), full)
+
+
+@sampler("IsPositive")
+def _is_positive(s: Forward, v: Variable, f: FactorNode, frame: tuple[Plate, ...], full: tuple[int, ...]) -> None:
+    """``fg.is_positive``: b = 1[x > 0], a function of its Gaussian x (no noise of its own)."""
+    x = np.broadcast_to(s.arg(f.edges["x"], frame, v.name), full)
+    s.put(v, (x > 0).astype(float), full)
