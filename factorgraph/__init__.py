@@ -39,6 +39,7 @@ from factorgraph.graph.robust import student_t
 from factorgraph.graph.scales import exponential, half_cauchy, half_normal, half_student_t, uniform_scale
 from factorgraph.graph.sequences import markov_chain
 from factorgraph.graph.state_space import gaussian_markov_chain
+from factorgraph.graph.user_likelihood import likelihood, potential
 from factorgraph.posterior.compare import Comparison, compare
 from factorgraph.posterior.predict import predict
 from factorgraph.posterior.results import Result
@@ -56,6 +57,7 @@ inner = _data.inner
     categorical_softmax, cauchy_site, laplace_site, probit, student_t_site, student_t, exponential, half_cauchy,
     half_normal, half_student_t, uniform_scale, markov_chain))
 gaussian_markov_chain = _checked(gaussian_markov_chain)  # its arguments checked as the recorded builders' are
+likelihood, potential = map(_data.recorded, (likelihood, potential))
 
 _LAZY = {name: "schedules" for name in
          ("infer", "VMP", "NCVMP", "SVI", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
@@ -91,6 +93,7 @@ __all__ += ["sample_prior"]
 __all__ += ["data", "predict"]
 __all__ += ["student_t"]
 __all__ += ["plots"]
+__all__ += ["likelihood", "potential"]
 
 
 def __dir__() -> list[str]:

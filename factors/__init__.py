@@ -28,6 +28,7 @@ from .sites import CAUCHY_SITE, LAPLACE_SITE, PROBIT, STUDENT_T_SITE
 from .softmax import CATEGORICAL_SOFTMAX
 from .student_t import STUDENT_T
 from .uniform_scale import UNIFORM_SCALE
+from .user_likelihood import USER_LIKELIHOOD
 from .wishart import WISHART
 
 FACTOR_TYPES: tuple[FactorType, ...] = (
@@ -47,5 +48,6 @@ FACTOR_TYPES += (SCALE_SIGMA,)
 FACTOR_TYPES += (GROUPED_LINEAR_GAUSSIAN,)
 FACTOR_TYPES += (MV_GAUSSIAN_WISHART_MISSING, MV_GAUSSIAN_NORMAL_WISHART_MISSING)
 FACTOR_TYPES += (FACTOR_ANALYSIS,)
+FACTOR_TYPES += USER_LIKELIHOOD
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

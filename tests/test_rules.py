@@ -32,6 +32,7 @@ from factors.deterministic import Dot, Inner, Product, Sum
 from factors.mv_gaussian_wishart_missing import missing_patterns
 from factors.scale_priors import scale_prior_params
 from factors.uniform_scale import uniform_scale_params
+from factors.user_likelihood import user_params
 
 D = 3
 BATCH = (2,)
@@ -132,6 +133,7 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         # 4 rows × 2 columns, D − 1 scores and an intercept; 4 rows × 2 columns with entries missing, D scores
         "FactorAnalysis": _factor_analysis_fixture(np.random.default_rng(8), intercept=True),
         "FactorAnalysis/missing": _factor_analysis_fixture(np.random.default_rng(9), intercept=False),
+        **{f"UserLikelihood{k}": _user_fixture(k) for k in (1, 2, 3)},
     }[name]
     if name == "NormalWishart":
         from factors.normal_wishart import prior_natural
@@ -140,6 +142,16 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
     if name == "MvGaussianFixedPrecision":
         params["logdet"] = float(np.linalg.slogdet(params["precision"])[1])
     return params
+
+
+def _user_log_density(y, a, b=0.0, c=0.0):
+    """Concave in each argument (no clipped message): a Gaussian in a, a softplus in b, a log cosh in c."""
+    return -0.5 * (y - a) ** 2 - np.logaddexp(0.0, b) - np.logaddexp(c, -c) + 0.3 * y * b
+
+
+def _user_fixture(k):
+    """fg.likelihood's factor with k Gaussian arguments, a fixed 48-node rule per argument."""
+    return {**user_params(_user_log_density, "test", ("a", "b", "c")[:k], {}, True, 48), "state": {}}
 
 
 def _factor_analysis_fixture(rng, intercept):

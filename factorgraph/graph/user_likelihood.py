@@ -1,0 +1,143 @@
+"""Any likelihood from its log density: ``fg.likelihood`` (observed data) and ``fg.potential`` (a free term).
+
+The factor (``factors.user_likelihood``) takes E_q[log f] by Gauss–Hermite quadrature over the Gaussian
+arguments and sends NCVMP gradient messages; run the model with ``fg.NCVMP`` (the default picks it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from distributions import Gaussian
+from factorgraph.graph import checks
+from factorgraph.graph.builder_base import _check_parent, _finish, _var_plates
+from factorgraph.graph.model import current_model
+from factorgraph.graph.nodes import Data, Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
+from factors.plating import expand
+from factors.user_likelihood import MAX_ARGS, USER_LIKELIHOOD, user_params
+
+_RESERVED = ("y",)
+
+
+def _roots(x: Node) -> set[str]:
+    return {v.name for v in (x.stochastic_parents() if isinstance(x, Deterministic | Indexed) else [x])}
+
+
+def _split(model: Any, name: str, params: dict[str, Any]) -> tuple[dict[str, Node], dict[str, np.ndarray]]:
+    """The parameters sorted into Gaussian nodes and constants, each checked."""
+    gaussian: dict[str, Node] = {}
+    consts: dict[str, np.ndarray] = {}
+    for key, x in params.items():
+        if key in _RESERVED:
+            raise ModelError(f"{name!r}: {key!r} is the observed value's name in the log density; give the data "
+                             f"as observed=... and name the parameter otherwise")
+        if isinstance(x, Gate):
+            raise ModelError(f"{name!r}: parameter {key!r} is a gate ({x!r}); gated (mixture) parameters are not "
+                             "supported in a user log density")
+        if isinstance(x, Variable | Indexed) and x.family is not Gaussian:
+            raise ModelError(f"{name!r}: parameter {key!r} is the {x.family.__name__} variable {x.name!r}; a user log "
+                             "density takes Gaussian variables and expressions, or constants.  For a positive "
+                             "parameter put a Gaussian on its log and map it through np.exp inside the log density")
+        if isinstance(x, Variable | Deterministic | Indexed):
+            _check_parent(model, x, name, key, (Gaussian,))
+            gaussian[key] = x
+        elif isinstance(x, Data):
+            raise ModelError(f"{name!r}: parameter {key!r} is the data node {x.name!r} of another call")
+        elif isinstance(x, np.ndarray | float | int | np.number | bool | list | tuple):
+            consts[key] = checks.constant(x, f"{name!r}: parameter {key!r}")
+        else:
+            raise ModelError(f"{name!r}: parameter {key!r} must be a Gaussian variable or expression, a number or "
+                             f"an array, got {checks._short(x)}")
+    if not gaussian:
+        raise ModelError(f"{name!r}: no parameter of the log density is random (a Gaussian variable or expression); "
+                         f"got only constants {sorted(consts)}")
+    if len(gaussian) > MAX_ARGS:
+        raise ModelError(f"{name!r}: at most {MAX_ARGS} Gaussian parameters per log density (a tensor quadrature "
+                         f"grid), got {len(gaussian)}: {sorted(gaussian)}")
+    keys = list(gaussian)
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            shared = _roots(gaussian[a]) & _roots(gaussian[b])
+            if shared:
+                raise ModelError(
+                    f"{name!r}: parameters {a!r} and {b!r} both depend on the variable {sorted(shared)[0]!r}; "
+                    "Gaussian parameters of one log density that share a variable are correlated under q, "
+                    "and this factor takes them as independent, so it refuses them: give each parameter its "
+                    "own variables")
+    return gaussian, consts
+
+
+def _build(fname: str, name: str, logpdf: Any, observed: Any, mask: Any, plates: Sequence[Plate],
+           order: Any, params: dict[str, Any]) -> Variable:
+    model = current_model(f"{fname} {name!r}")
+    model.check_name(name)
+    if not callable(logpdf):
+        raise ModelError(f"{name!r}: the log density must be a function logpdf(y, **params), got "
+                         f"{checks._short(logpdf)}")
+    if order is not None:
+        order = int(checks.number(order, f"{name!r}: order", low=1, high=512))
+    gaussian, consts = _split(model, name, params)
+    var = Variable(model, name, Gaussian, _var_plates(model, plates, name, list(gaussian.values())))
+    for key, a in consts.items():
+        checks.fits(a.shape, var.shape, f"{name!r}: parameter {key!r}")
+    is_obs = observed is not None
+    if is_obs:
+        y, present = checks.observed_array(observed, mask, var.shape, name)
+        value = y
+    else:
+        present, value = None, np.zeros(var.shape)
+    p = user_params(logpdf, f"fg.{fname}({name!r})", tuple(gaussian), {}, is_obs, order)
+    ftype = USER_LIKELIHOOD[len(gaussian) - 1]
+    edges = {f"x{j}": x for j, x in enumerate(gaussian.values())}
+    var = _finish(model, var, ftype, edges, p, value, present)
+    vp, fp = [q.index for q in var.plates], [q.index for q in var.prior.plates]
+    p["consts"] = {k: expand(np.broadcast_to(a, var.shape).astype(float), vp, fp, 0) if a.ndim else a.astype(float)
+                   for k, a in consts.items()}
+    if present is not None and not np.all(present):
+        p["fill"] = float(np.asarray(y)[present].ravel()[0])
+    var.prior.method = "default"
+    return var
+
+
+def likelihood(name: str, logpdf: Callable[..., Any], *, observed: Any, mask: Any = None,
+               plates: Sequence[Plate] = (), order: int | None = None, **params: Any) -> Variable:
+    """Observed data y with the density exp(logpdf(y, **params)), any log density written by the user.
+
+    Parameters
+    ----------
+    logpdf
+        ``logpdf(y, **params)``, vectorised elementwise with numpy broadcasting (a numba ``@vectorize`` ufunc
+        works as it is); it must be finite wherever q puts mass.
+    observed, mask
+        The data (required), plate-shaped, and an optional boolean mask (True = observed).
+    plates
+        The data's plates (those of the random parameters are added).
+    order
+        Gauss–Hermite nodes per Gaussian parameter; by default the smallest of 8, 16, 32, … that agrees
+        with twice as many to 1e-10 (chosen on the first sweep, again when q's width changes by 2×).
+    **params
+        The density's parameters by name: up to 3 Gaussian variables or expressions (``fg.inner(X, w)``,
+        ``a[g] + b * x``; no two may share a variable), and any numbers or arrays (or data nodes) that fit
+        the data's plates.
+
+    Notes
+    -----
+    E_q[log f] = Σ_g w_g logpdf(y, m + √v·z_g) on the tensor Gauss–Hermite grid (exact to the rule's
+    accuracy), and the NCVMP message to a Gaussian parameter is its gradient in that parameter's mean
+    parameters, ∂S/∂m = E[log f·z]/√v, ∂S/∂v = ½E[log f·(z² − 1)]/v (Bonnet's and Price's identities).
+    """
+    if observed is None:
+        raise ModelError(f"{name!r}: fg.likelihood needs observed data (observed=...); for a term without data "
+                         "use fg.potential")
+    return _build("likelihood", name, logpdf, observed, mask, plates, order, params)
+
+
+def potential(name: str, logf: Callable[..., Any], *, plates: Sequence[Plate] = (), order: int | None = None,
+              **params: Any) -> Variable:
+    """An unobserved term exp(logf(**params)) in the joint density: a prior density the builders lack, a
+    penalty or a constraint written as a log density.  Its arguments and its quadrature are those of
+    ``fg.likelihood``; ``logf`` is called with the parameters only (no data)."""
+    return _build("potential", name, logf, None, None, plates, order, params)

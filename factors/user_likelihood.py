@@ -1,0 +1,218 @@
+"""A factor from the user's log density: ``fg.likelihood`` (observed data) and ``fg.potential`` (a free term).
+
+The user gives ``log f(y, θ₁, …, θ_k)`` as a vectorised function; ``k ≤ 3`` of its arguments are Gaussian
+under q (the edges ``x0 … x{k−1}``, each with per-row moments m_j, v_j, independent of each other), the rest
+are constants (in the factor parameters).  With z_j standard normal and η_j = m_j + √v_j z_j,
+
+    S = E_q[log f] ≈ Σ_g w_g log f(y, η(z_g))
+
+over the tensor-product Gauss–Hermite grid (n nodes per Gaussian argument), and the NCVMP message to x_j
+is the gradient of S in x_j's mean parameters (E[x_j], E[x_j²]) (Knowles & Minka 2011), from Bonnet's and
+Price's identities on the same nodes (exact for the true S; on the rule, accurate as the rule is):
+
+    ∂S/∂m_j = E[log f · z_j]/√v_j,   ∂S/∂v_j = ½E[log f · (z_j² − 1)]/v_j,
+    η₂ = ∂S/∂v_j,   η₁ = ∂S/∂m_j − 2m_j ∂S/∂v_j.
+
+The node count n is chosen on the first call: the smallest n of 8, 16, 32, … whose S, ∂S/∂m_j and
+∂S/∂v_j agree with those at 2n to 10⁻¹⁰(1 + their size) in every row; it is chosen again only when the
+largest standard deviation of some argument has changed by more than a factor 2 since (the prior's broad
+q needs more nodes than the posterior's).  A fixed ``order`` skips the choice.  The evidence term is then
+exact to that accuracy.  A message whose precision would be negative (∂S/∂v_j > 0: log f not concave in
+that argument) is clipped to zero precision and counted in the factor's state, as the site factors do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from distributions import Gaussian
+
+from .base import FactorType, Moments, same_stats
+from .kernels import normal_rule
+from .logistic import gradient_message
+
+MAX_ARGS = 3
+TOL = 1e-10
+_LADDER = (8, 16, 32, 64)
+_MAX_NODES = {1: 128, 2: 64, 3: 32}  # largest nodes per argument of the compared rule 2n (numpy's rule is exact
+# to 1e-14 up to 150 nodes)
+_CHUNK = 1 << 22  # values of log f per block of rows (32 MB)
+
+USER_LIKELIHOOD = tuple(
+    FactorType(f"UserLikelihood{k}", conjugate=False, out=Gaussian, **{f"x{j}": Gaussian for j in range(k)})
+    for k in range(1, MAX_ARGS + 1))
+
+
+class LogDensityError(ValueError):
+    """The user's log density returned something other than a finite array of the grid's shape."""
+
+
+def grid(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Tensor Gauss–Hermite grid for k standard normals: nodes (n^k, k) and the matrix (n^k, 1 + 2k) of
+    weights w, w z_j and ½ w (z_j² − 1), so that one product with log f gives the value and its sums."""
+    z, w = normal_rule(n)
+    zs = np.stack(np.meshgrid(*([z] * k), indexing="ij"), -1).reshape(-1, k)
+    ws = np.prod(np.stack(np.meshgrid(*([w] * k), indexing="ij"), -1).reshape(-1, k), axis=1)
+    cols = [ws] + [ws * zs[:, j] for j in range(k)] + [0.5 * ws * (zs[:, j] ** 2 - 1.0) for j in range(k)]
+    return np.ascontiguousarray(zs), np.ascontiguousarray(np.stack(cols, 1))
+
+
+def _describe(p: dict, index: tuple, args: dict) -> str:
+    vals = ", ".join(f"{k} = {float(v):.6g}" for k, v in args.items())
+    return f"{p['what']} at row {index}: {vals}"
+
+
+def _evaluate(p: dict, y: np.ndarray | None, mean: list, sd: list, consts: dict, n: int,
+              shape: tuple) -> np.ndarray:
+    """(R, 1 + 2k) sums Σ_g W_g· log f over the grid with n nodes per argument, by blocks of rows."""
+    k = len(mean)
+    Z, W = grid(n, k)
+    R, G = mean[0].shape[0], Z.shape[0]
+    centre = int(np.argmax(W[:, 0]))
+    out = np.empty((R, 1 + 2 * k))
+    step = max(1, _CHUNK // G)
+    fn, names = p["logpdf"][0], p["gaussian"]
+    for lo in range(0, R, step):
+        sl = slice(lo, min(R, lo + step))
+        kw = {name: mean[j][sl, None] + sd[j][sl, None] * Z[:, j] for j, name in enumerate(names)}
+        kw.update({c: (a[sl, None] if a.ndim else a) for c, a in consts.items()})
+        with np.errstate(all="ignore"):
+            L = fn(y[sl, None], **kw) if y is not None else fn(**kw)
+        L = np.asarray(L, dtype=float)
+        if L.shape != (sl.stop - lo, G):
+            raise LogDensityError(
+                f"{p['what']}: the log density returned shape {np.shape(L)} where its arguments broadcast to "
+                f"{(sl.stop - lo, G)} (rows × quadrature nodes); it must be vectorised elementwise over y and "
+                f"{', '.join(p['params'])} (numpy broadcasting) and return one value per element")
+        if not np.isfinite(L).all():
+            r, g = np.argwhere(~np.isfinite(L))[0]
+            bad = L[r, g]
+            what = "NaN" if np.isnan(bad) else ("+inf" if bad > 0 else "-inf (zero density)")
+            at = {name: kw[name][r, g] for name in names}
+            at.update({c: (a[lo + r] if a.ndim else a) for c, a in consts.items()})
+            if y is not None:
+                at = {"y": y[lo + r], **at}
+            idx = np.unravel_index(lo + r, shape) if shape else ()
+            raise LogDensityError(f"{p['what']}: the log density is {what} at a quadrature node, "
+                                  f"{_describe(p, tuple(int(i) for i in idx), at)}; it must be finite wherever q "
+                                  "puts mass (the Gaussian arguments range over the whole real line: map a "
+                                  "positive parameter through exp inside the log density)")
+        out[sl, 0] = L @ W[:, 0]
+        # the derivative sums of log f minus its value at the central node: Σ w z and Σ w (z² − 1) vanish, and the
+        # rounding of a large log f no longer swamps them when q is narrow
+        out[sl, 1:] = (L - L[:, centre, None]) @ W[:, 1:]
+    return out
+
+
+def _derived(sums: np.ndarray, sd: list) -> np.ndarray:
+    """(S, ∂S/∂m_j, ∂S/∂v_j) per row from the sums."""
+    k = len(sd)
+    out = sums.copy()
+    for j in range(k):
+        out[:, 1 + j] /= sd[j]
+        out[:, 1 + k + j] /= sd[j] * sd[j]
+    return out
+
+
+def _accurate(a: np.ndarray, b: np.ndarray, sd: list) -> bool:
+    """Whether S and its derivatives agree to TOL relative to 1 + their size."""
+    a, b = _derived(a, sd), _derived(b, sd)
+    return bool(np.all(np.abs(a - b) <= TOL * (1.0 + np.abs(b))))
+
+
+def _choose(p: dict, y, mean, sd, consts, shape, first: bool) -> tuple[int, np.ndarray, bool]:
+    """The smallest order of the ladder that agrees with twice as many nodes, its sums and whether it did.
+
+    The first choice sees the prior's q; if the largest rule is not accurate there, it is chosen again on the
+    next call (q is then narrower).  A later failure keeps the largest rule and records its error (the
+    difference from the next smaller rule) in the state, which the result reports with a warning."""
+    k = len(mean)
+    ladder = [n for n in _LADDER if 2 * n <= _MAX_NODES[k]]
+    prev = _evaluate(p, y, mean, sd, consts, ladder[0], shape)
+    last = prev
+    for n in ladder:
+        nxt = _evaluate(p, y, mean, sd, consts, 2 * n, shape)
+        if _accurate(prev, nxt, sd):
+            p["state"].pop("quadrature_error", None)
+            return n, prev, True
+        last, prev = prev, nxt
+    if first:
+        return 2 * ladder[-1], prev, False
+    p["state"]["quadrature_error"] = float(np.max(np.abs(_derived(prev, sd) - _derived(last, sd))))
+    return 2 * ladder[-1], prev, True
+
+
+def expectations(m: Moments, p: dict) -> tuple[tuple, list, list, np.ndarray]:
+    """(shape, means, variances, sums (R, 1 + 2k)) at the current moments, cached while they are unchanged."""
+    k = len(p["gaussian"])
+    stats = [m[f"x{j}"] for j in range(k)]
+    state = p["state"]
+    hit = state.get("sums")
+    if hit is not None and all(same_stats(a, b) for a, b in zip(hit[0], stats, strict=True)):
+        return hit[1]
+    y = m["out"][0] if p["observed"] else None
+    consts = p["consts"]
+    shape = np.broadcast_shapes(*(s[0].shape for s in stats), *((y.shape,) if y is not None else ()),
+                                *(np.shape(a) for a in consts.values()))
+    mean = [np.broadcast_to(s[0], shape).ravel() for s in stats]
+    var = [np.maximum(np.broadcast_to(s[1], shape).ravel() - mu * mu, 1e-300) for s, mu in zip(stats, mean,
+                                                                                              strict=True)]
+    sd = [np.sqrt(v) for v in var]
+    if y is not None:
+        y = np.broadcast_to(y, shape).ravel()
+        if "fill" in p:  # missing rows (weighted 0 by the engine) get a valid value
+            y = np.where(np.isnan(y), p["fill"], y)
+    cons = {c: (np.broadcast_to(a, shape).ravel() if np.ndim(a) else np.asarray(a, dtype=float))
+            for c, a in consts.items()}
+    widest = np.array([float(s.max()) for s in sd])
+    if p.get("order") is not None:
+        sums = _evaluate(p, y, mean, sd, cons, p["order"], shape)
+    else:
+        chosen = state.get("order")
+        if chosen is None or np.any(widest > 2.0 * chosen[1]) or np.any(widest < 0.5 * chosen[1]):
+            n, sums, ok = _choose(p, y, mean, sd, cons, shape, chosen is None)
+            state["order"] = (n, widest if ok else np.full_like(widest, np.inf))
+        else:
+            sums = _evaluate(p, y, mean, sd, cons, chosen[0], shape)
+    out = (shape, mean, var, sums)
+    state["sums"] = (stats, out)
+    return out
+
+
+def _to(j: int):
+    def message(m: Moments, p: dict) -> tuple:
+        shape, mean, var, sums = expectations(m, p)
+        k = len(mean)
+        dm = sums[:, 1 + j] / np.sqrt(var[j])
+        dv = sums[:, 1 + k + j] / var[j]
+        bad = dv > 0.0
+        if np.any(bad):
+            p["state"]["clipped"] = p["state"].get("clipped", 0) + int(np.count_nonzero(bad))
+            dv = np.where(bad, 0.0, dv)
+        return tuple(a.reshape(shape) for a in gradient_message(mean[j], dm, dv))
+
+    message.__name__ = f"user_likelihood_to_x{j}"
+    message.__doc__ = f"NCVMP message to the Gaussian argument x{j}: the gradient of E[log f] (module docstring)."
+    return message
+
+
+def evidence(m: Moments, p: dict) -> np.ndarray:
+    """E_q[log f] per factor instance, by the Gauss–Hermite rule of the chosen order."""
+    shape, _, _, sums = expectations(m, p)
+    return sums[:, 0].reshape(shape)
+
+
+for _ft in USER_LIKELIHOOD:
+    for _j in range(len(_ft.edges) - 1):
+        _ft.rule(f"x{_j}", "ncvmp")(_to(_j))
+    _ft.evidence(kind="exact")(evidence)
+
+
+def user_params(logpdf: Any, what: str, gaussian: tuple[str, ...], consts: dict[str, Any], observed: bool,
+                order: int | None) -> dict[str, Any]:
+    """The factor parameters of a user likelihood (the rules read these keys).  The log density is kept in a
+    tuple: the compiler calls a callable parameter to get its value."""
+    return {"logpdf": (logpdf,), "what": what, "gaussian": tuple(gaussian), "consts": dict(consts),
+            "observed": observed, "order": order, "params": (*gaussian, *consts)}

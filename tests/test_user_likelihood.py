@@ -1,0 +1,194 @@
+"""fg.likelihood / fg.potential: any log density, by Gauss–Hermite quadrature and NCVMP gradient messages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import integrate
+from scipy.special import gammaln
+
+import factorgraph as fg
+from factors.user_likelihood import USER_LIKELIHOOD as _TYPES
+from factors.user_likelihood import LogDensityError, evidence, user_params
+
+N, D = 300, 3
+
+
+def _data(kind, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, D)) / np.sqrt(D)
+    w = np.array([1.0, -1.5, 0.5])
+    eta = X @ w
+    if kind == "logit":
+        return X, (rng.uniform(size=N) < 1.0 / (1.0 + np.exp(-eta))).astype(float)
+    if kind == "poisson":
+        return X, rng.poisson(np.exp(eta)).astype(float)
+    return X, eta + 0.5 * rng.normal(size=N)
+
+
+def _fit(kind, user):
+    X, y = _data(kind)
+    with fg.Model(kind) as m:
+        n, d = fg.plate("n", N), fg.plate("d", D)
+        w = fg.gaussian("w", 0.0, precision=1.0, plates=[d])
+        eta = fg.inner(X, w, plates=[n])
+        if kind == "logit" and user:
+            fg.likelihood("y", lambda y, x: y * x - np.logaddexp(0.0, x), observed=y, plates=[n], x=eta)
+        elif kind == "logit":
+            fg.bernoulli_logit("y", eta, observed=y, method="quadrature")
+        elif kind == "poisson" and user:
+            fg.likelihood("y", lambda y, x: y * x - np.exp(x) - gammaln(y + 1.0), observed=y, plates=[n], x=eta)
+        elif kind == "poisson":
+            fg.poisson_log("y", eta, observed=y)
+        elif user:
+            fg.likelihood("y", lambda y, mu, tau: 0.5 * np.log(tau / (2 * np.pi)) - 0.5 * tau * (y - mu) ** 2,
+                          observed=y, plates=[n], mu=eta, tau=4.0)
+        else:
+            fg.gaussian("y", eta, precision=4.0, observed=y)
+    return fg.infer(m, tol=None, param_tol=1e-13, max_iter=1000)
+
+
+@pytest.mark.parametrize("kind", ["logit", "poisson", "gaussian"])
+def test_same_fixed_point_as_the_builtin_factor(kind):
+    a, b = _fit(kind, True), _fit(kind, False)
+    assert a.converged and b.converged
+    qa, qb = a.posterior("w"), b.posterior("w")
+    np.testing.assert_allclose(qa.mean(), qb.mean(), atol=1e-8, rtol=0)
+    np.testing.assert_allclose(qa.var(), qb.var(), atol=1e-8, rtol=0)
+    assert abs(a.elbo - b.elbo) < 1e-8 * max(1.0, abs(b.elbo))
+    assert a.evidence_kind == b.evidence_kind
+
+
+def _moments(mean, var):
+    mean, var = np.atleast_1d(mean).astype(float), np.atleast_1d(var).astype(float)
+    return (mean, var + mean * mean)
+
+
+@pytest.mark.parametrize("name", ["logit", "poisson", "student"])
+def test_expectation_matches_scipy_quad_on_a_grid(name):
+    f = {"logit": lambda y, x: y * x - np.logaddexp(0.0, x),
+         "poisson": lambda y, x: y * x - np.exp(x) - gammaln(y + 1.0),
+         "student": lambda y, x: -2.5 * np.log1p((y - x) ** 2 / 4.0)}[name]
+    y = 1.0 if name != "poisson" else 3.0
+    for mean in (-2.0, 0.0, 1.5):
+        for var in (0.01, 0.3, 2.0):
+            p = {**user_params(f, "test", ("x",), {}, True, None), "state": {}}
+            got = evidence({"out": (np.array([y]),), "x0": _moments(mean, var)}, p)[0]
+            sd = np.sqrt(var)
+
+            def integrand(x, mean=mean, sd=sd):
+                return f(y, x) * np.exp(-0.5 * ((x - mean) / sd) ** 2) / (sd * np.sqrt(2 * np.pi))
+            ref = integrate.quad(integrand, mean - 30 * sd, mean + 30 * sd, epsabs=1e-13,
+                                 epsrel=1e-13, limit=200)[0]
+            assert abs(got - ref) < 1e-9, (name, mean, var, got, ref)
+
+
+def test_two_argument_expectation_matches_scipy_dblquad():
+    """A Gaussian density with a Gaussian mean and a Gaussian log-sd: the tensor grid against dblquad."""
+    def f(y, mu, s):
+        return -s - 0.5 * np.log(2 * np.pi) - 0.5 * (y - mu) ** 2 * np.exp(-2 * s)
+    p = {**user_params(f, "test", ("mu", "s"), {}, True, None), "state": {}}
+    (m1, v1), (m2, v2), y = (0.3, 0.2), (-0.2, 0.05), 1.1
+    got = evidence({"out": (np.array([y]),), "x0": _moments(m1, v1), "x1": _moments(m2, v2)}, p)[0]
+    def nd(x, m, v):
+        return np.exp(-0.5 * (x - m) ** 2 / v) / np.sqrt(2 * np.pi * v)
+    ref = integrate.dblquad(lambda s, mu: f(y, mu, s) * nd(mu, m1, v1) * nd(s, m2, v2),
+                            m1 - 12 * np.sqrt(v1), m1 + 12 * np.sqrt(v1), m2 - 12 * np.sqrt(v2), m2 + 12 * np.sqrt(v2),
+                            epsabs=1e-13, epsrel=1e-13)[0]
+    assert abs(got - ref) < 1e-9
+
+
+def test_messages_equal_finite_difference_gradients_with_the_adaptive_order():
+    def f(y, mu, s):
+        return -s - 0.5 * (y - mu) ** 2 * np.exp(-2 * s)
+    rng = np.random.default_rng(3)
+    y = rng.normal(size=4)
+    m = {"out": (y,), "x0": _moments(rng.normal(size=4), rng.uniform(0.1, 1, 4)),
+         "x1": _moments(rng.normal(size=4) * 0.3, rng.uniform(0.01, 0.2, 4))}
+    ft = _TYPES[1]
+    ev, _ = ft.get_evidence("default")
+    for j in range(2):
+        p = {**user_params(f, "test", ("mu", "s"), {}, True, None), "state": {}}
+        msg = ft.get_rule(f"x{j}", "ncvmp")(m, p)
+        for i in range(2):
+            h = 1e-6
+            for r in range(4):
+                up = [a.copy() for a in m[f"x{j}"]]
+                dn = [a.copy() for a in m[f"x{j}"]]
+                up[i][r] += h
+                dn[i][r] -= h
+                q = {**user_params(f, "test", ("mu", "s"), {}, True, None), "state": {}}
+                g = (ev({**m, f"x{j}": tuple(up)}, q)[r] - ev({**m, f"x{j}": tuple(dn)}, q)[r]) / (2 * h)
+                assert abs(g - msg[i][r]) < 1e-6 * (1 + abs(g)), (j, i, r, g, msg[i][r])
+
+
+def test_potential_adds_a_prior_term():
+    """A N(0, 1) prior times the potential exp(−w²/2 + ½ log 2) is the N(0, ½) prior: same posterior and evidence."""
+    X, y = _data("gaussian")
+
+    def model(extra):
+        with fg.Model("pot") as m:
+            n, d = fg.plate("n", N), fg.plate("d", D)
+            w = fg.gaussian("w", 0.0, precision=1.0 if extra else 2.0, plates=[d])
+            if extra:
+                fg.potential("w_extra", lambda w: -0.5 * w * w + 0.5 * np.log(2.0), w=w)
+            fg.gaussian("y", fg.inner(X, w, plates=[n]), precision=4.0, observed=y)
+        return fg.infer(m, tol=None, param_tol=1e-13, max_iter=1000)
+
+    a, b = model(True), model(False)
+    np.testing.assert_allclose(a.posterior("w").mean(), b.posterior("w").mean(), atol=1e-9)
+    np.testing.assert_allclose(a.posterior("w").var(), b.posterior("w").var(), atol=1e-9)
+    assert abs(a.elbo - b.elbo) < 1e-8
+
+
+# ------------------------------------------------------------------------------------ bad input
+def _bad(logpdf, **kw):
+    X, y = _data("logit")
+    with fg.Model("bad") as m:
+        n, d = fg.plate("n", N), fg.plate("d", D)
+        w = fg.gaussian("w", 0.0, precision=1.0, plates=[d])
+        fg.likelihood("y", logpdf, observed=y, plates=[n], x=fg.inner(X, w, plates=[n]), **kw)
+    return fg.infer(m, max_iter=5)
+
+
+def test_wrong_shape_is_named():
+    with pytest.raises(LogDensityError, match=r"fg.likelihood\('y'\).*returned shape \(\)"):
+        _bad(lambda y, x: np.sum(y * x))
+
+
+def test_nan_at_a_node_is_named():
+    with pytest.raises(LogDensityError, match=r"likelihood\(.y.\): the log density is NaN at a quadrature node.*x ="):
+        _bad(lambda y, x: np.log(x))
+
+
+def test_plus_inf_at_a_node_is_named():
+    with pytest.raises(LogDensityError, match=r"is \+inf at a quadrature node, fg.likelihood\('y'\) at row \(\d+,\)"):
+        _bad(lambda y, x: np.where(x > 0.5, np.inf, -x * x))
+
+
+@pytest.mark.parametrize(("value", "match"), [
+    ("abc", r"'y': parameter 'c' must be a Gaussian variable or expression, a number or an array, got 'abc'"),
+    (np.ones(7), r"'y': parameter 'c'"),
+    (np.nan, r"'y': parameter 'c'"),
+])
+def test_bad_constant_parameter_at_build_time(value, match):
+    with pytest.raises(fg.ModelError, match=match):
+        _bad(lambda y, x, c: y * x, c=value)
+
+
+def test_unsupported_parameter_kinds_at_build_time():
+    X, y = _data("logit")
+    with fg.Model("bad") as m:
+        n, d = fg.plate("n", N), fg.plate("d", D)
+        w = fg.gaussian("w", 0.0, precision=1.0, plates=[d])
+        tau = fg.gamma("tau", 1.0, 1.0)
+        eta = fg.inner(X, w, plates=[n])
+        with pytest.raises(fg.ModelError, match=r"'y': parameter 'tau' is the Gamma variable 'tau'.*np.exp"):
+            fg.likelihood("y", lambda y, x, tau: y * x, observed=y, plates=[n], x=eta, tau=tau)
+        with pytest.raises(fg.ModelError, match=r"'y': parameters 'x' and 'z' both depend on the variable 'w'"):
+            fg.likelihood("y", lambda y, x, z: y * x, observed=y, plates=[n], x=eta, z=eta * 2.0)
+        with pytest.raises(fg.ModelError, match=r"'y': no parameter of the log density is random"):
+            fg.likelihood("y", lambda y, c: y * c, observed=y, plates=[n], c=1.0)
+        with pytest.raises(fg.ModelError, match=r"'y': the log density must be a function"):
+            fg.likelihood("y", 3.0, observed=y, plates=[n], x=eta)
+    assert m is not None
