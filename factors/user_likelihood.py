@@ -13,7 +13,7 @@ Price's identities on the same nodes (exact for the true S; on the rule, accurat
     ∂S/∂m_j = E[log f · z_j]/√v_j,   ∂S/∂v_j = ½E[log f · (z_j² − 1)]/v_j,
     η₂ = ∂S/∂v_j,   η₁ = ∂S/∂m_j − 2m_j ∂S/∂v_j.
 
-The node count n is chosen on the first call: the smallest n of 8, 16, 32, … whose S, ∂S/∂m_j and
+The node count n is chosen on the first call: the smallest n of 3, 4, 6, 8, 12, 16, … whose S, ∂S/∂m_j and
 ∂S/∂v_j agree with those at 2n to 10⁻¹⁰(1 + their size) in every row; it is chosen again only when the
 largest standard deviation of some argument has changed by more than a factor 2 since (the prior's broad
 q needs more nodes than the posterior's).  A fixed ``order`` skips the choice.  The evidence term is then
@@ -31,11 +31,12 @@ from distributions import Gaussian
 
 from .base import FactorType, Moments, same_stats
 from .kernels import normal_rule
+from .kernels.user_quadrature import fused_sums, scalar_function
 from .logistic import gradient_message
 
 MAX_ARGS = 3
 TOL = 1e-10
-_LADDER = (8, 16, 32, 64)
+_LADDER = (3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 _MAX_NODES = {1: 128, 2: 64, 3: 32}  # largest nodes per argument of the compared rule 2n (numpy's rule is exact
 # to 1e-14 up to 150 nodes)
 _CHUNK = 1 << 22  # values of log f per block of rows (32 MB)
@@ -59,50 +60,66 @@ def grid(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(zs), np.ascontiguousarray(np.stack(cols, 1))
 
 
-def _describe(p: dict, index: tuple, args: dict) -> str:
-    vals = ", ".join(f"{k} = {float(v):.6g}" for k, v in args.items())
-    return f"{p['what']} at row {index}: {vals}"
+def _raise_bad(p: dict, y, mean: list, sd: list, consts: dict, Z: np.ndarray, r: int, g: int, value: float,
+               shape: tuple) -> None:
+    """The error for a non-finite log f at row r, node g: the likelihood, the row and the arguments."""
+    what = "NaN" if np.isnan(value) else ("+inf" if value > 0 else "-inf (zero density)")
+    at = {} if y is None else {"y": y[r]}
+    at.update({name: mean[j][r] + sd[j][r] * Z[g, j] for j, name in enumerate(p["gaussian"])})
+    at.update({c: (a[r] if a.ndim else a) for c, a in consts.items()})
+    idx = tuple(int(i) for i in np.unravel_index(r, shape)) if shape else ()
+    vals = ", ".join(f"{k} = {float(v):.6g}" for k, v in at.items())
+    raise LogDensityError(f"{p['what']}: the log density is {what} at a quadrature node, {p['what']} at row {idx}: "
+                          f"{vals}; it must be finite wherever q puts mass (the Gaussian arguments range over the "
+                          "whole real line: map a positive parameter through exp inside the log density)")
 
 
 def _evaluate(p: dict, y: np.ndarray | None, mean: list, sd: list, consts: dict, n: int,
               shape: tuple) -> np.ndarray:
-    """(R, 1 + 2k) sums Σ_g W_g· log f over the grid with n nodes per argument, by blocks of rows."""
+    """(R, 1 + 2k) sums Σ_g W_g· log f over the grid with n nodes per argument (log f less its value at the
+    central node in the derivative sums: Σ w z and Σ w (z² − 1) vanish, so the sums are unchanged, and a large
+    log f no longer swamps them by rounding when q is narrow)."""
     k = len(mean)
     Z, W = grid(n, k)
     R, G = mean[0].shape[0], Z.shape[0]
     centre = int(np.argmax(W[:, 0]))
+    fn, names = p["logpdf"][0], p["gaussian"]
+    if p.get("compiled") is not None:  # a numba log density: one fused parallel pass
+        C = np.stack([np.broadcast_to(consts[c], (R,)) for c in consts]) if consts else np.empty((0, R))
+        spec = tuple(f"g{names.index(a)}" if a in names else f"c{list(consts).index(a)}" for a in p["argnames"])
+        out, bad = fused_sums(p["compiled"][0], spec, y, np.stack(mean), np.stack(sd), C, Z, W, centre)
+        rows = np.flatnonzero(bad >= 0)
+        if rows.size:
+            r = int(rows[0])
+            g = int(bad[r])
+            kw = {name: mean[j][r] + sd[j][r] * Z[g, j] for j, name in enumerate(names)}
+            kw.update({c: (a[r] if a.ndim else a) for c, a in consts.items()})
+            with np.errstate(all="ignore"):
+                val = fn(*([y[r]] if y is not None else []), *[kw[a] for a in p["argnames"]])
+            _raise_bad(p, y, mean, sd, consts, Z, r, g, float(val), shape)
+        return out
     out = np.empty((R, 1 + 2 * k))
     step = max(1, _CHUNK // G)
-    fn, names = p["logpdf"][0], p["gaussian"]
     for lo in range(0, R, step):
         sl = slice(lo, min(R, lo + step))
         kw = {name: mean[j][sl, None] + sd[j][sl, None] * Z[:, j] for j, name in enumerate(names)}
         kw.update({c: (a[sl, None] if a.ndim else a) for c, a in consts.items()})
+        args = [kw[a] for a in p["argnames"]]  # positionally: a ufunc takes no keywords
         with np.errstate(all="ignore"):
-            L = fn(y[sl, None], **kw) if y is not None else fn(**kw)
+            L = fn(y[sl, None], *args) if y is not None else fn(*args)
         L = np.asarray(L, dtype=float)
         if L.shape != (sl.stop - lo, G):
             raise LogDensityError(
                 f"{p['what']}: the log density returned shape {np.shape(L)} where its arguments broadcast to "
                 f"{(sl.stop - lo, G)} (rows × quadrature nodes); it must be vectorised elementwise over y and "
                 f"{', '.join(p['params'])} (numpy broadcasting) and return one value per element")
-        if not np.isfinite(L).all():
+        part = out[sl]
+        with np.errstate(all="ignore"):  # a non-finite log f is reported below
+            part[:, 0] = L @ W[:, 0]
+            part[:, 1:] = (L - L[:, centre, None]) @ W[:, 1:]
+        if not np.isfinite(part).all():  # a non-finite log f makes its row's sums non-finite
             r, g = np.argwhere(~np.isfinite(L))[0]
-            bad = L[r, g]
-            what = "NaN" if np.isnan(bad) else ("+inf" if bad > 0 else "-inf (zero density)")
-            at = {name: kw[name][r, g] for name in names}
-            at.update({c: (a[lo + r] if a.ndim else a) for c, a in consts.items()})
-            if y is not None:
-                at = {"y": y[lo + r], **at}
-            idx = np.unravel_index(lo + r, shape) if shape else ()
-            raise LogDensityError(f"{p['what']}: the log density is {what} at a quadrature node, "
-                                  f"{_describe(p, tuple(int(i) for i in idx), at)}; it must be finite wherever q "
-                                  "puts mass (the Gaussian arguments range over the whole real line: map a "
-                                  "positive parameter through exp inside the log density)")
-        out[sl, 0] = L @ W[:, 0]
-        # the derivative sums of log f minus its value at the central node: Σ w z and Σ w (z² − 1) vanish, and the
-        # rounding of a large log f no longer swamps them when q is narrow
-        out[sl, 1:] = (L - L[:, centre, None]) @ W[:, 1:]
+            _raise_bad(p, y, mean, sd, consts, Z, lo + int(r), int(g), float(L[r, g]), shape)
     return out
 
 
@@ -130,18 +147,22 @@ def _choose(p: dict, y, mean, sd, consts, shape, first: bool) -> tuple[int, np.n
     difference from the next smaller rule) in the state, which the result reports with a warning."""
     k = len(mean)
     ladder = [n for n in _LADDER if 2 * n <= _MAX_NODES[k]]
-    prev = _evaluate(p, y, mean, sd, consts, ladder[0], shape)
-    last = prev
+    sums: dict[int, np.ndarray] = {}
+
+    def at(n: int) -> np.ndarray:
+        if n not in sums:
+            sums[n] = _evaluate(p, y, mean, sd, consts, n, shape)
+        return sums[n]
+
     for n in ladder:
-        nxt = _evaluate(p, y, mean, sd, consts, 2 * n, shape)
-        if _accurate(prev, nxt, sd):
+        if _accurate(at(n), at(2 * n), sd):
             p["state"].pop("quadrature_error", None)
-            return n, prev, True
-        last, prev = prev, nxt
+            return n, sums[n], True
+    top = 2 * ladder[-1]
     if first:
-        return 2 * ladder[-1], prev, False
-    p["state"]["quadrature_error"] = float(np.max(np.abs(_derived(prev, sd) - _derived(last, sd))))
-    return 2 * ladder[-1], prev, True
+        return top, sums[top], False
+    p["state"]["quadrature_error"] = float(np.max(np.abs(_derived(sums[top], sd) - _derived(sums[top // 2], sd))))
+    return top, sums[top], True
 
 
 def expectations(m: Moments, p: dict) -> tuple[tuple, list, list, np.ndarray]:
@@ -211,8 +232,12 @@ for _ft in USER_LIKELIHOOD:
 
 
 def user_params(logpdf: Any, what: str, gaussian: tuple[str, ...], consts: dict[str, Any], observed: bool,
-                order: int | None) -> dict[str, Any]:
+                order: int | None, argnames: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The factor parameters of a user likelihood (the rules read these keys).  The log density is kept in a
-    tuple: the compiler calls a callable parameter to get its value."""
-    return {"logpdf": (logpdf,), "what": what, "gaussian": tuple(gaussian), "consts": dict(consts),
-            "observed": observed, "order": order, "params": (*gaussian, *consts)}
+    tuple: the compiler calls a callable parameter to get its value.  ``argnames``: the order in which the
+    log density takes its parameters after y (default: the Gaussian ones, then the constants)."""
+    names = (*gaussian, *consts)
+    compiled = scalar_function(logpdf)
+    return {"compiled": None if compiled is None else (compiled,), "logpdf": (logpdf,), "what": what,
+            "gaussian": tuple(gaussian), "consts": dict(consts), "observed": observed, "order": order,
+            "params": names, "argnames": tuple(argnames or names)}

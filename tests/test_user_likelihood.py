@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
+import numba
 import numpy as np
 import pytest
 from scipy import integrate
@@ -192,3 +195,43 @@ def test_unsupported_parameter_kinds_at_build_time():
         with pytest.raises(fg.ModelError, match=r"'y': the log density must be a function"):
             fg.likelihood("y", 3.0, observed=y, plates=[n], x=eta)
     assert m is not None
+
+
+# ------------------------------------------------------------------------------------ compiled log densities
+@numba.vectorize(["float64(float64, float64, float64, float64)"])
+def _nb_gauss(y, c, mu, s):
+    """A Gaussian with mean mu + c and log-sd s, arguments in an order that mixes constants and Gaussians."""
+    return -s - 0.5 * math.log(2 * math.pi) - 0.5 * (y - mu - c) ** 2 * math.exp(-2 * s)
+
+
+def test_numba_log_density_is_fused_and_agrees_with_numpy():
+    rng = np.random.default_rng(5)
+    y, c = rng.normal(size=6), rng.normal(size=6)
+    m = {"out": (y,), "x0": _moments(rng.normal(size=6), rng.uniform(0.05, 1, 6)),
+         "x1": _moments(rng.normal(size=6) * 0.2, rng.uniform(0.01, 0.1, 6))}
+    fused = {**user_params(_nb_gauss, "t", ("mu", "s"), {"c": c}, True, None, ("c", "mu", "s")), "state": {}}
+    plain = {**user_params(lambda y, c, mu, s: _nb_gauss(y, c, mu, s) + 0.0, "t", ("mu", "s"), {"c": c}, True, None,
+                           ("c", "mu", "s")), "state": {}}
+    assert fused["compiled"] is not None and plain["compiled"] is None
+    np.testing.assert_allclose(evidence(m, fused), evidence(m, plain), rtol=0, atol=1e-12)
+    for j in range(2):
+        rule = _TYPES[1].get_rule(f"x{j}", "ncvmp")
+        for a, b in zip(rule(m, fused), rule(m, plain), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+@numba.vectorize(["float64(float64, float64)"])
+def _nb_log(y, x):
+    return math.log(x) if x > -1.0 else math.nan
+
+
+def test_nan_in_a_numba_log_density_is_named():
+    with pytest.raises(LogDensityError, match=r"is NaN at a quadrature node, .* row \(\d+,\): y = .*x ="):
+        _bad(_nb_log)
+
+
+def test_parameter_names_are_checked_against_the_log_density():
+    with pytest.raises(fg.ModelError, match=r"'y': the log density takes \(y, x\), not the parameter 'c'"):
+        _bad(lambda y, x: y * x, c=1.0)
+    with pytest.raises(fg.ModelError, match=r"'y': the log density needs the parameter 'scale', which was not given"):
+        _bad(lambda y, x, scale: y * x)

@@ -6,6 +6,7 @@ arguments and sends NCVMP gradient messages; run the model with ``fg.NCVMP`` (th
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -70,6 +71,33 @@ def _split(model: Any, name: str, params: dict[str, Any]) -> tuple[dict[str, Nod
     return gaussian, consts
 
 
+def _argnames(fn: Any, name: str, observed: bool, given: list[str]) -> tuple[str, ...]:
+    """The order in which the log density takes the parameters after y, read off its signature (a numba
+    ``@vectorize`` ufunc's from its Python function); every given parameter must be one it takes."""
+    py = getattr(getattr(fn, "_dispatcher", None), "py_func", None) or fn
+    try:
+        sig = inspect.signature(py)
+    except (TypeError, ValueError):
+        raise ModelError(f"{name!r}: cannot read the parameter names of the log density {fn!r}; wrap it in a "
+                         "def that names them") from None
+    ps = list(sig.parameters.values())
+    if any(q.kind is inspect.Parameter.VAR_KEYWORD for q in ps):
+        return tuple(given)
+    names = [q.name for q in ps if q.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                inspect.Parameter.POSITIONAL_ONLY)]
+    names = names[1:] if observed else names
+    missing = [k for k in given if k not in names]
+    if missing:
+        raise ModelError(f"{name!r}: the log density takes {'(y, ' if observed else '('}{', '.join(names)}), not the "
+                         f"parameter {missing[0]!r}")
+    required = [q.name for q in ps[1 if observed else 0:] if q.default is inspect.Parameter.empty
+                and q.kind is not inspect.Parameter.VAR_POSITIONAL]
+    absent = [k for k in required if k not in given]
+    if absent:
+        raise ModelError(f"{name!r}: the log density needs the parameter {absent[0]!r}, which was not given")
+    return tuple(k for k in names if k in given)
+
+
 def _build(fname: str, name: str, logpdf: Any, observed: Any, mask: Any, plates: Sequence[Plate],
            order: Any, params: dict[str, Any]) -> Variable:
     model = current_model(f"{fname} {name!r}")
@@ -89,7 +117,8 @@ def _build(fname: str, name: str, logpdf: Any, observed: Any, mask: Any, plates:
         value = y
     else:
         present, value = None, np.zeros(var.shape)
-    p = user_params(logpdf, f"fg.{fname}({name!r})", tuple(gaussian), {}, is_obs, order)
+    argnames = _argnames(logpdf, name, is_obs, list(params))
+    p = user_params(logpdf, f"fg.{fname}({name!r})", tuple(gaussian), {}, is_obs, order, argnames)
     ftype = USER_LIKELIHOOD[len(gaussian) - 1]
     edges = {f"x{j}": x for j, x in enumerate(gaussian.values())}
     var = _finish(model, var, ftype, edges, p, value, present)
