@@ -235,3 +235,15 @@ def test_parameter_names_are_checked_against_the_log_density():
         _bad(lambda y, x: y * x, c=1.0)
     with pytest.raises(fg.ModelError, match=r"'y': the log density needs the parameter 'scale', which was not given"):
         _bad(lambda y, x, scale: y * x)
+
+
+def test_dose_response_demo_small():
+    """The demo's nonlinear curves: converged, the posterior EC50s and slopes near per-compound least squares."""
+    from demos import dose_response
+
+    out = dose_response.main(small=True)
+    r = out["result"]
+    assert r.converged and not any("clipped" in note for note in r.notes)
+    np.testing.assert_allclose(r.posterior("log_ec50").mean(), out["least_squares"][:, 0], atol=0.03)
+    np.testing.assert_allclose(r.posterior("log_slope").mean(), out["least_squares"][:, 1], atol=0.03)
+    assert 3.0 < np.exp(float(r.posterior("log_sigma").mean())) < 7.0
