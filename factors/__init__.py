@@ -28,7 +28,7 @@ from .sites import CAUCHY_SITE, LAPLACE_SITE, PROBIT, STUDENT_T_SITE
 from .softmax import CATEGORICAL_SOFTMAX
 from .student_t import STUDENT_T
 from .uniform_scale import UNIFORM_SCALE
-from .user_likelihood import USER_LIKELIHOOD
+from .user_likelihood import USER_LIKELIHOOD, USER_LIKELIHOOD_POSITIVE
 from .wishart import WISHART
 
 FACTOR_TYPES: tuple[FactorType, ...] = (
@@ -49,5 +49,6 @@ FACTOR_TYPES += (GROUPED_LINEAR_GAUSSIAN,)
 FACTOR_TYPES += (MV_GAUSSIAN_WISHART_MISSING, MV_GAUSSIAN_NORMAL_WISHART_MISSING)
 FACTOR_TYPES += (FACTOR_ANALYSIS,)
 FACTOR_TYPES += USER_LIKELIHOOD
+FACTOR_TYPES += tuple(USER_LIKELIHOOD_POSITIVE.values())
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

@@ -28,13 +28,15 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.special import polygamma
 
-from distributions import Gaussian
+from distributions import Gamma, Gaussian
 
 from .base import FactorType, Moments, same_stats
 from .kernels import normal_rule
 from .kernels.user_quadrature import fused_sums, scalar_function
 from .logistic import gradient_message
+from .user_positive import gamma_message, gamma_nodes, shape_rate
 
 MAX_ARGS = 3
 TOL = 1e-10
@@ -47,6 +49,11 @@ _CHUNK = 1 << 22  # values of log f per block of rows (32 MB)
 USER_LIKELIHOOD = tuple(
     FactorType(f"UserLikelihood{k}", conjugate=False, out=Gaussian, **{f"x{j}": Gaussian for j in range(k)})
     for k in range(1, MAX_ARGS + 1))
+# k Gaussian and m ≥ 1 Gamma arguments, k + m ≤ 3
+USER_LIKELIHOOD_POSITIVE = {
+    (k, m): FactorType(f"UserLikelihood{k}p{m}", conjugate=False, out=Gaussian,
+                       **{f"x{j}": Gaussian for j in range(k)}, **{f"p{i}": Gamma for i in range(m)})
+    for m in range(1, MAX_ARGS + 1) for k in range(0, MAX_ARGS + 1 - m)}
 
 
 class LogDensityError(ValueError):
@@ -63,13 +70,9 @@ def grid(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(zs), np.ascontiguousarray(np.stack(cols, 1))
 
 
-def _raise_bad(p: dict, y, mean: list, sd: list, consts: dict, Z: np.ndarray, r: int, g: int, value: float,
-               shape: tuple) -> None:
-    """The error for a non-finite log f at row r, node g: the likelihood, the row and the arguments."""
+def _raise_bad(p: dict, at: dict, r: int, value: float, shape: tuple) -> None:
+    """The error for a non-finite log f at row r with arguments ``at``: the likelihood, the row and the values."""
     what = "NaN" if np.isnan(value) else ("+inf" if value > 0 else "-inf (zero density)")
-    at = {} if y is None else {"y": y[r]}
-    at.update({name: mean[j][r] + sd[j][r] * Z[g, j] for j, name in enumerate(p["gaussian"])})
-    at.update({c: (a[r] if a.ndim else a) for c, a in consts.items()})
     idx = tuple(int(i) for i in np.unravel_index(r, shape)) if shape else ()
     vals = ", ".join(f"{k} = {float(v):.6g}" for k, v in at.items())
     raise LogDensityError(f"{p['what']}: the log density is {what} at a quadrature node, {p['what']} at row {idx}: "
@@ -77,11 +80,31 @@ def _raise_bad(p: dict, y, mean: list, sd: list, consts: dict, Z: np.ndarray, r:
                           "whole real line: map a positive parameter through exp inside the log density)")
 
 
+def _at(p: dict, y, gauss: dict, consts: dict, r: int) -> dict:
+    """The arguments of row r, y first, by name (``gauss``: the random arguments' values at the node)."""
+    at = {} if y is None else {"y": y[r]}
+    at.update(gauss)
+    at.update({c: (a[r] if a.ndim else a) for c, a in consts.items()})
+    return at
+
+
+def _check_shape(p: dict, L: Any, shape: tuple) -> np.ndarray:
+    L = np.asarray(L, dtype=float)
+    if L.shape != shape:
+        raise LogDensityError(
+            f"{p['what']}: the log density returned shape {L.shape} where its arguments broadcast to {shape} "
+            f"(rows × quadrature nodes); it must be vectorised elementwise over y and {', '.join(p['params'])} "
+            "(numpy broadcasting) and return one value per element")
+    return L
+
+
 def _evaluate(p: dict, y: np.ndarray | None, mean: list, sd: list, consts: dict, n: int,
-              shape: tuple) -> np.ndarray:
+              shape: tuple, ab: list = ()) -> np.ndarray:
     """(R, 1 + 2k) sums Σ_g W_g· log f over the grid with n nodes per argument (log f less its value at the
     central node in the derivative sums: Σ w z and Σ w (z² − 1) vanish, so the sums are unchanged, and a large
-    log f no longer swamps them by rounding when q is narrow)."""
+    log f no longer swamps them by rounding when q is narrow).  ``ab``: the Gamma arguments' (shape, rate)."""
+    if ab:
+        return _evaluate_positive(p, y, mean, sd, list(ab), consts, n, shape)
     k = len(mean)
     Z, W = grid(n, k)
     R, G = mean[0].shape[0], Z.shape[0]
@@ -99,7 +122,7 @@ def _evaluate(p: dict, y: np.ndarray | None, mean: list, sd: list, consts: dict,
             kw.update({c: (a[r] if a.ndim else a) for c, a in consts.items()})
             with np.errstate(all="ignore"):
                 val = fn(*([y[r]] if y is not None else []), *[kw[a] for a in p["argnames"]])
-            _raise_bad(p, y, mean, sd, consts, Z, r, g, float(val), shape)
+            _raise_bad(p, _at(p, y, {a: kw[a] for a in names}, consts, r), r, float(val), shape)
         return out
     out = np.empty((R, 1 + 2 * k))
     step = max(1, _CHUNK // G)
@@ -110,19 +133,65 @@ def _evaluate(p: dict, y: np.ndarray | None, mean: list, sd: list, consts: dict,
         args = [kw[a] for a in p["argnames"]]  # positionally: a ufunc takes no keywords
         with np.errstate(all="ignore"):
             L = fn(y[sl, None], *args) if y is not None else fn(*args)
-        L = np.asarray(L, dtype=float)
-        if L.shape != (sl.stop - lo, G):
-            raise LogDensityError(
-                f"{p['what']}: the log density returned shape {np.shape(L)} where its arguments broadcast to "
-                f"{(sl.stop - lo, G)} (rows × quadrature nodes); it must be vectorised elementwise over y and "
-                f"{', '.join(p['params'])} (numpy broadcasting) and return one value per element")
+        L = _check_shape(p, L, (sl.stop - lo, G))
         part = out[sl]
         with np.errstate(all="ignore"):  # a non-finite log f is reported below
             part[:, 0] = L @ W[:, 0]
             part[:, 1:] = (L - L[:, centre, None]) @ W[:, 1:]
         if not np.isfinite(part).all():  # a non-finite log f makes its row's sums non-finite
             r, g = np.argwhere(~np.isfinite(L))[0]
-            _raise_bad(p, y, mean, sd, consts, Z, lo + int(r), int(g), float(L[r, g]), shape)
+            _raise_bad(p, _at(p, y, {a: kw[a][r, g] for a in names}, consts, lo + int(r)), lo + int(r),
+                       float(L[r, g]), shape)
+    return out
+
+
+def _evaluate_positive(p: dict, y, mean: list, sd: list, ab: list, consts: dict, n: int, shape: tuple) -> np.ndarray:
+    """The sums with Gamma arguments too: per-row weights on the tensor grid of the Gaussian rule (n nodes)
+    and each Gamma's rule (``user_positive``); columns E, the Gaussian sums, then ∂S/∂a_i, ∂S/∂b_i.  log f is
+    centred on its row's mean in the derivative sums (each score has mean 0 on the rule)."""
+    k, m = len(mean), len(ab)
+    z, w = normal_rule(n)
+    vals, wts = [], []
+    for j in range(k):
+        vals.append(mean[j][:, None] + sd[j][:, None] * z)
+        wts.append(np.broadcast_to(w, (mean[j].size, n)))
+    extra = []
+    for a, b in ab:
+        lam, wl = gamma_nodes(a, b, n)
+        vals.append(lam)
+        wts.append(wl)
+        loglam = np.log(lam)
+        extra.append((loglam - (wl * loglam).sum(1, keepdims=True), (wl * lam).sum(1, keepdims=True) - lam))
+    K = k + m
+    idx = np.indices((n,) * K).reshape(K, -1)
+    R, G = vals[0].shape[0], idx.shape[1]
+    names = (*p["gaussian"], *p["positive"])
+    out = np.empty((R, 1 + 2 * K))
+    step = max(1, _CHUNK // G)
+    for lo in range(0, R, step):
+        sl = slice(lo, min(R, lo + step))
+        kw = {name: vals[q][sl][:, idx[q]] for q, name in enumerate(names)}
+        kw.update({c: (a[sl, None] if a.ndim else a) for c, a in consts.items()})
+        W = np.prod([wts[q][sl][:, idx[q]] for q in range(K)], axis=0)
+        with np.errstate(all="ignore"):
+            L = _check_shape(p, p["logpdf"][0](*([y[sl, None]] if y is not None else []),
+                                               *[kw[a] for a in p["argnames"]]), (sl.stop - lo, G))
+            E = (W * L).sum(1)
+            WL = W * (L - E[:, None])
+            part = out[sl]
+            part[:, 0] = E
+            for j in range(k):
+                zj = z[idx[j]]
+                part[:, 1 + j] = WL @ zj
+                part[:, 1 + k + j] = WL @ (0.5 * (zj * zj - 1.0))
+            for i, (sa, sb) in enumerate(extra):
+                q = k + i
+                part[:, 1 + 2 * k + i] = (WL * sa[sl][:, idx[q]]).sum(1)
+                part[:, 1 + 2 * k + m + i] = (WL * sb[sl][:, idx[q]]).sum(1)
+        if not np.isfinite(part).all():
+            r, g = np.argwhere(~np.isfinite(L))[0]
+            _raise_bad(p, _at(p, y, {a: kw[a][r, g] for a in names}, consts, lo + int(r)), lo + int(r),
+                       float(L[r, g]), shape)
     return out
 
 
@@ -142,19 +211,18 @@ def _accurate(a: np.ndarray, b: np.ndarray, sd: list) -> bool:
     return bool(np.all(np.abs(a - b) <= TOL * (1.0 + np.abs(b))))
 
 
-def _choose(p: dict, y, mean, sd, consts, shape, first: bool) -> tuple[int, np.ndarray, bool]:
+def _choose(p: dict, y, mean, sd, consts, shape, first: bool, ab: list) -> tuple[int, np.ndarray, bool]:
     """The smallest order of the ladder that agrees with twice as many nodes, its sums and whether it did.
 
     The first choice sees the prior's q; if the largest rule is not accurate there, it is chosen again on the
     next call (q is then narrower).  A later failure keeps the largest rule and records its error (the
     difference from the next smaller rule) in the state, which the result reports with a warning."""
-    k = len(mean)
-    ladder = [n for n in _LADDER if 2 * n <= _MAX_NODES[k]]
+    ladder = [n for n in _LADDER if 2 * n <= _MAX_NODES[len(mean) + len(ab)]]
     sums: dict[int, np.ndarray] = {}
 
     def at(n: int) -> np.ndarray:
         if n not in sums:
-            sums[n] = _evaluate(p, y, mean, sd, consts, n, shape)
+            sums[n] = _evaluate(p, y, mean, sd, consts, n, shape, ab)
         return sums[n]
 
     for n in ladder:
@@ -168,10 +236,11 @@ def _choose(p: dict, y, mean, sd, consts, shape, first: bool) -> tuple[int, np.n
     return top, sums[top], True
 
 
-def expectations(m: Moments, p: dict) -> tuple[tuple, list, list, np.ndarray]:
-    """(shape, means, variances, sums (R, 1 + 2k)) at the current moments, cached while they are unchanged."""
-    k = len(p["gaussian"])
-    stats = [m[f"x{j}"] for j in range(k)]
+def expectations(m: Moments, p: dict) -> tuple[tuple, list, list, list, np.ndarray]:
+    """(shape, means, variances, Gamma (shape, rate) pairs, sums (R, 1 + 2k + 2m)) at the current moments,
+    cached while they are unchanged."""
+    k, npos = len(p["gaussian"]), len(p.get("positive", ()))
+    stats = [m[f"x{j}"] for j in range(k)] + [m[f"p{i}"] for i in range(npos)]
     state = p["state"]
     hit = state.get("sums")
     if hit is not None and all(same_stats(a, b) for a, b in zip(hit[0], stats, strict=True)):
@@ -180,34 +249,36 @@ def expectations(m: Moments, p: dict) -> tuple[tuple, list, list, np.ndarray]:
     consts = p["consts"]
     shape = np.broadcast_shapes(*(s[0].shape for s in stats), *((y.shape,) if y is not None else ()),
                                 *(np.shape(a) for a in consts.values()))
-    mean = [np.broadcast_to(s[0], shape).ravel() for s in stats]
+    mean = [np.broadcast_to(s[0], shape).ravel() for s in stats[:k]]
     var = [np.maximum(np.broadcast_to(s[1], shape).ravel() - mu * mu, 1e-300) for s, mu in zip(stats, mean,
-                                                                                              strict=True)]
+                                                                                              strict=False)]
     sd = [np.sqrt(v) for v in var]
+    ab = [shape_rate(np.broadcast_to(s[0], shape).ravel(), np.broadcast_to(s[1], shape).ravel()) for s in stats[k:]]
     if y is not None:
         y = np.broadcast_to(y, shape).ravel()
         if "fill" in p:  # missing rows (weighted 0 by the engine) get a valid value
             y = np.where(np.isnan(y), p["fill"], y)
     cons = {c: (np.broadcast_to(a, shape).ravel() if np.ndim(a) else np.asarray(a, dtype=float))
             for c, a in consts.items()}
-    widest = np.array([float(s.max()) for s in sd])
+    # the widths that set the order: each Gaussian's sd, each Gamma's sd of log λ
+    widest = np.array([float(s.max()) for s in sd] + [float(np.sqrt(polygamma(1, a)).max()) for a, _ in ab])
     if p.get("order") is not None:
-        sums = _evaluate(p, y, mean, sd, cons, p["order"], shape)
+        sums = _evaluate(p, y, mean, sd, cons, p["order"], shape, ab)
     else:
         chosen = state.get("order")
         if chosen is None or np.any(widest > 2.0 * chosen[1]) or np.any(widest < 0.5 * chosen[1]):
-            n, sums, ok = _choose(p, y, mean, sd, cons, shape, chosen is None)
+            n, sums, ok = _choose(p, y, mean, sd, cons, shape, chosen is None, ab)
             state["order"] = (n, widest if ok else np.full_like(widest, np.inf))
         else:
-            sums = _evaluate(p, y, mean, sd, cons, chosen[0], shape)
-    out = (shape, mean, var, sums)
+            sums = _evaluate(p, y, mean, sd, cons, chosen[0], shape, ab)
+    out = (shape, mean, var, ab, sums)
     state["sums"] = (stats, out)
     return out
 
 
 def _to(j: int):
     def message(m: Moments, p: dict) -> tuple:
-        shape, mean, var, sums = expectations(m, p)
+        shape, mean, var, _, sums = expectations(m, p)
         k = len(mean)
         dm = sums[:, 1 + j] / np.sqrt(var[j])
         dv = sums[:, 1 + k + j] / var[j]
@@ -218,25 +289,46 @@ def _to(j: int):
     return message
 
 
+def _to_positive(i: int):
+    def message(m: Moments, p: dict) -> tuple:
+        shape, mean, _, ab, sums = expectations(m, p)
+        k, npos = len(mean), len(ab)
+        a, b = ab[i]
+        msg = gamma_message(a, b, sums[:, 1 + 2 * k + i], sums[:, 1 + 2 * k + npos + i])
+        return tuple(x.reshape(shape) for x in msg)
+
+    message.__name__ = f"user_likelihood_to_p{i}"
+    message.__doc__ = (f"NCVMP message to the Gamma argument p{i}: the gradient of E[log f] in (E[λ], E[log λ]) "
+                       "(factors.user_positive).")
+    return message
+
+
 def evidence(m: Moments, p: dict) -> np.ndarray:
-    """E_q[log f] per factor instance, by the Gauss–Hermite rule of the chosen order."""
-    shape, _, _, sums = expectations(m, p)
+    """E_q[log f] per factor instance, by the rule of the chosen order."""
+    shape, _, _, _, sums = expectations(m, p)
     return sums[:, 0].reshape(shape)
 
 
-for _ft in USER_LIKELIHOOD:
-    for _j in range(len(_ft.edges) - 1):
-        _ft.rule(f"x{_j}", "ncvmp")(_to(_j))
+for _ft in (*USER_LIKELIHOOD, *USER_LIKELIHOOD_POSITIVE.values()):
+    for _e in _ft.edges:
+        if _e != "out":
+            _ft.rule(_e, "ncvmp")(_to(int(_e[1:])) if _e[0] == "x" else _to_positive(int(_e[1:])))
     _ft.evidence(kind="exact")(evidence)
 
 
+def user_type(k: int, m: int) -> FactorType:
+    """The factor type with k Gaussian and m Gamma arguments."""
+    return USER_LIKELIHOOD[k - 1] if m == 0 else USER_LIKELIHOOD_POSITIVE[(k, m)]
+
+
 def user_params(logpdf: Any, what: str, gaussian: tuple[str, ...], consts: dict[str, Any], observed: bool,
-                order: int | None, argnames: tuple[str, ...] | None = None) -> dict[str, Any]:
+                order: int | None, argnames: tuple[str, ...] | None = None,
+                positive: tuple[str, ...] = ()) -> dict[str, Any]:
     """The factor parameters of a user likelihood (the rules read these keys).  The log density is kept in a
     tuple: the compiler calls a callable parameter to get its value.  ``argnames``: the order in which the
     log density takes its parameters after y (default: the Gaussian ones, then the constants)."""
-    names = (*gaussian, *consts)
-    compiled = scalar_function(logpdf)
+    names = (*gaussian, *positive, *consts)
+    compiled = None if positive else scalar_function(logpdf)
     return {"compiled": None if compiled is None else (compiled,), "logpdf": (logpdf,), "what": what,
             "gaussian": tuple(gaussian), "consts": dict(consts), "observed": observed, "order": order,
-            "params": names, "argnames": tuple(argnames or names)}
+            "params": names, "argnames": tuple(argnames or names), "positive": tuple(positive)}

@@ -134,6 +134,7 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "FactorAnalysis": _factor_analysis_fixture(np.random.default_rng(8), intercept=True),
         "FactorAnalysis/missing": _factor_analysis_fixture(np.random.default_rng(9), intercept=False),
         **{f"UserLikelihood{k}": _user_fixture(k) for k in (1, 2, 3)},
+        **{f"UserLikelihood{k}p{m}": _user_fixture(k, m) for m in (1, 2, 3) for k in range(4 - m)},
     }[name]
     if name == "NormalWishart":
         from factors.normal_wishart import prior_natural
@@ -144,14 +145,22 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
     return params
 
 
-def _user_log_density(y, a, b=0.0, c=0.0):
-    """Concave in each argument (no clipped message): a Gaussian in a, a softplus in b, a log cosh in c."""
-    return -0.5 * (y - a) ** 2 - np.logaddexp(0.0, b) - np.logaddexp(c, -c) + 0.3 * y * b
+def _user_log_density(y, a=0.0, b=0.0, c=0.0, p=1.0, q=1.0, r=1.0):
+    """A Gaussian in a, a softplus in b, a log cosh in c; in the positive p, q, r a Gamma-like log λ − λ term,
+    a log(1 + λ) and a precision's ½ log r − ½ r y²."""
+    return (-0.5 * (y - a) ** 2 - np.logaddexp(0.0, b) - np.logaddexp(c, -c) + 0.3 * y * b
+            + 1.5 * np.log(p) - p * (1 + y * y) + np.log1p(q) + 0.5 * np.log(r) - 0.5 * r * y * y)
 
 
-def _user_fixture(k):
-    """fg.likelihood's factor with k Gaussian arguments, a fixed 48-node rule per argument."""
-    return {**user_params(_user_log_density, "test", ("a", "b", "c")[:k], {}, True, 48), "state": {}}
+def _user_fixture(k, m=0):
+    """fg.likelihood's factor with k Gaussian and m Gamma arguments, a fixed rule per argument."""
+    order = {1: 128, 2: 128, 3: 64}[k + m] if m else 48
+    names = (*("a", "b", "c")[:k], *("p", "q", "r")[:m])
+
+    def logpdf(y, *args):  # the factor passes the parameters positionally, Gaussian ones first
+        return _user_log_density(y, **dict(zip(names, args, strict=True)))
+
+    return {**user_params(logpdf, "test", names[:k], {}, True, order, positive=names[k:]), "state": {}}
 
 
 def _factor_analysis_fixture(rng, intercept):

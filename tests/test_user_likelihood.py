@@ -62,6 +62,57 @@ def test_same_fixed_point_as_the_builtin_factor(kind):
     assert a.evidence_kind == b.evidence_kind
 
 
+def test_gamma_precision_reaches_the_conjugate_fixed_point():
+    """y ~ N(x_nᵀw, 1/τ) with τ ~ Gam(2, 1) written out: the Gaussian and Gamma messages by quadrature equal the
+    conjugate VMP messages, so NCVMP reaches the built-in fit's fixed point."""
+    X, y = _data("gaussian")
+
+    def fit(user):
+        with fg.Model("tau") as m:
+            n, d = fg.plate("n", N), fg.plate("d", D)
+            w = fg.gaussian("w", 0.0, precision=1.0, plates=[d])
+            tau = fg.gamma("tau", 2.0, 1.0)
+            eta = fg.inner(X, w, plates=[n])
+            if user:
+                fg.likelihood("y", lambda y, mu, tau: 0.5 * np.log(tau / (2 * np.pi)) - 0.5 * tau * (y - mu) ** 2,
+                              observed=y, plates=[n], mu=eta, tau=tau)
+            else:
+                fg.gaussian("y", eta, precision=tau, observed=y)
+        return fg.infer(m, fg.NCVMP() if user else fg.VMP(), tol=None, param_tol=1e-13, max_iter=1000)
+
+    a, b = fit(True), fit(False)
+    assert a.converged and b.converged
+    np.testing.assert_allclose(a.posterior("w").mean(), b.posterior("w").mean(), atol=1e-8, rtol=0)
+    np.testing.assert_allclose(a.posterior("w").var(), b.posterior("w").var(), atol=1e-8, rtol=0)
+    np.testing.assert_allclose(a.posterior("tau").mean(), b.posterior("tau").mean(), rtol=1e-8)
+    np.testing.assert_allclose(a.posterior("tau").shape, b.posterior("tau").shape, rtol=1e-8)
+    assert abs(a.elbo - b.elbo) < 1e-8 * abs(b.elbo)
+
+
+def test_gamma_expectation_matches_scipy_quad():
+    """E over Gam(a, b) of a log density with log λ, λ and log(1 + λ²) terms, for small and large shapes."""
+    from scipy.special import digamma
+    from scipy.stats import gamma as gamma_dist
+
+    from factors.user_likelihood import USER_LIKELIHOOD_POSITIVE
+    from factors.user_positive import gamma_nodes
+
+    def f(y, lam):
+        return 0.5 * np.log(lam) - 0.5 * lam * y * y + np.log1p(lam * lam)
+
+    ev, _ = USER_LIKELIHOOD_POSITIVE[(0, 1)].get_evidence("default")
+    for a in (1.5, 4.0, 30.0, 400.0):
+        for b in (0.5, 3.0):
+            p = {**user_params(f, "t", (), {}, True, None, positive=("lam",)), "state": {}}
+            stats = (np.array([a / b]), np.array([digamma(a) - np.log(b)]))
+            got = ev({"out": (np.array([0.7]),), "p0": stats}, p)[0]
+            dist = gamma_dist(a, scale=1 / b)
+            ref = integrate.quad(lambda t, dist=dist: f(0.7, t) * dist.pdf(t), dist.ppf(1e-16), dist.isf(1e-16),
+                                 epsabs=1e-13, epsrel=1e-13, limit=500, points=[dist.mean()])[0]
+            assert abs(got - ref) < 1e-9, (a, b, got, ref)
+    assert gamma_nodes(np.array([2.0]), np.array([1.0]), 8)[1].sum() == pytest.approx(1.0)
+
+
 def _moments(mean, var):
     mean, var = np.atleast_1d(mean).astype(float), np.atleast_1d(var).astype(float)
     return (mean, var + mean * mean)
@@ -184,10 +235,13 @@ def test_unsupported_parameter_kinds_at_build_time():
     with fg.Model("bad") as m:
         n, d = fg.plate("n", N), fg.plate("d", D)
         w = fg.gaussian("w", 0.0, precision=1.0, plates=[d])
-        tau = fg.gamma("tau", 1.0, 1.0)
+        sigma = fg.half_cauchy("sigma", 1.0)
+        z = fg.bernoulli("z", 0.5)
         eta = fg.inner(X, w, plates=[n])
-        with pytest.raises(fg.ModelError, match=r"'y': parameter 'tau' is the Gamma variable 'tau'.*np.exp"):
-            fg.likelihood("y", lambda y, x, tau: y * x, observed=y, plates=[n], x=eta, tau=tau)
+        with pytest.raises(fg.ModelError, match=r"'y': parameter 's' is the scale variable 'sigma'.*np.exp"):
+            fg.likelihood("y", lambda y, x, s: y * x, observed=y, plates=[n], x=eta, s=sigma)
+        with pytest.raises(fg.ModelError, match=r"'y': parameter 'z' is the Bernoulli variable 'z'"):
+            fg.likelihood("y", lambda y, x, z: y * x, observed=y, plates=[n], x=eta, z=z)
         with pytest.raises(fg.ModelError, match=r"'y': parameters 'x' and 'z' both depend on the variable 'w'"):
             fg.likelihood("y", lambda y, x, z: y * x, observed=y, plates=[n], x=eta, z=eta * 2.0)
         with pytest.raises(fg.ModelError, match=r"'y': no parameter of the log density is random"):

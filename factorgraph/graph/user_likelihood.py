@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from distributions import Gaussian
+from distributions import Gamma, Gaussian
 from factorgraph.graph import checks
 from factorgraph.graph.builder_base import _check_parent, _finish, _var_plates
 from factorgraph.graph.model import current_model
 from factorgraph.graph.nodes import Data, Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
 from factors.plating import expand
-from factors.user_likelihood import MAX_ARGS, USER_LIKELIHOOD, user_params
+from factors.user_likelihood import MAX_ARGS, user_params, user_type
 
 _RESERVED = ("y",)
 
@@ -27,9 +27,24 @@ def _roots(x: Node) -> set[str]:
     return {v.name for v in (x.stochastic_parents() if isinstance(x, Deterministic | Indexed) else [x])}
 
 
-def _split(model: Any, name: str, params: dict[str, Any]) -> tuple[dict[str, Node], dict[str, np.ndarray]]:
-    """The parameters sorted into Gaussian nodes and constants, each checked."""
+def _positive(model: Any, name: str, key: str, x: Variable | Indexed) -> Node:
+    """A Gamma variable (or an indexed view of one) as a positive parameter; scales are refused."""
+    root = x.source if isinstance(x, Indexed) else x
+    if root.model is not model:
+        raise ModelError(f"{name!r}: {key} {root.name!r} belongs to another model")
+    if getattr(root, "scale_prior", None) or root.lower is not None or root.base is not None:
+        raise ModelError(f"{name!r}: parameter {key!r} is the scale variable {root.name!r} (fg.half_cauchy, "
+                         "fg.half_normal, ...), whose posterior is not a Gamma; a user log density takes plain "
+                         "Gamma variables (fg.gamma) as positive parameters, or put a Gaussian on the log scale and "
+                         "map it through np.exp inside the log density")
+    return x
+
+
+def _split(model: Any, name: str, params: dict[str, Any]) -> tuple[dict[str, Node], dict[str, Node],
+                                                                   dict[str, np.ndarray]]:
+    """The parameters sorted into Gaussian nodes, Gamma nodes and constants, each checked."""
     gaussian: dict[str, Node] = {}
+    positive: dict[str, Node] = {}
     consts: dict[str, np.ndarray] = {}
     for key, x in params.items():
         if key in _RESERVED:
@@ -38,11 +53,12 @@ def _split(model: Any, name: str, params: dict[str, Any]) -> tuple[dict[str, Nod
         if isinstance(x, Gate):
             raise ModelError(f"{name!r}: parameter {key!r} is a gate ({x!r}); gated (mixture) parameters are not "
                              "supported in a user log density")
-        if isinstance(x, Variable | Indexed) and x.family is not Gaussian:
+        if isinstance(x, Variable | Indexed) and x.family is Gamma:
+            positive[key] = _positive(model, name, key, x)
+        elif isinstance(x, Variable | Indexed) and x.family is not Gaussian:
             raise ModelError(f"{name!r}: parameter {key!r} is the {x.family.__name__} variable {x.name!r}; a user log "
-                             "density takes Gaussian variables and expressions, or constants.  For a positive "
-                             "parameter put a Gaussian on its log and map it through np.exp inside the log density")
-        if isinstance(x, Variable | Deterministic | Indexed):
+                             "density takes Gaussian variables and expressions, Gamma variables, or constants")
+        elif isinstance(x, Variable | Deterministic | Indexed):
             _check_parent(model, x, name, key, (Gaussian,))
             gaussian[key] = x
         elif isinstance(x, Data):
@@ -52,23 +68,24 @@ def _split(model: Any, name: str, params: dict[str, Any]) -> tuple[dict[str, Nod
         else:
             raise ModelError(f"{name!r}: parameter {key!r} must be a Gaussian variable or expression, a number or "
                              f"an array, got {checks._short(x)}")
-    if not gaussian:
-        raise ModelError(f"{name!r}: no parameter of the log density is random (a Gaussian variable or expression); "
-                         f"got only constants {sorted(consts)}")
-    if len(gaussian) > MAX_ARGS:
-        raise ModelError(f"{name!r}: at most {MAX_ARGS} Gaussian parameters per log density (a tensor quadrature "
-                         f"grid), got {len(gaussian)}: {sorted(gaussian)}")
-    keys = list(gaussian)
+    random = {**gaussian, **positive}
+    if not random:
+        raise ModelError(f"{name!r}: no parameter of the log density is random (a Gaussian or Gamma variable, or a "
+                         f"Gaussian expression); got only constants {sorted(consts)}")
+    if len(random) > MAX_ARGS:
+        raise ModelError(f"{name!r}: at most {MAX_ARGS} random parameters per log density (a tensor quadrature "
+                         f"grid), got {len(random)}: {sorted(random)}")
+    keys = list(random)
     for i, a in enumerate(keys):
         for b in keys[i + 1:]:
-            shared = _roots(gaussian[a]) & _roots(gaussian[b])
+            shared = _roots(random[a]) & _roots(random[b])
             if shared:
                 raise ModelError(
                     f"{name!r}: parameters {a!r} and {b!r} both depend on the variable {sorted(shared)[0]!r}; "
-                    "Gaussian parameters of one log density that share a variable are correlated under q, "
-                    "and this factor takes them as independent, so it refuses them: give each parameter its "
-                    "own variables")
-    return gaussian, consts
+                    "parameters of one log density that share a variable are correlated under q, and this "
+                    "factor takes them as independent, so it refuses them: give each parameter its own "
+                    "variables")
+    return gaussian, positive, consts
 
 
 def _argnames(fn: Any, name: str, observed: bool, given: list[str]) -> tuple[str, ...]:
@@ -107,8 +124,8 @@ def _build(fname: str, name: str, logpdf: Any, observed: Any, mask: Any, plates:
                          f"{checks._short(logpdf)}")
     if order is not None:
         order = int(checks.number(order, f"{name!r}: order", low=1, high=512))
-    gaussian, consts = _split(model, name, params)
-    var = Variable(model, name, Gaussian, _var_plates(model, plates, name, list(gaussian.values())))
+    gaussian, positive, consts = _split(model, name, params)
+    var = Variable(model, name, Gaussian, _var_plates(model, plates, name, [*gaussian.values(), *positive.values()]))
     for key, a in consts.items():
         checks.fits(a.shape, var.shape, f"{name!r}: parameter {key!r}")
     is_obs = observed is not None
@@ -118,9 +135,10 @@ def _build(fname: str, name: str, logpdf: Any, observed: Any, mask: Any, plates:
     else:
         present, value = None, np.zeros(var.shape)
     argnames = _argnames(logpdf, name, is_obs, list(params))
-    p = user_params(logpdf, f"fg.{fname}({name!r})", tuple(gaussian), {}, is_obs, order, argnames)
-    ftype = USER_LIKELIHOOD[len(gaussian) - 1]
+    p = user_params(logpdf, f"fg.{fname}({name!r})", tuple(gaussian), {}, is_obs, order, argnames, tuple(positive))
+    ftype = user_type(len(gaussian), len(positive))
     edges = {f"x{j}": x for j, x in enumerate(gaussian.values())}
+    edges.update({f"p{i}": x for i, x in enumerate(positive.values())})
     var = _finish(model, var, ftype, edges, p, value, present)
     vp, fp = [q.index for q in var.plates], [q.index for q in var.prior.plates]
     p["consts"] = {k: expand(np.broadcast_to(a, var.shape).astype(float), vp, fp, 0) if a.ndim else a.astype(float)
@@ -148,15 +166,18 @@ def likelihood(name: str, logpdf: Callable[..., Any], *, observed: Any, mask: An
         Gauss–Hermite nodes per Gaussian parameter; by default the smallest of 8, 16, 32, … that agrees
         with twice as many to 1e-10 (chosen on the first sweep, again when q's width changes by 2×).
     **params
-        The density's parameters by name: up to 3 Gaussian variables or expressions (``fg.inner(X, w)``,
-        ``a[g] + b * x``; no two may share a variable), and any numbers or arrays (or data nodes) that fit
-        the data's plates.
+        The density's parameters by name: up to 3 random ones, Gaussian variables or expressions
+        (``fg.inner(X, w)``, ``a[g] + b * x``) or Gamma variables (``fg.gamma``, ``tau[g]``; not the scale
+        priors), no two sharing a variable; and any numbers or arrays (or data nodes) that fit the data's
+        plates.
 
     Notes
     -----
     E_q[log f] = Σ_g w_g logpdf(y, m + √v·z_g) on the tensor Gauss–Hermite grid (exact to the rule's
     accuracy), and the NCVMP message to a Gaussian parameter is its gradient in that parameter's mean
-    parameters, ∂S/∂m = E[log f·z]/√v, ∂S/∂v = ½E[log f·(z² − 1)]/v (Bonnet's and Price's identities).
+    parameters, ∂S/∂m = E[log f·z]/√v, ∂S/∂v = ½E[log f·(z² − 1)]/v (Bonnet's and Price's identities).  A
+    Gamma parameter is integrated in log λ by a rule for its own density, and its message is the gradient in
+    (E[λ], E[log λ]) (docs/maths.md §17).
     """
     if observed is None:
         raise ModelError(f"{name!r}: fg.likelihood needs observed data (observed=...); for a term without data "
