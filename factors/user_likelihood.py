@@ -316,6 +316,47 @@ for _ft in (*USER_LIKELIHOOD, *USER_LIKELIHOOD_POSITIVE.values()):
     _ft.evidence(kind="exact")(evidence)
 
 
+def _flat(a: np.ndarray, n: int) -> np.ndarray:
+    """A factor-space array as one value per row of a handler's u (..., n), or as it is if it broadcasts."""
+    a = np.asarray(a, dtype=float)
+    return a.reshape(-1) if a.ndim and a.size == n else a
+
+
+@USER_LIKELIHOOD[0].point("x0")
+def user_point(u: np.ndarray, m: Moments, p: dict, order: int = 2) -> tuple:
+    """log f at values u of its one Gaussian argument (for handlers: Laplace, MVI, ...), with (log f)′ and
+    (log f)″ by central differences with step h = 10⁻⁴·max(1, |u|) (errors about 10⁻⁸ relative: the
+    handlers' optimisers and samplers need no more); a non-finite value is reported as in the sweeps."""
+    n = u.shape[-1]
+    y = None
+    if p["observed"]:
+        y = _flat(m["out"][0], n)
+        if "fill" in p:
+            y = np.where(np.isnan(y), p["fill"], y)
+    consts = {c: _flat(a, n) for c, a in p["consts"].items()}
+    name = p["gaussian"][0]
+    fn = p["logpdf"][0]
+
+    def f(x):
+        kw = {name: x, **consts}
+        with np.errstate(all="ignore"):
+            out = fn(*([y] if y is not None else []), *[kw[a] for a in p["argnames"]])
+        return np.broadcast_to(np.asarray(out, dtype=float), x.shape)
+
+    h = 1e-4 * np.maximum(1.0, np.abs(u))
+    f0, fp, fm = f(u), f(u + h), f(u - h)
+    for vals, at in ((f0, u), (fp, u + h), (fm, u - h)):
+        if not np.isfinite(vals).all():
+            idx = np.argwhere(~np.isfinite(vals))[0]
+            r = int(idx[-1])
+            pt = {} if y is None else {"y": y[r] if np.ndim(y) else y}
+            pt[name] = at[tuple(idx)]
+            pt.update({c: (a[r] if a.ndim else a) for c, a in consts.items()})
+            vals_bad = float(vals[tuple(idx)])
+            _raise_bad(p, pt, r, vals_bad, (n,))
+    return f0, (fp - fm) / (2.0 * h), (fp - 2.0 * f0 + fm) / (h * h)
+
+
 def user_type(k: int, m: int) -> FactorType:
     """The factor type with k Gaussian and m Gamma arguments."""
     return USER_LIKELIHOOD[k - 1] if m == 0 else USER_LIKELIHOOD_POSITIVE[(k, m)]

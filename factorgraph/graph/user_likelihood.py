@@ -146,6 +146,7 @@ def _build(fname: str, name: str, logpdf: Any, observed: Any, mask: Any, plates:
     if present is not None and not np.all(present):
         p["fill"] = float(np.asarray(y)[present].ravel()[0])
     var.prior.method = "default"
+    var.potential = not is_obs  # a placeholder, not data (the pointwise log-likelihood leaves it out)
     return var
 
 
