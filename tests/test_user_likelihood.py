@@ -349,3 +349,30 @@ def test_pointwise_log_likelihood_of_a_user_likelihood_equals_the_builtin():
         out[user] = pointwise_log_likelihood(m, draws)
     assert sorted(out[True]) == ["y"]
     np.testing.assert_allclose(out[True]["y"], out[False]["y"], rtol=1e-12)
+
+
+def test_data_nodes_as_parameters_and_set_data():
+    """Data nodes as the observations and as a constant parameter: model.set_data (to another size) refits as a
+    model built from the new arrays."""
+    rng = np.random.default_rng(2)
+
+    def logpdf(y, eta, off):
+        return y * (eta + off) - np.exp(eta + off) - gammaln(y + 1.0)
+
+    def build(x, y, off, nodes):
+        with fg.Model("d") as m:
+            n = fg.plate("n", x.size)
+            a, b = fg.gaussian("a", 0.0, precision=1.0), fg.gaussian("b", 0.0, precision=1.0)
+            wrap = (lambda k, v: fg.data(k, v)) if nodes else (lambda k, v: v)
+            fg.likelihood("y", logpdf, observed=wrap("y", y), plates=[n], eta=a + b * wrap("x", x),
+                          off=wrap("off", off))
+        return m
+
+    x, x2 = rng.normal(size=40), rng.normal(size=70)
+    y, y2 = rng.poisson(np.exp(0.5 + 0.3 * x)) * 1.0, rng.poisson(np.exp(0.5 + 0.3 * x2)) * 1.0
+    m = build(x, y, np.full(40, 0.1), True)
+    fg.infer(m)
+    m.set_data(x=x2, y=y2, off=np.full(70, -0.2))
+    a, b = fg.infer(m), fg.infer(build(x2, y2, np.full(70, -0.2), False))
+    np.testing.assert_allclose(a.posterior("b").mean(), b.posterior("b").mean(), rtol=1e-12)
+    assert a.elbo == pytest.approx(b.elbo, rel=1e-12)

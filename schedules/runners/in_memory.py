@@ -124,6 +124,11 @@ def _compilation_notes(c: Compiled) -> list[str]:
     clipped = {f.name: f.params["state"]["clipped"] for f in c.factors if f.params["state"].get("clipped")}
     if clipped:
         notes.append(f"messages with negative precision clipped to zero precision (count per factor): {clipped}")
+    orders = {f.name: f.params["state"]["order"][0] for f in c.factors if "order" in f.params["state"]}
+    orders.update({f.name: f.params["order"] for f in c.factors if f.params.get("order") and "logpdf" in f.params})
+    if orders:  # user log densities (fg.likelihood, fg.potential)
+        notes.append(f"user log densities: E[log f] by quadrature, exact to 1e-10 per row unless noted, with nodes per "
+                     f"random argument {orders}")
     rough = {f.name: f.params["state"]["quadrature_error"] for f in c.factors
              if f.params["state"].get("quadrature_error")}
     if rough:  # a user log density (fg.likelihood) its largest Gauss–Hermite rule did not resolve to 1e-10
