@@ -376,3 +376,26 @@ def test_data_nodes_as_parameters_and_set_data():
     a, b = fg.infer(m), fg.infer(build(x2, y2, np.full(70, -0.2), False))
     np.testing.assert_allclose(a.posterior("b").mean(), b.posterior("b").mean(), rtol=1e-12)
     assert a.elbo == pytest.approx(b.elbo, rel=1e-12)
+
+
+def test_missing_observations_drop_out_as_in_the_builtin():
+    """A mask: the missing rows (NaN in the data) drop out of E[log f] and the messages, as in poisson_log."""
+    X, y = _data("poisson")
+    mask = np.random.default_rng(6).uniform(size=N) > 0.3
+    y = np.where(mask, y, np.nan)
+
+    def fit(user):
+        with fg.Model("mask") as m:
+            n, d = fg.plate("n", N), fg.plate("d", D)
+            w = fg.gaussian("w", 0.0, precision=1.0, plates=[d])
+            eta = fg.inner(X, w, plates=[n])
+            if user:
+                fg.likelihood("y", lambda y, x: y * x - np.exp(x) - gammaln(y + 1.0), observed=y, mask=mask,
+                              plates=[n], x=eta)
+            else:
+                fg.poisson_log("y", eta, observed=np.where(mask, y, 0.0), mask=mask)
+        return fg.infer(m, tol=None, param_tol=1e-13, max_iter=1000)
+
+    a, b = fit(True), fit(False)
+    np.testing.assert_allclose(a.posterior("w").mean(), b.posterior("w").mean(), atol=1e-8, rtol=0)
+    assert abs(a.elbo - b.elbo) < 1e-8 * abs(b.elbo)
