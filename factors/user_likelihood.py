@@ -34,7 +34,7 @@ from distributions import Gamma, Gaussian
 
 from .base import FactorType, Moments, same_stats
 from .kernels import normal_rule
-from .kernels.user_quadrature import fused_sums, scalar_function
+from .kernels.user_quadrature import array_function, fused_sums, scalar_function
 from .logistic import gradient_message
 from .user_positive import gamma_message, gamma_nodes, shape_rate
 
@@ -370,6 +370,6 @@ def user_params(logpdf: Any, what: str, gaussian: tuple[str, ...], consts: dict[
     log density takes its parameters after y (default: the Gaussian ones, then the constants)."""
     names = (*gaussian, *positive, *consts)
     compiled = None if positive else scalar_function(logpdf)
-    return {"compiled": None if compiled is None else (compiled,), "logpdf": (logpdf,), "what": what,
+    return {"compiled": None if compiled is None else (compiled,), "logpdf": (array_function(logpdf),), "what": what,
             "gaussian": tuple(gaussian), "consts": dict(consts), "observed": observed, "order": order,
             "params": names, "argnames": tuple(argnames or names), "positive": tuple(positive)}

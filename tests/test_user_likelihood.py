@@ -399,3 +399,24 @@ def test_missing_observations_drop_out_as_in_the_builtin():
     a, b = fit(True), fit(False)
     np.testing.assert_allclose(a.posterior("w").mean(), b.posterior("w").mean(), atol=1e-8, rtol=0)
     assert abs(a.elbo - b.elbo) < 1e-8 * abs(b.elbo)
+
+
+@numba.njit
+def _nj_poisson(y, x):
+    return y * x - math.exp(x) - math.lgamma(y + 1.0)
+
+
+def test_an_njit_scalar_log_density_is_taken_as_it_is():
+    """An @njit scalar function: fused in the sweeps, made a ufunc for the pointwise log-likelihood."""
+    from factorgraph.posterior.loglik import pointwise_log_likelihood
+
+    X, y = _data("poisson")
+    with fg.Model("nj") as m:
+        n, d = fg.plate("n", N), fg.plate("d", D)
+        w = fg.gaussian("w", 0.0, precision=1.0, plates=[d])
+        fg.likelihood("y", _nj_poisson, observed=y, plates=[n], x=fg.inner(X, w, plates=[n]))
+    a = fg.infer(m, tol=None, param_tol=1e-13, max_iter=1000)
+    b = _fit("poisson", False)
+    np.testing.assert_allclose(a.posterior("w").mean(), b.posterior("w").mean(), atol=1e-8, rtol=0)
+    ll = pointwise_log_likelihood(m, {"w": np.zeros((2, D))})["y"]
+    np.testing.assert_allclose(ll, np.broadcast_to(-1.0 - gammaln(y + 1.0), (2, N)), rtol=1e-12)

@@ -123,7 +123,7 @@ def _build(fname: str, name: str, logpdf: Any, observed: Any, mask: Any, plates:
         raise ModelError(f"{name!r}: the log density must be a function logpdf(y, **params), got "
                          f"{checks._short(logpdf)}")
     if order is not None:
-        order = int(checks.number(order, f"{name!r}: order", low=1, high=512))
+        order = int(checks.number(order, f"{name!r}: order", low=1, high=128))  # numpy's rule is exact to 128
     gaussian, positive, consts = _split(model, name, params)
     var = Variable(model, name, Gaussian, _var_plates(model, plates, name, [*gaussian.values(), *positive.values()]))
     for key, a in consts.items():

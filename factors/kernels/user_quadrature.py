@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, vectorize
 
 _KERNELS: dict[tuple[tuple[str, ...], bool], object] = {}
 
@@ -64,6 +64,18 @@ def fused_kernel(spec: tuple[str, ...], observed: bool):
 
 
 _SCALAR: dict[object, object] = {}
+_ARRAY: dict[object, object] = {}
+
+
+def array_function(fn):
+    """A log density callable on arrays: an ``@njit`` scalar function made a lazily compiled numba ufunc (once
+    per function); anything else as it is."""
+    if hasattr(fn, "py_func") and hasattr(fn, "compile") and not hasattr(fn, "_dispatcher"):
+        got = _ARRAY.get(fn.py_func)
+        if got is None:
+            got = _ARRAY[fn.py_func] = vectorize(cache=False)(fn.py_func)
+        return got
+    return fn
 
 
 def scalar_function(fn):
