@@ -211,12 +211,15 @@ def _accurate(a: np.ndarray, b: np.ndarray, sd: list) -> bool:
     return bool(np.all(np.abs(a - b) <= TOL * (1.0 + np.abs(b))))
 
 
-def _choose(p: dict, y, mean, sd, consts, shape, first: bool, ab: list) -> tuple[int, np.ndarray, bool]:
+def _choose(p: dict, y, mean, sd, consts, shape, first: bool, ab: list,
+            previous: int | None = None) -> tuple[int, np.ndarray, bool]:
     """The smallest order of the ladder that agrees with twice as many nodes, its sums and whether it did.
 
-    The first choice sees the prior's q; if the largest rule is not accurate there, it is chosen again on the
-    next call (q is then narrower).  A later failure keeps the largest rule and records its error (the
-    difference from the next smaller rule) in the state, which the result reports with a warning."""
+    The search starts at the previous order (or the ladder's first) and walks down while the smaller rule is
+    still accurate, else up; the evaluations are shared between the steps.  The first choice sees the prior's
+    q; if the largest rule is not accurate there, it is chosen again on the next call (q is then narrower).
+    A later failure keeps the largest rule and records its error (the difference from the next smaller rule)
+    in the state, which the result reports with a warning."""
     ladder = [n for n in _LADDER if 2 * n <= _MAX_NODES[len(mean) + len(ab)]]
     sums: dict[int, np.ndarray] = {}
 
@@ -225,10 +228,19 @@ def _choose(p: dict, y, mean, sd, consts, shape, first: bool, ab: list) -> tuple
             sums[n] = _evaluate(p, y, mean, sd, consts, n, shape, ab)
         return sums[n]
 
-    for n in ladder:
-        if _accurate(at(n), at(2 * n), sd):
+    def ok(i: int) -> bool:
+        return _accurate(at(ladder[i]), at(2 * ladder[i]), sd)
+
+    i = 0 if previous is None else max([0] + [j for j, n in enumerate(ladder) if n <= previous])
+    if ok(i):
+        while i > 0 and ok(i - 1):
+            i -= 1
+        p["state"].pop("quadrature_error", None)
+        return ladder[i], sums[ladder[i]], True
+    for j in range(i + 1, len(ladder)):
+        if ok(j):
             p["state"].pop("quadrature_error", None)
-            return n, sums[n], True
+            return ladder[j], sums[ladder[j]], True
     top = 2 * ladder[-1]
     if first:
         return top, sums[top], False
@@ -267,7 +279,8 @@ def expectations(m: Moments, p: dict) -> tuple[tuple, list, list, list, np.ndarr
     else:
         chosen = state.get("order")
         if chosen is None or np.any(widest > 2.0 * chosen[1]) or np.any(widest < 0.5 * chosen[1]):
-            n, sums, ok = _choose(p, y, mean, sd, cons, shape, chosen is None, ab)
+            n, sums, ok = _choose(p, y, mean, sd, cons, shape, chosen is None, ab,
+                                  None if chosen is None else chosen[0])
             state["order"] = (n, widest if ok else np.full_like(widest, np.inf))
         else:
             sums = _evaluate(p, y, mean, sd, cons, chosen[0], shape, ab)
