@@ -420,3 +420,22 @@ def test_an_njit_scalar_log_density_is_taken_as_it_is():
     np.testing.assert_allclose(a.posterior("w").mean(), b.posterior("w").mean(), atol=1e-8, rtol=0)
     ll = pointwise_log_likelihood(m, {"w": np.zeros((2, D))})["y"]
     np.testing.assert_allclose(ll, np.broadcast_to(-1.0 - gammaln(y + 1.0), (2, N)), rtol=1e-12)
+
+
+def test_a_kink_the_rule_cannot_resolve_is_reported_and_a_fixed_order_is_used():
+    """A Laplace log density −|y − x| under a broad q: no rule up to 128 nodes reaches 1e-10, which the result
+    says (a RuntimeWarning and a note with the error); order= fixes the rule instead."""
+    y = np.random.default_rng(8).normal(size=5)
+
+    def fit(order):
+        with fg.Model("kink") as m:
+            n = fg.plate("n", 5)
+            mu = fg.gaussian("mu", 0.0, precision=1.0)
+            fg.likelihood("y", lambda y, x: -np.abs(y - x), observed=y, plates=[n], x=mu, order=order)
+        return fg.infer(m)
+
+    with pytest.warns(RuntimeWarning, match="less accurate than 1e-10"):
+        r = fit(None)
+    assert any("less accurate than 1e-10" in note for note in r.notes)
+    fixed = fit(20)
+    assert any("{'UserLikelihood1(y)': 20}" in note for note in fixed.notes)
