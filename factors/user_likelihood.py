@@ -1,8 +1,9 @@
 """A factor from the user's log density: ``fg.likelihood`` (observed data) and ``fg.potential`` (a free term).
 
-The user gives ``log f(y, θ₁, …, θ_k)`` as a vectorised function; ``k ≤ 3`` of its arguments are Gaussian
-under q (the edges ``x0 … x{k−1}``, each with per-row moments m_j, v_j, independent of each other), the rest
-are constants (in the factor parameters).  With z_j standard normal and η_j = m_j + √v_j z_j,
+The user gives ``log f(y, θ₁, …, θ_k)`` as a vectorised function; up to 3 of its arguments are random: Gaussian
+under q (the edges ``x0 …``, each with per-row moments m_j, v_j) or Gamma (the edges ``p0 …``,
+``factors.user_positive``), independent of each other under q (the builder refuses two that share a variable);
+the rest are constants (in the factor parameters).  With z_j standard normal and η_j = m_j + √v_j z_j,
 
     S = E_q[log f] ≈ Σ_g w_g log f(y, η(z_g))
 
@@ -13,12 +14,15 @@ Price's identities on the same nodes (exact for the true S; on the rule, accurat
     ∂S/∂m_j = E[log f · z_j]/√v_j,   ∂S/∂v_j = ½E[log f · (z_j² − 1)]/v_j,
     η₂ = ∂S/∂v_j,   η₁ = ∂S/∂m_j − 2m_j ∂S/∂v_j.
 
-The node count n is chosen on the first call: the smallest n of 3, 4, 6, 8, 12, 16, … whose S, ∂S/∂m_j and
-∂S/∂v_j agree with those at 2n to 10⁻¹⁰(1 + their size) in every row; it is chosen again only when the
-largest standard deviation of some argument has changed by more than a factor 2 since (the prior's broad
-q needs more nodes than the posterior's).  A fixed ``order`` skips the choice.  The evidence term is then
-exact to that accuracy.  A row's message may have a negative precision (∂S/∂v_j > 0 where log f is not
-concave in that argument); it is sent as it is, since only the sum of the rows' messages and the prior must be
+The node count n (per argument, the same for all) is chosen on the first call: the smallest n of 3, 4, 6, 8,
+12, 16, … whose S and derivatives agree with those at 2n to 10⁻¹⁰(1 + their size) in every row; it is chosen
+again only when the largest standard deviation of some argument (of log λ for a Gamma one) has changed by
+more than a factor 2 since (the prior's broad q needs more nodes than the posterior's).  A numba log density
+(``@vectorize`` or ``@njit``) is summed in one fused parallel pass (``kernels.user_quadrature``).  A fixed
+``order`` skips the choice.  The evidence term is then exact to that accuracy.
+
+A row's message may have a negative precision (∂S/∂v_j > 0 where log f is not concave in that argument); it
+is sent as it is, since only the sum of the rows' messages and the prior must be
 proper (clipping each row's, as the site factors do, would move the fixed point away from a stationary point
 of the ELBO); an improper sum is an error of the update, which backtracking retries damped.
 """
