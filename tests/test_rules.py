@@ -154,7 +154,7 @@ def _user_log_density(y, a=0.0, b=0.0, c=0.0, p=1.0, q=1.0, r=1.0):
 
 def _user_fixture(k, m=0):
     """fg.likelihood's factor with k Gaussian and m Gamma arguments, a fixed rule per argument."""
-    order = {1: 128, 2: 128, 3: 64}[k + m] if m else 48
+    order = {1: 128, 2: 96, 3: 48}[k + m] if m else 48
     names = (*("a", "b", "c")[:k], *("p", "q", "r")[:m])
 
     def logpdf(y, *args):  # the factor passes the parameters positionally, Gaussian ones first
