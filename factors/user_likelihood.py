@@ -29,6 +29,7 @@ of the ELBO); an improper sum is an error of the update, which backtracking retr
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,7 @@ class LogDensityError(ValueError):
     """The user's log density returned something other than a finite array of the grid's shape."""
 
 
+@lru_cache(maxsize=64)
 def grid(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Tensor Gauss–Hermite grid for k standard normals: nodes (n^k, k) and the matrix (n^k, 1 + 2k) of
     weights w, w z_j and ½ w (z_j² − 1), so that one product with log f gives the value and its sums."""
@@ -71,7 +73,10 @@ def grid(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     zs = np.stack(np.meshgrid(*([z] * k), indexing="ij"), -1).reshape(-1, k)
     ws = np.prod(np.stack(np.meshgrid(*([w] * k), indexing="ij"), -1).reshape(-1, k), axis=1)
     cols = [ws] + [ws * zs[:, j] for j in range(k)] + [0.5 * ws * (zs[:, j] ** 2 - 1.0) for j in range(k)]
-    return np.ascontiguousarray(zs), np.ascontiguousarray(np.stack(cols, 1))
+    zs, W = np.ascontiguousarray(zs), np.ascontiguousarray(np.stack(cols, 1))
+    zs.setflags(write=False)
+    W.setflags(write=False)
+    return zs, W
 
 
 def _raise_bad(p: dict, at: dict, r: int, value: float, shape: tuple) -> None:
