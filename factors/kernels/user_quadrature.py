@@ -4,7 +4,8 @@ For each row r and node g of the tensor grid, with L = log f(y_r, m_r + s_r ∘ 
 
     out[r, 0] = Σ_g W[g, 0] L,   out[r, q] = Σ_g W[g, q] (L − L_centre)   (q ≥ 1),
 
-in one parallel pass over the rows, without the (rows × nodes) arrays of the numpy path.  A non-finite L
+in one parallel pass over blocks of rows (log f at a row's nodes kept in a small buffer), without the
+(rows × nodes) arrays of the numpy path.  A non-finite L
 records its node in ``bad[r]`` (−1 otherwise) and the caller reports it.  One kernel source per number of
 Gaussian arguments k, constants c and whether y is passed, compiled once per log density (numba
 specialises on the function passed in).
@@ -24,21 +25,25 @@ def kernel(f, Y, M, S, C, Z, W, centre, out, bad):
     R = M.shape[1]
     G = Z.shape[0]
     K = W.shape[1]
-    for r in prange(R):
-        bad[r] = -1
-        L0 = f({centre_args})
-        for q in range(K):
-            out[r, q] = 0.0
-        for g in range(G):
-            L = f({args})
-            if not math.isfinite(L):
-                if bad[r] < 0:
-                    bad[r] = g
-                continue
-            out[r, 0] += W[g, 0] * L
-            d = L - L0
-            for q in range(1, K):
-                out[r, q] += W[g, q] * d
+    B = 256
+    for blk in prange((R + B - 1) // B):
+        L = np.empty(G)  # one row's log f at the nodes, reused over the block's rows
+        for r in range(blk * B, min(R, (blk + 1) * B)):
+            bad[r] = -1
+            for g in range(G):
+                L[g] = f({args})
+            for q in range(K):
+                out[r, q] = 0.0
+            L0 = L[centre]
+            for g in range(G):
+                if not math.isfinite(L[g]):
+                    if bad[r] < 0:
+                        bad[r] = g
+                    continue
+                out[r, 0] += W[g, 0] * L[g]
+                d = L[g] - L0
+                for q in range(1, K):
+                    out[r, q] += W[g, q] * d
 '''
 
 
@@ -55,7 +60,7 @@ def fused_kernel(spec: tuple[str, ...], observed: bool):
                 parts.append(f"M[{j}, r] + S[{j}, r] * Z[{node}, {j}]" if a[0] == "g" else f"C[{j}, r]")
             return ", ".join(parts)
 
-        src = _TEMPLATE.format(centre_args=call("centre"), args=call("g"))
+        src = _TEMPLATE.format(args=call("g"))
         scope = {"prange": prange, "math": math, "np": np}
         exec(compile(src, f"<user quadrature kernel {spec} y={observed}>", "exec"), scope)  # noqa: S102
         fn = njit(parallel=True, cache=False)(scope["kernel"])
