@@ -331,11 +331,14 @@ def evidence(m: Moments, p: dict) -> np.ndarray:
     return sums[:, 0].reshape(shape)
 
 
+# "default": every Gaussian argument is Gaussian under q (affine in the variables); "moments": some argument is
+# a product of random variables, taken as the Gaussian with its exact mean and variance (an approximation)
 for _ft in (*USER_LIKELIHOOD, *USER_LIKELIHOOD_POSITIVE.values()):
-    for _e in _ft.edges:
-        if _e != "out":
-            _ft.rule(_e, "ncvmp")(_to(int(_e[1:])) if _e[0] == "x" else _to_positive(int(_e[1:])))
-    _ft.evidence(kind="exact")(evidence)
+    for _method, _kind in (("default", "exact"), ("moments", "approximation")):
+        for _e in _ft.edges:
+            if _e != "out":
+                _ft.rule(_e, "ncvmp", _method)(_to(int(_e[1:])) if _e[0] == "x" else _to_positive(int(_e[1:])))
+        _ft.evidence(_method, kind=_kind)(evidence)
 
 
 def _flat(a: np.ndarray, n: int) -> np.ndarray:

@@ -439,3 +439,22 @@ def test_a_kink_the_rule_cannot_resolve_is_reported_and_a_fixed_order_is_used():
     assert any("less accurate than 1e-10" in note for note in r.notes)
     fixed = fit(20)
     assert any("{'UserLikelihood1(y)': 20}" in note for note in fixed.notes)
+
+
+def test_a_product_of_random_variables_is_labelled_an_approximation():
+    """mu = a·b is not Gaussian under q: the quadrature takes the Gaussian with its moments, and the evidence is an
+    approximation; an affine mu keeps the lower bound."""
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=30)
+    y = 1.0 + 0.5 * x + 0.5 * rng.normal(size=30)
+
+    def fit(product):
+        with fg.Model("prod") as m:
+            n = fg.plate("n", 30)
+            a, b = fg.gaussian("a", 1.0, precision=100.0), fg.gaussian("b", 1.0, precision=1.0)
+            mu = a * b if product else a + b * x
+            fg.likelihood("y", lambda y, mu: -0.5 * (y - mu) ** 2, observed=y, plates=[n], mu=mu)
+        return fg.infer(m)
+
+    assert fit(True).evidence_kind == "approximation"
+    assert fit(False).evidence_kind == "lower bound"

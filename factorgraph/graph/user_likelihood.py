@@ -17,10 +17,25 @@ from factorgraph.graph import checks
 from factorgraph.graph.builder_base import _check_parent, _finish, _var_plates
 from factorgraph.graph.model import current_model
 from factorgraph.graph.nodes import Data, Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
+from factors.deterministic import Dot, Product
 from factors.plating import expand
+from factors.polynomial import Polynomial
 from factors.user_likelihood import MAX_ARGS, user_params, user_type
 
 _RESERVED = ("y",)
+
+
+def gaussian_under_q(x: Node) -> bool:
+    """Whether an expression is Gaussian under the mean-field q: affine in its variables (a product or dot of
+    two random nodes, or a polynomial with such a monomial, is not)."""
+    if not isinstance(x, Deterministic):
+        return True
+    random = [a for a in x.parents.values() if isinstance(a, Node)]
+    if x.op in (Product, Dot) and len(random) > 1:
+        return False
+    if x.op is Polynomial and any(len(roles) > 1 for _, roles in x.params["monomials"]):
+        return False
+    return all(gaussian_under_q(a) for a in random)
 
 
 def _roots(x: Node) -> set[str]:
@@ -145,7 +160,9 @@ def _build(fname: str, name: str, logpdf: Any, observed: Any, mask: Any, plates:
                    for k, a in consts.items()}
     if present is not None and not np.all(present):
         p["fill"] = float(np.asarray(y)[present].ravel()[0])
-    var.prior.method = "default"
+    # an argument that is not Gaussian under q is taken as the Gaussian with its moments: the term is then an
+    # approximation, and the result's evidence says so
+    var.prior.method = "default" if all(gaussian_under_q(x) for x in gaussian.values()) else "moments"
     var.potential = not is_obs  # a placeholder, not data (the pointwise log-likelihood leaves it out)
     return var
 
