@@ -29,6 +29,7 @@ from .softmax import CATEGORICAL_SOFTMAX
 from .student_t import STUDENT_T
 from .uniform_scale import UNIFORM_SCALE
 from .user_likelihood import USER_LIKELIHOOD, USER_LIKELIHOOD_POSITIVE
+from .user_shared import USER_LIKELIHOOD_SHARED
 from .wishart import WISHART
 
 FACTOR_TYPES: tuple[FactorType, ...] = (
@@ -50,5 +51,6 @@ FACTOR_TYPES += (MV_GAUSSIAN_WISHART_MISSING, MV_GAUSSIAN_NORMAL_WISHART_MISSING
 FACTOR_TYPES += (FACTOR_ANALYSIS,)
 FACTOR_TYPES += USER_LIKELIHOOD
 FACTOR_TYPES += tuple(USER_LIKELIHOOD_POSITIVE.values())
+FACTOR_TYPES += tuple(USER_LIKELIHOOD_SHARED.values())
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

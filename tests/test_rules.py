@@ -135,6 +135,7 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "FactorAnalysis/missing": _factor_analysis_fixture(np.random.default_rng(9), intercept=False),
         **{f"UserLikelihood{k}": _user_fixture(k) for k in (1, 2, 3)},
         **{f"UserLikelihood{k}p{m}": _user_fixture(k, m) for m in (1, 2, 3) for k in range(4 - m)},
+        **{f"UserLikelihood{k}s{s}": _user_shared_fixture(k, s) for k in (2, 3) for s in (1, 2, 3)},
     }[name]
     if name == "NormalWishart":
         from factors.normal_wishart import prior_natural
@@ -161,6 +162,19 @@ def _user_fixture(k, m=0):
         return _user_log_density(y, **dict(zip(names, args, strict=True)))
 
     return {**user_params(logpdf, "test", names[:k], {}, True, order, positive=names[k:]), "state": {}}
+
+
+def _user_shared_fixture(k, s):
+    """k arguments sharing s leaves (each leaf in the first two arguments and, for k = 3, leaf 0 in all three),
+    with small per-row coefficients so that the arguments' covariance stays positive definite."""
+    rng = np.random.default_rng(11)
+    names = ("a", "b", "c")[:k]
+
+    def logpdf(y, *args):
+        return _user_log_density(y, **dict(zip(names, args, strict=True)))
+
+    shared = [{j: 0.3 * rng.uniform(0.5, 1.0, BATCH) for j in (range(k) if i == 0 else (0, 1))} for i in range(s)]
+    return {**user_params(logpdf, "test", names, {}, True, 24 if k == 2 else 48), "shared": shared, "state": {}}
 
 
 def _factor_analysis_fixture(rng, intercept):

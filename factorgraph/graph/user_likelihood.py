@@ -17,10 +17,11 @@ from factorgraph.graph import checks
 from factorgraph.graph.builder_base import _check_parent, _finish, _var_plates
 from factorgraph.graph.model import current_model
 from factorgraph.graph.nodes import Data, Deterministic, Gate, Indexed, ModelError, Node, Plate, Variable
-from factors.deterministic import Dot, Product
+from factors.deterministic import Dot, Product, Sum
 from factors.plating import expand
 from factors.polynomial import Polynomial
 from factors.user_likelihood import MAX_ARGS, user_params, user_type
+from factors.user_shared import USER_LIKELIHOOD_SHARED
 
 _RESERVED = ("y",)
 
@@ -94,13 +95,90 @@ def _split(model: Any, name: str, params: dict[str, Any]) -> tuple[dict[str, Nod
     for i, a in enumerate(keys):
         for b in keys[i + 1:]:
             shared = _roots(random[a]) & _roots(random[b])
-            if shared:
-                raise ModelError(
-                    f"{name!r}: parameters {a!r} and {b!r} both depend on the variable {sorted(shared)[0]!r}; "
-                    "parameters of one log density that share a variable are correlated under q, and this "
-                    "factor takes them as independent, so it refuses them: give each parameter its own "
-                    "variables")
+            if shared and (a in positive or b in positive):
+                raise ModelError(f"{name!r}: parameters {a!r} and {b!r} both depend on the variable "
+                                 f"{sorted(shared)[0]!r}; a Gamma parameter cannot share a variable with another")
     return gaussian, positive, consts
+
+
+def _leaf_key(x: Node) -> tuple:
+    """A leaf up to equivalence: the node, or for an indexed view its source gathered by the same labels."""
+    if isinstance(x, Indexed):
+        return ("indexed", id(x.source), x.along.index, x.plate.index, x.labels.tobytes())
+    return ("node", id(x))
+
+
+def _affine(x: Node, dst: tuple[int, ...]) -> dict[tuple, tuple[Node, Any]] | None:
+    """x = Σ_ℓ c_ℓ·ℓ + (a constant) over leaves ℓ (variables, indexed views, expressions other than sums and
+    products), the coefficients on the plates ``dst``; None if x is not affine in its leaves."""
+    if not isinstance(x, Deterministic) or x.op not in (Sum, Product, Polynomial):
+        return {_leaf_key(x): (x, 1.0)}
+    out: dict[tuple, tuple[Node, Any]] = {}
+
+    def add(sub: dict | None, scale: Any) -> bool:
+        if sub is None:
+            return False
+        for key, (leaf, c) in sub.items():
+            out[key] = (leaf, out.get(key, (leaf, 0.0))[1] + scale * c)
+        return True
+
+    if x.op is Sum:
+        ok = all(add(_affine(x.parents[r], dst), 1.0) for r in ("a", "b") if isinstance(x.parents[r], Node))
+        return out if ok else None
+    if x.op is Product:
+        nodes = [r for r in ("a", "b") if isinstance(x.parents[r], Node)]
+        if len(nodes) != 1:
+            return None
+        rc = "b" if nodes[0] == "a" else "a"
+        c = expand(np.asarray(x.parents[rc], float), x.params["src"][rc], dst, 0)
+        return out if add(_affine(x.parents[nodes[0]], dst), c) else None
+    for c, roles in x.params["monomials"]:  # a polynomial: affine if every monomial has at most one leaf
+        if len(roles) > 1:
+            return None
+        if roles:
+            c = expand(np.asarray(c, float), x.params["dst"], dst, 0)
+            if not add(_affine(x.parents[next(iter(roles))], dst), c):
+                return None
+    return out
+
+
+def _shared_leaves(name: str, gaussian: dict[str, Node], dst: tuple[int, ...]) -> list[tuple[Node, dict[int, Any]]]:
+    """The leaves that two or more Gaussian parameters share, each with its coefficient in each of them (on the
+    factor's plates); [] when the parameters share no variable.  Refused: a parameter not affine in its leaves
+    that shares a variable, two different leaves of one variable (``a[i]`` and ``a[j]``: correlated where the
+    labels meet), more than 3 shared leaves."""
+    keys = list(gaussian)
+    if not any(_roots(gaussian[a]) & _roots(gaussian[b]) for i, a in enumerate(keys) for b in keys[i + 1:]):
+        return []
+    dec = {}
+    for key, x in gaussian.items():
+        dec[key] = _affine(x, dst)
+        if dec[key] is None:
+            raise ModelError(f"{name!r}: parameter {key!r} shares a variable with another parameter but is not affine "
+                             "in its variables (a product of random nodes): its joint distribution with the other is "
+                             "not Gaussian under q; give it its own variables")
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            if len(dec[a]) == 1 and set(dec[a]) == set(dec[b]):
+                raise ModelError(f"{name!r}: parameters {a!r} and {b!r} are both functions of "
+                                 f"{next(iter(dec[a].values()))[0].name!r} alone: perfectly correlated under q, they "
+                                 "have no joint density; write the log density in one of them")
+    leaves = {k: leaf for d in dec.values() for k, (leaf, _) in d.items()}
+    lk = list(leaves)
+    for i, a in enumerate(lk):
+        for b in lk[i + 1:]:
+            common = _roots(leaves[a]) & _roots(leaves[b])
+            if common:
+                raise ModelError(f"{name!r}: the parameters use the variable {sorted(common)[0]!r} through two "
+                                 f"different expressions ({leaves[a].name!r}, {leaves[b].name!r}), which are "
+                                 "correlated under q in a way this factor does not track: write both through the same "
+                                 "expression")
+    shared = [(leaves[k], {j: dec[p][k][1] for j, p in enumerate(keys) if k in dec[p]}) for k in lk
+              if sum(k in d for d in dec.values()) > 1]
+    if len(shared) > MAX_ARGS:
+        raise ModelError(f"{name!r}: the parameters share {len(shared)} variables or expressions "
+                         f"({[leaf.name for leaf, _ in shared]}); at most {MAX_ARGS} are supported")
+    return shared
 
 
 def _argnames(fn: Any, name: str, observed: bool, given: list[str]) -> tuple[str, ...]:
@@ -151,9 +229,15 @@ def _build(fname: str, name: str, logpdf: Any, observed: Any, mask: Any, plates:
         present, value = None, np.zeros(var.shape)
     argnames = _argnames(logpdf, name, is_obs, list(params))
     p = user_params(logpdf, f"fg.{fname}({name!r})", tuple(gaussian), {}, is_obs, order, argnames, tuple(positive))
-    ftype = user_type(len(gaussian), len(positive))
+    shared = _shared_leaves(name, gaussian, tuple(q.index for q in var.plates))
     edges = {f"x{j}": x for j, x in enumerate(gaussian.values())}
     edges.update({f"p{i}": x for i, x in enumerate(positive.values())})
+    if shared:  # jointly Gaussian parameters: factors.user_shared
+        ftype = USER_LIKELIHOOD_SHARED[(len(gaussian), len(shared))]
+        edges.update({f"s{i}": leaf for i, (leaf, _) in enumerate(shared)})
+        p["shared"], p["compiled"] = [c for _, c in shared], None
+    else:
+        ftype = user_type(len(gaussian), len(positive))
     var = _finish(model, var, ftype, edges, p, value, present)
     vp, fp = [q.index for q in var.plates], [q.index for q in var.prior.plates]
     p["consts"] = {k: expand(np.broadcast_to(a, var.shape).astype(float), vp, fp, 0) if a.ndim else a.astype(float)
@@ -186,8 +270,8 @@ def likelihood(name: str, logpdf: Callable[..., Any], *, observed: Any, mask: An
     **params
         The density's parameters by name: up to 3 random ones, Gaussian variables or expressions
         (``fg.inner(X, w)``, ``a[g] + b * x``) or Gamma variables (``fg.gamma``, ``tau[g]``; not the scale
-        priors), no two sharing a variable; and any numbers or arrays (or data nodes) that fit the data's
-        plates.
+        priors); and any numbers or arrays (or data nodes) that fit the data's plates.  Gaussian parameters
+        that share variables are integrated under their joint Gaussian (``factors.user_shared``).
 
     Notes
     -----

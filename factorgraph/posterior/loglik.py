@@ -216,6 +216,7 @@ _LOGPDF = {
 }
 _LOGPDF.update({f"UserLikelihood{k}": _user for k in (1, 2, 3)})
 _LOGPDF.update({f"UserLikelihood{k}p{m}": _user for m in (1, 2, 3) for k in range(4 - m)})
+_LOGPDF.update({f"UserLikelihood{k}s{m}": _user for k in (2, 3) for m in (1, 2, 3)})
 
 
 # ---------------------------------------------------------------------- gates: marginalising the selector
