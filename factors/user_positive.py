@@ -3,11 +3,11 @@
 With q(λ) = Gam(a, b) per row, E[g(λ)] is taken in u = log λ, whose density exp(a u' − e^u')/Γ(a) (u' = u +
 log b) is analytic, so that a log λ in log f (a precision's ½ log τ) costs nothing.
 
-* a ≤ 50: the trapezoid rule on n nodes in s, u' = log a + min(s_a, 1)·sinh(s) with s_a = √ψ′(a) (the sinh
+* a ≤ 8: the trapezoid rule on n nodes in s, u' = log a + min(s_a, 1)·sinh(s) with s_a = √ψ′(a) (the sinh
   compresses the long left tail exp(a u')), over u' in [ψ(a) − max(36/a, 8s_a), min(ψ(a) + 8s_a,
   log(a + 40 + 12√a))], all but about e⁻³⁰ of the mass; it converges exponentially in n for an analytic
   integrand (a small a, whose left tail is long, needs more nodes).
-* a > 50: Gauss–Hermite around u's mean ψ(a) − log b with sd s_a, each weight times the ratio of the
+* a > 8: Gauss–Hermite around u's mean ψ(a) − log b with sd s_a, each weight times the ratio of the
   log-Gamma density to that Gaussian (q(u) is then close to Gaussian, and its tails beyond the nodes hold
   about exp(−√(2na)) of the mass).
 
@@ -30,7 +30,7 @@ from scipy.special import digamma, gammaln, polygamma
 
 from .kernels import normal_rule
 
-TRAPEZOID_MAX_SHAPE = 50.0
+TRAPEZOID_MAX_SHAPE = 8.0  # above, the log-Gamma density is close enough to Gaussian for the ratio rule
 
 
 def shape_rate(ex: np.ndarray, elog: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -502,3 +502,28 @@ def test_sharing_refused_where_the_joint_is_not_tracked():
             fg.likelihood("y", lambda y, u, v: y * u, observed=y, plates=[n], u=b * fg.inner(X, w, plates=[n]),
                           v=b + 1.0)
     assert m is not None
+
+
+def test_indexed_gamma_precisions_reach_the_conjugate_fixed_point():
+    """One precision per group, tau[g], as a positive parameter: the built-in Gaussian's VMP fixed point."""
+    rng = np.random.default_rng(13)
+    g = np.arange(60) % 3
+    y = rng.normal(size=60) / np.sqrt(np.array([1.0, 4.0, 0.25])[g]) + 1.0
+
+    def fit(user):
+        with fg.Model("taug") as m:
+            n, k = fg.plate("n", 60), fg.plate("k", 3)
+            mu = fg.gaussian("mu", 0.0, precision=0.1)
+            tau = fg.gamma("tau", 2.0, 1.0, plates=[k])
+            if user:
+                fg.likelihood("y", lambda y, m, t: 0.5 * np.log(t / (2 * np.pi)) - 0.5 * t * (y - m) ** 2,
+                              observed=y, plates=[n], m=mu, t=tau[g])
+            else:
+                fg.gaussian("y", mu, precision=tau[g], plates=[n], observed=y)
+        return fg.infer(m, fg.NCVMP() if user else fg.VMP(), tol=None, param_tol=1e-13, max_iter=1000)
+
+    a, b = fit(True), fit(False)
+    np.testing.assert_allclose(a.posterior("tau").mean(), b.posterior("tau").mean(), rtol=1e-8)
+    np.testing.assert_allclose(a.posterior("mu").mean(), b.posterior("mu").mean(), atol=1e-8)
+    assert abs(a.elbo - b.elbo) < 1e-8 * abs(b.elbo)
+    assert not any("less accurate" in note for note in a.notes)
