@@ -41,6 +41,7 @@ from factorgraph.graph.scales import exponential, half_cauchy, half_normal, half
 from factorgraph.graph.sequences import markov_chain
 from factorgraph.graph.state_space import gaussian_markov_chain
 from factorgraph.posterior.agreement import agreement
+from factorgraph.graph.user_likelihood import likelihood, potential
 from factorgraph.posterior.compare import Comparison, compare
 from factorgraph.posterior.empirical import EmpiricalPosterior, GibbsResult
 from factorgraph.posterior.predict import predict
@@ -59,6 +60,7 @@ inner = _data.inner
     categorical_softmax, cauchy_site, laplace_site, probit, student_t_site, student_t, exponential, half_cauchy,
     half_normal, half_student_t, uniform_scale, markov_chain))
 gaussian_markov_chain = _checked(gaussian_markov_chain)  # its arguments checked as the recorded builders' are
+likelihood, potential = map(_data.recorded, (likelihood, potential))
 
 _LAZY = {name: "schedules" for name in
          ("infer", "VMP", "NCVMP", "SVI", "InferenceError", "Laplace", "MVI", "VIDiag", "approximate", "BVI", "AIKL")}
@@ -96,6 +98,7 @@ __all__ += ["sample_prior"]
 __all__ += ["data", "predict"]
 __all__ += ["student_t"]
 __all__ += ["plots"]
+__all__ += ["likelihood", "potential"]
 
 
 def __dir__() -> list[str]:

@@ -31,6 +31,8 @@ from .slice_likelihoods import SLICED
 from .softmax import CATEGORICAL_SOFTMAX
 from .student_t import STUDENT_T
 from .uniform_scale import UNIFORM_SCALE
+from .user_likelihood import USER_LIKELIHOOD, USER_LIKELIHOOD_POSITIVE
+from .user_shared import USER_LIKELIHOOD_SHARED
 from .wishart import WISHART
 
 FACTOR_TYPES: tuple[FactorType, ...] = (
@@ -51,6 +53,9 @@ FACTOR_TYPES += (GROUPED_LINEAR_GAUSSIAN,)
 FACTOR_TYPES += (MV_GAUSSIAN_WISHART_MISSING, MV_GAUSSIAN_NORMAL_WISHART_MISSING)
 FACTOR_TYPES += (FACTOR_ANALYSIS,)
 FACTOR_TYPES += (IS_POSITIVE,)
+FACTOR_TYPES += USER_LIKELIHOOD
+FACTOR_TYPES += tuple(USER_LIKELIHOOD_POSITIVE.values())
+FACTOR_TYPES += tuple(USER_LIKELIHOOD_SHARED.values())
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]
 __all__ += ["logit_polya_gamma"]

@@ -32,6 +32,7 @@ from factors.deterministic import Dot, Inner, Product, Sum
 from factors.mv_gaussian_wishart_missing import missing_patterns
 from factors.scale_priors import scale_prior_params
 from factors.uniform_scale import uniform_scale_params
+from factors.user_likelihood import user_params
 
 D = 3
 BATCH = (2,)
@@ -133,6 +134,9 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         # 4 rows × 2 columns, D − 1 scores and an intercept; 4 rows × 2 columns with entries missing, D scores
         "FactorAnalysis": _factor_analysis_fixture(np.random.default_rng(8), intercept=True),
         "FactorAnalysis/missing": _factor_analysis_fixture(np.random.default_rng(9), intercept=False),
+        **{f"UserLikelihood{k}": _user_fixture(k) for k in (1, 2, 3)},
+        **{f"UserLikelihood{k}p{m}": _user_fixture(k, m) for m in (1, 2, 3) for k in range(4 - m)},
+        **{f"UserLikelihood{k}s{s}": _user_shared_fixture(k, s) for k in (2, 3) for s in (1, 2, 3)},
     }[name]
     if name == "NormalWishart":
         from factors.normal_wishart import prior_natural
@@ -141,6 +145,37 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
     if name == "MvGaussianFixedPrecision":
         params["logdet"] = float(np.linalg.slogdet(params["precision"])[1])
     return params
+
+
+def _user_log_density(y, a=0.0, b=0.0, c=0.0, p=1.0, q=1.0, r=1.0):
+    """A Gaussian in a, a softplus in b, a log cosh in c; in the positive p, q, r a Gamma-like log λ − λ term,
+    a log(1 + λ) and a precision's ½ log r − ½ r y²."""
+    return (-0.5 * (y - a) ** 2 - np.logaddexp(0.0, b) - np.logaddexp(c, -c) + 0.3 * y * b
+            + 1.5 * np.log(p) - p * (1 + y * y) + np.log1p(q) + 0.5 * np.log(r) - 0.5 * r * y * y)
+
+
+def _user_fixture(k, m=0):
+    """fg.likelihood's factor with k Gaussian and m Gamma arguments, a fixed rule per argument."""
+    order = {1: 128, 2: 96, 3: 48}[k + m] if m else 48
+    names = (*("a", "b", "c")[:k], *("p", "q", "r")[:m])
+
+    def logpdf(y, *args):  # the factor passes the parameters positionally, Gaussian ones first
+        return _user_log_density(y, **dict(zip(names, args, strict=True)))
+
+    return {**user_params(logpdf, "test", names[:k], {}, True, order, positive=names[k:]), "state": {}}
+
+
+def _user_shared_fixture(k, s):
+    """k arguments sharing s leaves (each leaf in the first two arguments and, for k = 3, leaf 0 in all three),
+    with small per-row coefficients so that the arguments' covariance stays positive definite."""
+    rng = np.random.default_rng(11)
+    names = ("a", "b", "c")[:k]
+
+    def logpdf(y, *args):
+        return _user_log_density(y, **dict(zip(names, args, strict=True)))
+
+    shared = [{j: 0.3 * rng.uniform(0.5, 1.0, BATCH) for j in (range(k) if i == 0 else (0, 1))} for i in range(s)]
+    return {**user_params(logpdf, "test", names, {}, True, 24 if k == 2 else 48), "shared": shared, "state": {}}
 
 
 def _factor_analysis_fixture(rng, intercept):

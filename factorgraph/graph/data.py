@@ -277,7 +277,9 @@ def _rerun(model: Any, v: Variable, call: Call, new: dict[str, Any], blank: bool
     ``blank``: with every observed entry missing (a variable ``fg.predict`` draws)."""
     sig = inspect.signature(call.fn)
     bound = sig.bind(*call.args, **call.kwargs)
-    args = {k: _plain(a, new) for k, a in bound.arguments.items()}
+    var_kw = [k for k, q in sig.parameters.items() if q.kind is inspect.Parameter.VAR_KEYWORD]
+    args = {k: ({kk: _plain(x, new) for kk, x in a.items()} if k in var_kw else _plain(a, new))
+            for k, a in bound.arguments.items()}  # a builder's **params (fg.likelihood) may hold data nodes too
     if blank and args.get("observed") is not None:
         obs = np.shape(args["observed"])
         shape = (*(p.size for p in v.plates), *obs[len(v.plates):])

@@ -193,6 +193,16 @@ def _student_t_site(r, p):
             - 0.5 * (nu + 1.0) * np.log1p((r / sc) ** 2 / nu))
 
 
+def _user(s: Forward, v, f, frame, y):
+    """fg.likelihood: the user's log density at the draws of its random parameters and its constants."""
+    p = f.params
+    kw = {name: s.arg(f.edges[f"x{j}"], frame, v.name) for j, name in enumerate(p["gaussian"])}
+    kw.update({name: s.arg(f.edges[f"p{i}"], frame, v.name) for i, name in enumerate(p.get("positive", ()))})
+    kw.update({c: _fparam(f, v, a) for c, a in p["consts"].items()})
+    with np.errstate(all="ignore"):
+        return p["logpdf"][0](y, *[kw[a] for a in p["argnames"]])
+
+
 _LOGPDF = {
     "Gaussian": _gaussian, "StudentT": _student_t, "NormalGammaRegression": _normal_gamma_regression,
     "MvGaussian": mv_gaussian_logpdf, "MvGaussianFixedPrecision": mv_gaussian_logpdf,
@@ -204,6 +214,9 @@ _LOGPDF = {
     "Multinomial": _multinomial, "MultinomialSoftmax": _multinomial_softmax,
     "LaplaceSite": _site(_laplace), "CauchySite": _site(_cauchy), "StudentTSite": _site(_student_t_site),
 }
+_LOGPDF.update({f"UserLikelihood{k}": _user for k in (1, 2, 3)})
+_LOGPDF.update({f"UserLikelihood{k}p{m}": _user for m in (1, 2, 3) for k in range(4 - m)})
+_LOGPDF.update({f"UserLikelihood{k}s{m}": _user for k in (2, 3) for m in (1, 2, 3)})
 
 
 # ---------------------------------------------------------------------- gates: marginalising the selector
@@ -269,7 +282,9 @@ def labels(v: Variable) -> np.ndarray:
 
 
 def _observed(model: Model) -> list[Variable]:
-    return [v for v in model.variables.values() if v.mask is not None and bool(np.any(v.mask))]
+    """The observed variables (an fg.potential's placeholder is no data)."""
+    return [v for v in model.variables.values() if v.mask is not None and bool(np.any(v.mask))
+            and not getattr(v, "potential", False)]
 
 
 def present_entries(v: Variable) -> np.ndarray:

@@ -10,6 +10,7 @@ learned hyperparameters and what ``fg.predict`` and the derived nodes need.
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -123,6 +124,18 @@ def _compilation_notes(c: Compiled) -> list[str]:
     clipped = {f.name: f.params["state"]["clipped"] for f in c.factors if f.params["state"].get("clipped")}
     if clipped:
         notes.append(f"messages with negative precision clipped to zero precision (count per factor): {clipped}")
+    orders = {f.name: f.params["state"]["order"][0] for f in c.factors if "order" in f.params["state"]}
+    orders.update({f.name: f.params["order"] for f in c.factors if f.params.get("order") and "logpdf" in f.params})
+    if orders:  # user log densities (fg.likelihood, fg.potential)
+        notes.append(f"user log densities: E[log f] by quadrature, exact to 1e-10 per row unless noted, with nodes per "
+                     f"random argument {orders}")
+    rough = {f.name: f.params["state"]["quadrature_error"] for f in c.factors
+             if f.params["state"].get("quadrature_error")}
+    if rough:  # a user log density (fg.likelihood) its largest Gauss–Hermite rule did not resolve to 1e-10
+        text = (f"Gauss–Hermite quadrature of a user log density less accurate than 1e-10 at its largest rule "
+                f"(error per factor): {rough}; pass order= or check the log density for kinks")
+        notes.append(text)
+        warnings.warn(text, RuntimeWarning, stacklevel=4)
     if c.fused:
         notes.append(f"fused linear-Gaussian factors (cached XᵀX, Xᵀy): {c.fused}")
     if c.grouped:
