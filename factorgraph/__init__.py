@@ -24,6 +24,7 @@ from factorgraph.graph.covariance import gaussian_wishart, wishart
 from factorgraph.graph.derived import deterministic
 from factorgraph.graph.discrete import bernoulli, beta, categorical, dirichlet
 from factorgraph.graph.expressions import dot, select
+from factorgraph.graph.families import negative_binomial, zero_inflated_poisson
 from factorgraph.graph.indexing import index
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError, Plate, Variable
@@ -55,6 +56,7 @@ inner = _data.inner
     multinomial, multinomial_softmax, poisson, poisson_log, gaussian_wishart, wishart, bernoulli_logit,
     categorical_softmax, cauchy_site, laplace_site, probit, student_t_site, student_t, exponential, half_cauchy,
     half_normal, half_student_t, uniform_scale, markov_chain))
+negative_binomial, zero_inflated_poisson = map(_data.recorded, (negative_binomial, zero_inflated_poisson))
 gaussian_markov_chain = _checked(gaussian_markov_chain)  # its arguments checked as the recorded builders' are
 
 _LAZY = {name: "schedules" for name in
@@ -91,6 +93,7 @@ __all__ += ["sample_prior"]
 __all__ += ["data", "predict"]
 __all__ += ["student_t"]
 __all__ += ["plots"]
+__all__ += ["negative_binomial", "zero_inflated_poisson"]
 
 
 def __dir__() -> list[str]:

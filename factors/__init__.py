@@ -19,6 +19,7 @@ from .multinomial import MULTINOMIAL, MULTINOMIAL_SOFTMAX
 from .mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
 from .mv_gaussian_wishart import MV_GAUSSIAN_WISHART
 from .mv_gaussian_wishart_missing import MV_GAUSSIAN_NORMAL_WISHART_MISSING, MV_GAUSSIAN_WISHART_MISSING
+from .negative_binomial import NEGATIVE_BINOMIAL_LOG
 from .normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
 from .normal_wishart import MV_GAUSSIAN_NORMAL_WISHART, NORMAL_WISHART
 from .poisson import POISSON, POISSON_LOG
@@ -29,6 +30,7 @@ from .softmax import CATEGORICAL_SOFTMAX
 from .student_t import STUDENT_T
 from .uniform_scale import UNIFORM_SCALE
 from .wishart import WISHART
+from .zero_inflated import ZERO_INFLATED_POISSON_LOG
 
 FACTOR_TYPES: tuple[FactorType, ...] = (
     GAUSSIAN, GAMMA, BETA, BERNOULLI, DIRICHLET, CATEGORICAL, MV_GAUSSIAN, MV_GAUSSIAN_FIXED,
@@ -47,5 +49,6 @@ FACTOR_TYPES += (SCALE_SIGMA,)
 FACTOR_TYPES += (GROUPED_LINEAR_GAUSSIAN,)
 FACTOR_TYPES += (MV_GAUSSIAN_WISHART_MISSING, MV_GAUSSIAN_NORMAL_WISHART_MISSING)
 FACTOR_TYPES += (FACTOR_ANALYSIS,)
+FACTOR_TYPES += (NEGATIVE_BINOMIAL_LOG, ZERO_INFLATED_POISSON_LOG)
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

@@ -132,6 +132,8 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         # 4 rows × 2 columns, D − 1 scores and an intercept; 4 rows × 2 columns with entries missing, D scores
         "FactorAnalysis": _factor_analysis_fixture(np.random.default_rng(8), intercept=True),
         "FactorAnalysis/missing": _factor_analysis_fixture(np.random.default_rng(9), intercept=False),
+        "NegativeBinomialLog": {"dispersion": rng.uniform(0.5, 4.0, BATCH), "log_exposure": rng.normal(size=BATCH)},
+        "ZeroInflatedPoissonLog": {"zero_prob": np.array([0.3, 0.2]), "log_exposure": rng.normal(size=BATCH)},
     }[name]
     if name == "NormalWishart":
         from factors.normal_wishart import prior_natural
@@ -210,6 +212,8 @@ def _moments(ft, variant, rng):
                 m[edge] = _stats(family, rng, (2,) if edge == "loadings" or variant == ft.name else ())
         elif ft.name == "GroupedLinearGaussian" and edge != "precision":
             m[edge] = _stats(family, rng, _GL_SHAPES[edge])
+        elif ft.name == "ZeroInflatedPoissonLog" and edge == "out":  # a zero (by quadrature) and a positive count
+            m[edge] = Poisson.observed_stats(np.array([0.0, 4.0]))
         elif ft.name in ("LinearGaussian",) and edge == "precision":
             m[edge] = _stats(family, rng, BATCH)
         else:

@@ -29,6 +29,7 @@ from scipy.special import gammaln, log_ndtr, logsumexp
 from distributions import Categorical
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import Gate, Indexed, ModelError, Node, Variable
+from factorgraph.posterior.loglik_families import FAMILY_LOGPDF
 from factorgraph.posterior.loglik_mv import mv_gaussian_logpdf, mv_gaussian_normal_wishart_logpdf
 from factorgraph.posterior.samplers.forward import Forward, expand, softmax_logits
 from factors.index import segment_sum
@@ -204,6 +205,7 @@ _LOGPDF = {
     "Multinomial": _multinomial, "MultinomialSoftmax": _multinomial_softmax,
     "LaplaceSite": _site(_laplace), "CauchySite": _site(_cauchy), "StudentTSite": _site(_student_t_site),
 }
+_LOGPDF.update(FAMILY_LOGPDF)
 
 
 # ---------------------------------------------------------------------- gates: marginalising the selector

@@ -1,0 +1,100 @@
+"""Builders of the over-dispersed and zero-inflated count families: ``fg.negative_binomial`` and
+``fg.zero_inflated_poisson``.
+
+Both put a Gaussian log-mean (a variable or an expression such as ``fg.inner(X, w) + b``) under observed counts;
+run them with ``fg.NCVMP`` (or a global handler on the weights).  Exposures and the families' constants are
+validated against the counts here and stored as factor parameters aligned with the factor's plates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from distributions import Poisson
+from factorgraph.graph import checks
+from factorgraph.graph.builder_base import _finish, _plates
+from factorgraph.graph.counts import _exposure, _gaussian_node, _observed_counts, _per_row, _to_factor
+from factorgraph.graph.gates import source_plates
+from factorgraph.graph.model import current_model
+from factorgraph.graph.nodes import ModelError, Plate, Variable
+from factors.negative_binomial import NEGATIVE_BINOMIAL_LOG
+from factors.zero_inflated import ZERO_INFLATED_POISSON_LOG
+
+
+def _count_variable(model, name: str, log_mean: Any, edge: str, plates: Sequence[Plate]) -> tuple[Any, Variable]:
+    log_mean = _gaussian_node(model, log_mean, name, edge)
+    vplates = model.sorted_plates([*_plates(model, plates, name), *source_plates(log_mean)])
+    return log_mean, Variable(model, name, Poisson, vplates)
+
+
+def negative_binomial(name: str, log_mean: Any, dispersion: Any, exposure: Any = None, *,
+                      plates: Sequence[Plate] = (), observed: Any = None, mask: Any = None) -> Variable:
+    """Observed counts y ~ NB2 with mean μ = exposure · exp(log_mean) and Var y = μ + μ²/φ, φ = ``dispersion``.
+
+    ``log_mean`` is a Gaussian variable or expression; ``dispersion`` a positive constant (a scalar or one per
+    observation; large φ approaches the Poisson); ``exposure`` (default 1) a positive constant per observation.
+    Run with ``fg.NCVMP``.
+
+    log f = log Γ(y + φ) − log Γ(φ) − log y! + φ log φ + y log μ − (y + φ) log(φ + μ).  With q(log_mean) = N(m, v)
+    the expectation reduces to E[softplus(x + log e − log φ)], computed exactly (the logistic kernels), so the
+    evidence is exact and the messages are its exact gradients.
+    """
+    model = current_model(f"negative_binomial {name!r}")
+    model.check_name(name)
+    log_mean, var = _count_variable(model, name, log_mean, "log_mean", plates)
+    phi = _per_row(checks.positive(dispersion, f"{name!r}: dispersion"), var.shape, name, "dispersion")
+    if not np.all(np.isfinite(phi)):
+        raise ModelError(f"{name!r}: dispersion must be finite (use fg.poisson_log for φ = ∞), got "
+                         f"{checks._item(phi[~np.isfinite(phi)].ravel()[0])!r}")
+    y, mask = _observed_counts(observed, mask, var.shape, name)
+    e = _exposure(exposure, var.shape, name)
+    params: dict[str, Any] = {}
+    var = _finish(model, var, NEGATIVE_BINOMIAL_LOG, {"log_mean": log_mean}, params, y, mask)
+    params["dispersion"] = _to_factor(var, np.array(phi, dtype=float))
+    if e is not None:
+        params["log_exposure"] = _to_factor(var, np.log(e))
+    var.prior.method = "default"
+    return var
+
+
+def zero_inflated_poisson(name: str, *, log_rate: Any = None, rate: Any = None, zero_prob: Any,
+                          exposure: Any = None, plates: Sequence[Plate] = (), observed: Any = None,
+                          mask: Any = None) -> Variable:
+    """Observed counts y from a zero-inflated Poisson: y = 0 with probability p = ``zero_prob``, else
+    y ~ Poisson(exposure · λ).
+
+    The rate is ``log_rate`` (λ = exp(log_rate), a Gaussian variable or expression); ``rate=`` is refused with
+    the log form to use.  ``zero_prob`` is a constant in [0, 1] (a scalar or one per observation).  Run with
+    ``fg.NCVMP``.
+
+    log f = log(p + (1 − p)e^(−μ)) for y = 0 and log(1 − p) + y log μ − μ − log y! for y > 0, μ = e·λ.  The
+    positive counts' expectation is closed-form; the zeros' is by Gauss–Hermite quadrature (exact to rounding
+    at the variances of a fit).
+    """
+    model = current_model(f"zero_inflated_poisson {name!r}")
+    model.check_name(name)
+    if rate is not None or log_rate is None:
+        raise ModelError(f"{name!r}: give the rate as log_rate= (a Gaussian expression, λ = exp(log_rate)); "
+                         f"got rate={rate!r}, log_rate={log_rate!r}")
+    log_rate, var = _count_variable(model, name, log_rate, "log_rate", plates)
+    p = _per_row(checks.constant(zero_prob, f"{name!r}: zero_prob"), var.shape, name, "zero_prob")
+    bad = ~((p >= 0.0) & (p <= 1.0))
+    if np.any(bad):
+        raise ModelError(f"{name!r}: zero_prob must lie in [0, 1], got {checks._item(p[bad].ravel()[0])!r}")
+    y, mask = _observed_counts(observed, mask, var.shape, name)
+    impossible = (y > 0) & (p == 1.0)
+    if np.any(impossible):
+        i = tuple(int(j) for j in np.argwhere(impossible)[0])
+        raise ModelError(f"{name!r}: zero_prob = 1 at index {i} makes the observed count "
+                         f"{checks._item(y[i])!r} impossible")
+    e = _exposure(exposure, var.shape, name)
+    params: dict[str, Any] = {}
+    var = _finish(model, var, ZERO_INFLATED_POISSON_LOG, {"log_rate": log_rate}, params, y, mask)
+    params["zero_prob"] = _to_factor(var, np.array(p, dtype=float))
+    if e is not None:
+        params["log_exposure"] = _to_factor(var, np.log(e))
+    var.prior.method = "default"
+    return var

@@ -1,0 +1,33 @@
+"""Pointwise log densities of the count and ordinal families (negative binomial, zero-inflated Poisson, ordered
+logistic and probit) at parameter draws, for ``loglik._LOGPDF`` (LOO and WAIC)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from factorgraph.posterior.samplers.forward import Forward
+from factors.negative_binomial import negative_binomial_logpdf
+from factors.zero_inflated import zero_inflated_logpdf
+
+
+def _fparam(f, v, arr):
+    """A per-row constant on the factor's plates → the observed variable's plates (as ``loglik._fparam``)."""
+    arr = np.asarray(arr, float)
+    if arr.ndim < len(f.plates):
+        return arr
+    return arr[tuple(slice(None) if p in v.plates else 0 for p in f.plates)]
+
+
+def _negative_binomial(s: Forward, v, f, frame, y):
+    x = s.arg(f.edges["log_mean"], frame, v.name)
+    return negative_binomial_logpdf(y, x, _fparam(f, v, f.params["dispersion"]),
+                                    _fparam(f, v, f.params.get("log_exposure", 0.0)))
+
+
+def _zero_inflated(s: Forward, v, f, frame, y):
+    x = s.arg(f.edges["log_rate"], frame, v.name)
+    return zero_inflated_logpdf(y, x, _fparam(f, v, f.params["zero_prob"]),
+                                _fparam(f, v, f.params.get("log_exposure", 0.0)))
+
+
+FAMILY_LOGPDF = {"NegativeBinomialLog": _negative_binomial, "ZeroInflatedPoissonLog": _zero_inflated}

@@ -1,0 +1,102 @@
+"""fg.negative_binomial: E_q[log f] against numerical integration, the model's NCVMP fixed point and ELBO against an
+independent coordinate ascent in numpy, and its refusals of bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import factorgraph as fg
+from distributions import Gaussian, Poisson
+from factors.negative_binomial import NEGATIVE_BINOMIAL_LOG, negative_binomial_evidence
+from tests.reference.ncvmp_regression import gauss_hermite, ncvmp_fit, quad_expectation
+
+
+def _log_f(y, x, phi, le):
+    mu = np.exp(x + le)
+    return stats.nbinom.logpmf(y, phi, phi / (phi + mu))
+
+
+@pytest.mark.parametrize("y", [0, 3, 40])
+@pytest.mark.parametrize("phi", [0.3, 2.0, 50.0])
+def test_expected_log_likelihood_matches_quadrature(y, phi):
+    assert NEGATIVE_BINOMIAL_LOG.get_evidence()[1] == "exact"
+    for m in (-2.0, 0.5, 3.0):
+        for v in (1e-4, 0.3, 2.5):
+            le = 0.4
+            q = Gaussian(mean=np.array([m]), var=np.array([v]))
+            moments = {"out": Poisson.observed_stats(np.array([y])), "log_mean": q.expected_stats()}
+            got = negative_binomial_evidence(moments, {"dispersion": phi, "log_exposure": le})[0]
+            ref = quad_expectation(lambda x: _log_f(y, x, phi, 0.4), m, v)
+            assert got == pytest.approx(ref, rel=1e-9, abs=1e-9), (m, v)
+
+
+def _nb_terms(y, phi, le):
+    z, w = gauss_hermite(200)
+
+    def terms(m, v):
+        x = m[:, None] + np.sqrt(v)[:, None] * z
+        c = le[:, None] - np.log(phi)
+        sig = 1.0 / (1.0 + np.exp(-(x + c)))
+        g = _log_f(y[:, None], x, phi, le[:, None])
+        d1 = y[:, None] - (y[:, None] + phi) * sig
+        d2 = -(y[:, None] + phi) * sig * (1 - sig)
+        return g @ w, d1 @ w, 0.5 * (d2 @ w)  # Price's theorem: ∂E[g]/∂v = ½E[g″]
+
+    return terms
+
+
+def test_fixed_point_and_elbo_match_independent_coordinate_ascent():
+    rng = np.random.default_rng(3)
+    N = 40
+    X = np.c_[np.ones(N), rng.normal(size=N)]
+    expo = rng.uniform(0.5, 2.0, N)
+    phi = 1.7
+    mu = expo * np.exp(X @ [0.8, 0.6])
+    y = rng.negative_binomial(phi, phi / (phi + mu)).astype(float)
+    prec0 = np.diag([0.5, 2.0])
+    with fg.Model("nb") as model:
+        n = fg.plate("n", N)
+        w = fg.mv_gaussian("w", mean=np.zeros(2), precision=prec0)
+        fg.negative_binomial("y", log_mean=fg.inner(X, w, plates=[n]), dispersion=phi, exposure=expo, observed=y)
+    r = fg.infer(model, fg.NCVMP(), tol=1e-14, param_tol=1e-13, max_iter=500)
+    mu_ref, cov_ref, elbo_ref = ncvmp_fit(X, np.zeros(2), prec0, _nb_terms(y, phi, np.log(expo)))
+    q = r.posterior("w")
+    np.testing.assert_allclose(q.mean(), mu_ref, atol=1e-8)
+    np.testing.assert_allclose(q.cov(), cov_ref, atol=1e-8)
+    assert r.elbo == pytest.approx(elbo_ref, abs=1e-8)
+
+
+def test_large_dispersion_approaches_poisson():
+    rng = np.random.default_rng(4)
+    y = rng.poisson(3.0, 30)
+
+    def fit(build):
+        with fg.Model("m") as model:
+            n = fg.plate("n", 30)
+            x = fg.gaussian("x", mean=0.0, precision=1.0)
+            build(x, n)
+        return fg.infer(model, fg.NCVMP(), tol=1e-13)
+
+    nb = fit(lambda x, n: fg.negative_binomial("y", log_mean=x, dispersion=1e8, plates=[n], observed=y))
+    po = fit(lambda x, n: fg.poisson_log("y", log_rate=x, plates=[n], observed=y))
+    assert nb.posterior("x").mean() == pytest.approx(po.posterior("x").mean(), abs=1e-6)
+    assert nb.elbo == pytest.approx(po.elbo, abs=1e-5)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"observed": [1, -2, 3]}, "non-negative integers, got -2"),
+    ({"observed": [1, 2.5, 3]}, "non-negative integers, got 2.5"),
+    ({"observed": [1, 2, 3], "dispersion": -1.0}, "dispersion must be positive, got -1"),
+    ({"observed": [1, 2, 3], "dispersion": 0.0}, "dispersion must be positive, got 0"),
+    ({"observed": [1, 2, 3], "exposure": [1.0, 0.0, 1.0]}, "exposure must be positive, got 0"),
+])
+def test_bad_input_names_variable_and_value(kwargs, match):
+    kwargs = {"dispersion": 2.0, **kwargs}
+    with fg.Model("bad"):
+        n = fg.plate("n", 3)
+        x = fg.gaussian("x", plates=[n])
+        with pytest.raises(fg.ModelError, match=match) as err:
+            fg.negative_binomial("counts", log_mean=x, **kwargs)
+        assert "'counts'" in str(err.value)
