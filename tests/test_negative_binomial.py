@@ -100,3 +100,20 @@ def test_bad_input_names_variable_and_value(kwargs, match):
         with pytest.raises(fg.ModelError, match=match) as err:
             fg.negative_binomial("counts", log_mean=x, **kwargs)
         assert "'counts'" in str(err.value)
+
+
+def test_roaches_demo_small():
+    """The negative binomial fits the roaches far better than the Poisson, by the evidence and by LOO; φ and the
+    coefficients are near rstanarm's (reciprocal dispersion ≈ 0.27; Poisson GLM 3.09, 0.70, −0.52, −0.38)."""
+    pytest.importorskip("arviz")
+    import importlib
+
+    out = importlib.import_module("demos.roaches").main(small=True)
+    res = out["results"]
+    assert out["n"] == 262 and all(r.converged for r in res.values())
+    assert 0.2 < out["dispersion"] < 0.35
+    np.testing.assert_allclose(res["poisson"].posterior("w").mean(), [3.089, 0.698, -0.517, -0.380], atol=5e-3)
+    np.testing.assert_allclose(res["negbin"].posterior("w").mean(), [2.84, 1.31, -0.78, -0.33], atol=0.03)
+    comp = out["comparison"]
+    assert comp.best() == "negbin"
+    assert res["negbin"].elbo - res["poisson"].elbo > 1000
