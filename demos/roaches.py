@@ -74,8 +74,8 @@ def main(small: bool = False, seed: int = 0) -> dict:
         q = r.posterior("w")
         sd = np.sqrt(np.diag(q.cov()))
         coefs = ", ".join(f"{nm} {m:.3f} ({s:.3f})" for nm, m, s in zip(NAMES, q.mean(), sd, strict=True))
-        print(f"{name:8s} evidence {r.elbo:10.3f} ({r.evidence_kind}, {'converged' if r.converged else 'NOT converged'})"
-              f"\n         w: {coefs}")
+        state = "converged" if r.converged else "NOT converged"
+        print(f"{name:8s} evidence {r.elbo:10.3f} ({r.evidence_kind}, {state})\n         w: {coefs}")
     comparison = fg.compare(results, loo=True, loo_draws=200 if small else 1000, seed=seed)
     print("\n" + str(comparison))
     return {"results": results, "dispersion": best_phi, "grid": fits, "comparison": comparison, "n": len(y)}
