@@ -36,6 +36,7 @@ from factorgraph.graph.nonconjugate import (
     probit,
     student_t_site,
 )
+from factorgraph.graph.ordinal import ordered_logistic, ordered_probit
 from factorgraph.graph.robust import student_t
 from factorgraph.graph.scales import exponential, half_cauchy, half_normal, half_student_t, uniform_scale
 from factorgraph.graph.sequences import markov_chain
@@ -57,6 +58,7 @@ inner = _data.inner
     categorical_softmax, cauchy_site, laplace_site, probit, student_t_site, student_t, exponential, half_cauchy,
     half_normal, half_student_t, uniform_scale, markov_chain))
 negative_binomial, zero_inflated_poisson = map(_data.recorded, (negative_binomial, zero_inflated_poisson))
+ordered_logistic, ordered_probit = map(_data.recorded, (ordered_logistic, ordered_probit))
 gaussian_markov_chain = _checked(gaussian_markov_chain)  # its arguments checked as the recorded builders' are
 
 _LAZY = {name: "schedules" for name in
@@ -94,6 +96,7 @@ __all__ += ["data", "predict"]
 __all__ += ["student_t"]
 __all__ += ["plots"]
 __all__ += ["negative_binomial", "zero_inflated_poisson"]
+__all__ += ["ordered_logistic", "ordered_probit"]
 
 
 def __dir__() -> list[str]:

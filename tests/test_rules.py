@@ -28,6 +28,7 @@ from distributions import (
     Wishart,
 )
 from factors import FACTOR_TYPES
+from factors.base import point_stats
 from factors.deterministic import Dot, Inner, Product, Sum
 from factors.mv_gaussian_wishart_missing import missing_patterns
 from factors.scale_priors import scale_prior_params
@@ -133,6 +134,8 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "FactorAnalysis": _factor_analysis_fixture(np.random.default_rng(8), intercept=True),
         "FactorAnalysis/missing": _factor_analysis_fixture(np.random.default_rng(9), intercept=False),
         "NegativeBinomialLog": {"dispersion": rng.uniform(0.5, 4.0, BATCH), "log_exposure": rng.normal(size=BATCH)},
+        "OrderedLogistic": {"cuts": np.array([-np.inf, -1.0, 0.3, 1.5, np.inf])},
+        "OrderedProbit": {"cuts": np.array([-np.inf, -1.0, 0.3, 1.5, np.inf])},
         "ZeroInflatedPoissonLog": {"zero_prob": np.array([0.3, 0.2]), "log_exposure": rng.normal(size=BATCH)},
     }[name]
     if name == "NormalWishart":
@@ -212,6 +215,9 @@ def _moments(ft, variant, rng):
                 m[edge] = _stats(family, rng, (2,) if edge == "loadings" or variant == ft.name else ())
         elif ft.name == "GroupedLinearGaussian" and edge != "precision":
             m[edge] = _stats(family, rng, _GL_SHAPES[edge])
+        elif ft.name.startswith("Ordered") and edge == "out":  # categories of 4: the lowest and a middle one, or
+            # a middle one and the highest
+            m[edge] = point_stats(Gaussian, np.array([0.0, 2.0] if ft.name == "OrderedLogistic" else [1.0, 3.0]))
         elif ft.name == "ZeroInflatedPoissonLog" and edge == "out":  # a zero (by quadrature) and a positive count
             m[edge] = Poisson.observed_stats(np.array([0.0, 4.0]))
         elif ft.name in ("LinearGaussian",) and edge == "precision":

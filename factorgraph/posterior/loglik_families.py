@@ -7,6 +7,7 @@ import numpy as np
 
 from factorgraph.posterior.samplers.forward import Forward
 from factors.negative_binomial import negative_binomial_logpdf
+from factors.ordinal import interval, ordered_logistic_log_density, ordered_probit_log_density
 from factors.zero_inflated import zero_inflated_logpdf
 
 
@@ -30,4 +31,14 @@ def _zero_inflated(s: Forward, v, f, frame, y):
                                 _fparam(f, v, f.params.get("log_exposure", 0.0)))
 
 
-FAMILY_LOGPDF = {"NegativeBinomialLog": _negative_binomial, "ZeroInflatedPoissonLog": _zero_inflated}
+def _ordered(log_density):
+    def lp(s: Forward, v, f, frame, y):
+        lo, hi = interval(np.nan_to_num(y), f.params["cuts"])
+        return log_density(s.arg(f.edges["eta"], frame, v.name), lo, hi)[0]
+
+    return lp
+
+
+FAMILY_LOGPDF = {"NegativeBinomialLog": _negative_binomial, "ZeroInflatedPoissonLog": _zero_inflated,
+                 "OrderedLogistic": _ordered(ordered_logistic_log_density),
+                 "OrderedProbit": _ordered(ordered_probit_log_density)}

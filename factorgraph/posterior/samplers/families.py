@@ -1,7 +1,8 @@
 """Forward samplers of the count families beyond the Poisson:
 
 * ``NegativeBinomialLog``: y ~ Poisson(λ), λ ~ Gamma(φ, rate φ/μ), μ = e·exp(x) (NB2: mean μ, variance μ + μ²/φ);
-* ``ZeroInflatedPoissonLog``: y = 0 with probability p, else y ~ Poisson(e·exp(x)).
+* ``ZeroInflatedPoissonLog``: y = 0 with probability p, else y ~ Poisson(e·exp(x));
+* ``OrderedLogistic``, ``OrderedProbit``: y = the number of cutpoints below η + ε, ε logistic or standard normal.
 """
 
 from __future__ import annotations
@@ -30,3 +31,17 @@ def _zero_inflated(s: Forward, v: Variable, f: FactorNode, frame: tuple[Plate, .
     mu = np.broadcast_to(np.exp(s.arg(f.edges["log_rate"], frame, v.name) + _param(f, "log_exposure", full)), full)
     zero = s.rng.random(full) < _param(f, "zero_prob", full)
     s.put(v, np.where(zero, 0.0, s.rng.poisson(mu)).astype(float), full)
+
+
+def _ordered(noise: str):
+    def draw(s: Forward, v: Variable, f: FactorNode, frame: tuple[Plate, ...], full: tuple[int, ...]) -> None:
+        eta = np.broadcast_to(s.arg(f.edges["eta"], frame, v.name), full)
+        eps = s.rng.logistic(size=full) if noise == "logistic" else s.rng.standard_normal(full)
+        cuts = np.asarray(f.params["cuts"])[1:-1]
+        s.put(v, np.searchsorted(cuts, eta + eps).astype(float), full)
+
+    return draw
+
+
+sampler("OrderedLogistic")(_ordered("logistic"))
+sampler("OrderedProbit")(_ordered("normal"))
