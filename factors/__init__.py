@@ -12,6 +12,7 @@ from .gaussian import GAUSSIAN
 from .gaussian_markov_chain import GAUSSIAN_MARKOV_CHAIN, GAUSSIAN_MARKOV_CHAIN_DIAG
 from .grouped_gaussian import GROUPED_GAUSSIAN
 from .grouped_linear_gaussian import GROUPED_LINEAR_GAUSSIAN
+from .heteroscedastic import GAUSSIAN_LOG_SD
 from .linear_gaussian import LINEAR_GAUSSIAN
 from .logistic import BERNOULLI_LOGIT
 from .markov_chain import MARKOV_CHAIN
@@ -52,5 +53,6 @@ FACTOR_TYPES += (MV_GAUSSIAN_WISHART_MISSING, MV_GAUSSIAN_NORMAL_WISHART_MISSING
 FACTOR_TYPES += (FACTOR_ANALYSIS,)
 FACTOR_TYPES += (NEGATIVE_BINOMIAL_LOG, ZERO_INFLATED_POISSON_LOG)
 FACTOR_TYPES += (ORDERED_LOGISTIC, ORDERED_PROBIT)
+FACTOR_TYPES += (GAUSSIAN_LOG_SD,)
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

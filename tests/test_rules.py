@@ -134,6 +134,7 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "FactorAnalysis": _factor_analysis_fixture(np.random.default_rng(8), intercept=True),
         "FactorAnalysis/missing": _factor_analysis_fixture(np.random.default_rng(9), intercept=False),
         "NegativeBinomialLog": {"dispersion": rng.uniform(0.5, 4.0, BATCH), "log_exposure": rng.normal(size=BATCH)},
+        "GaussianLogSd": {},
         "OrderedLogistic": {"cuts": np.array([-np.inf, -1.0, 0.3, 1.5, np.inf])},
         "OrderedProbit": {"cuts": np.array([-np.inf, -1.0, 0.3, 1.5, np.inf])},
         "ZeroInflatedPoissonLog": {"zero_prob": np.array([0.3, 0.2]), "log_exposure": rng.normal(size=BATCH)},

@@ -1,5 +1,6 @@
-"""Pointwise log densities of the count and ordinal families (negative binomial, zero-inflated Poisson, ordered
-logistic and probit) at parameter draws, for ``loglik._LOGPDF`` (LOO and WAIC)."""
+"""Pointwise log densities of the count, ordinal and heteroscedastic families (negative binomial, zero-inflated
+Poisson, ordered logistic and probit, the Gaussian with a random log sd) at parameter draws, for
+``loglik._LOGPDF`` (LOO and WAIC)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,13 @@ def _ordered(log_density):
     return lp
 
 
-FAMILY_LOGPDF = {"NegativeBinomialLog": _negative_binomial, "ZeroInflatedPoissonLog": _zero_inflated,
+def _gaussian_log_sd(s: Forward, v, f, frame, y):
+    mu = s.arg(f.edges["mean"], frame, v.name)
+    ls = s.arg(f.edges["log_sd"], frame, v.name)
+    return -0.5 * np.log(2.0 * np.pi) - ls - 0.5 * (y - mu) ** 2 * np.exp(-2.0 * ls)
+
+
+FAMILY_LOGPDF = {"GaussianLogSd": _gaussian_log_sd,
+                 "NegativeBinomialLog": _negative_binomial, "ZeroInflatedPoissonLog": _zero_inflated,
                  "OrderedLogistic": _ordered(ordered_logistic_log_density),
                  "OrderedProbit": _ordered(ordered_probit_log_density)}

@@ -1,8 +1,9 @@
-"""Forward samplers of the count families beyond the Poisson:
+"""Forward samplers of the count, ordinal and heteroscedastic families:
 
 * ``NegativeBinomialLog``: y ~ Poisson(λ), λ ~ Gamma(φ, rate φ/μ), μ = e·exp(x) (NB2: mean μ, variance μ + μ²/φ);
 * ``ZeroInflatedPoissonLog``: y = 0 with probability p, else y ~ Poisson(e·exp(x));
-* ``OrderedLogistic``, ``OrderedProbit``: y = the number of cutpoints below η + ε, ε logistic or standard normal.
+* ``OrderedLogistic``, ``OrderedProbit``: y = the number of cutpoints below η + ε, ε logistic or standard normal;
+* ``GaussianLogSd``: y ~ N(μ, e^(2s)).
 """
 
 from __future__ import annotations
@@ -45,3 +46,10 @@ def _ordered(noise: str):
 
 sampler("OrderedLogistic")(_ordered("logistic"))
 sampler("OrderedProbit")(_ordered("normal"))
+
+
+@sampler("GaussianLogSd")
+def _gaussian_log_sd(s: Forward, v: Variable, f: FactorNode, frame: tuple[Plate, ...], full: tuple[int, ...]) -> None:
+    mu = s.arg(f.edges["mean"], frame, v.name)
+    sd = np.exp(s.arg(f.edges["log_sd"], frame, v.name))
+    s.put(v, np.broadcast_to(mu + sd * s.rng.standard_normal(full), full), full)
