@@ -25,6 +25,7 @@ from factorgraph.graph.derived import deterministic
 from factorgraph.graph.discrete import bernoulli, beta, categorical, dirichlet
 from factorgraph.graph.expressions import dot, select
 from factorgraph.graph.families import negative_binomial, zero_inflated_poisson
+from factorgraph.graph.heteroscedastic import lognormal
 from factorgraph.graph.indexing import index
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError, Plate, Variable
@@ -59,6 +60,7 @@ inner = _data.inner
     half_normal, half_student_t, uniform_scale, markov_chain))
 negative_binomial, zero_inflated_poisson = map(_data.recorded, (negative_binomial, zero_inflated_poisson))
 ordered_logistic, ordered_probit = map(_data.recorded, (ordered_logistic, ordered_probit))
+lognormal = _data.recorded(lognormal)
 gaussian_markov_chain = _checked(gaussian_markov_chain)  # its arguments checked as the recorded builders' are
 
 _LAZY = {name: "schedules" for name in
@@ -97,6 +99,7 @@ __all__ += ["student_t"]
 __all__ += ["plots"]
 __all__ += ["negative_binomial", "zero_inflated_poisson"]
 __all__ += ["ordered_logistic", "ordered_probit"]
+__all__ += ["lognormal"]
 
 
 def __dir__() -> list[str]:

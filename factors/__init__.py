@@ -12,9 +12,10 @@ from .gaussian import GAUSSIAN
 from .gaussian_markov_chain import GAUSSIAN_MARKOV_CHAIN, GAUSSIAN_MARKOV_CHAIN_DIAG
 from .grouped_gaussian import GROUPED_GAUSSIAN
 from .grouped_linear_gaussian import GROUPED_LINEAR_GAUSSIAN
-from .heteroscedastic import GAUSSIAN_LOG_SD
+from .heteroscedastic import GAUSSIAN_LOG_SD, GAUSSIAN_LOGNORMAL_SD
 from .linear_gaussian import LINEAR_GAUSSIAN
 from .logistic import BERNOULLI_LOGIT
+from .lognormal import LOGNORMAL
 from .markov_chain import MARKOV_CHAIN
 from .multinomial import MULTINOMIAL, MULTINOMIAL_SOFTMAX
 from .mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
@@ -54,5 +55,6 @@ FACTOR_TYPES += (FACTOR_ANALYSIS,)
 FACTOR_TYPES += (NEGATIVE_BINOMIAL_LOG, ZERO_INFLATED_POISSON_LOG)
 FACTOR_TYPES += (ORDERED_LOGISTIC, ORDERED_PROBIT)
 FACTOR_TYPES += (GAUSSIAN_LOG_SD,)
+FACTOR_TYPES += (LOGNORMAL, GAUSSIAN_LOGNORMAL_SD)
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]

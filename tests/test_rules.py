@@ -22,6 +22,7 @@ from distributions import (
     Gaussian,
     GaussianGamma,
     GaussianWishart,
+    LogNormal,
     Multinomial,
     MvGaussian,
     Poisson,
@@ -67,6 +68,8 @@ def _stats(family: type, rng: np.random.Generator, batch=BATCH) -> tuple:
         return Binomial.observed_stats(rng.integers(0, 10, batch))
     if family is Multinomial:
         return Multinomial.observed_stats(rng.multinomial(9, np.ones(D) / D, size=batch))
+    if family is LogNormal:
+        return LogNormal(mu=rng.normal(size=batch), sigma=rng.uniform(0.5, 1.5, batch)).expected_stats()
     if family is Wishart:
         return Wishart(rng.uniform(D + 1, D + 4, batch), _spd(rng, batch)).expected_stats()
     if family is GaussianWishart:
@@ -135,6 +138,8 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "FactorAnalysis/missing": _factor_analysis_fixture(np.random.default_rng(9), intercept=False),
         "NegativeBinomialLog": {"dispersion": rng.uniform(0.5, 4.0, BATCH), "log_exposure": rng.normal(size=BATCH)},
         "GaussianLogSd": {},
+        "GaussianLogNormalSd": {},
+        "LogNormal": {},
         "OrderedLogistic": {"cuts": np.array([-np.inf, -1.0, 0.3, 1.5, np.inf])},
         "OrderedProbit": {"cuts": np.array([-np.inf, -1.0, 0.3, 1.5, np.inf])},
         "ZeroInflatedPoissonLog": {"zero_prob": np.array([0.3, 0.2]), "log_exposure": rng.normal(size=BATCH)},

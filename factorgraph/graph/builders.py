@@ -25,7 +25,7 @@ from factorgraph.graph import checks
 from factorgraph.graph import covariance as _cov  # a Wishart precision or a normal–Wishart mean
 from factorgraph.graph.builder_base import _check_parent, _finish, _parent_plates, _plates, _scalar_arg, _var_plates
 from factorgraph.graph.gates import constant_param, is_random, param_gates, select_constant
-from factorgraph.graph.heteroscedastic import log_sd_gaussian
+from factorgraph.graph.heteroscedastic import is_lognormal, log_sd_gaussian
 from factorgraph.graph.model import Model, current_model
 from factorgraph.graph.nodes import (
     Deterministic,
@@ -79,8 +79,9 @@ def gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, variance: Any
     """
     model = current_model(f"gaussian {name!r}")
     model.check_name(name)
-    if log_sd is not None:
-        return log_sd_gaussian(model, name, mean, log_sd, {"precision": precision, "variance": variance, "sd": sd},
+    if log_sd is not None or is_lognormal(sd):  # a random log sd, or a log-normal sd (its log space)
+        return log_sd_gaussian(model, name, mean, sd if log_sd is None else log_sd,
+                               {"precision": precision, "variance": variance, "sd": sd if log_sd is not None else None},
                                plates, observed, mask)
     if sd is not None:
         precision = checks.sd_as_precision(sd, precision, variance, name)

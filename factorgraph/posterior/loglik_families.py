@@ -1,5 +1,5 @@
 """Pointwise log densities of the count, ordinal and heteroscedastic families (negative binomial, zero-inflated
-Poisson, ordered logistic and probit, the Gaussian with a random log sd) at parameter draws, for
+Poisson, ordered logistic and probit, the Gaussian with a random log sd, the log-normal) at parameter draws, for
 ``loglik._LOGPDF`` (LOO and WAIC)."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from factorgraph.posterior.samplers.forward import Forward
+from factors.lognormal import lognormal_logpdf
 from factors.negative_binomial import negative_binomial_logpdf
 from factors.ordinal import interval, ordered_logistic_log_density, ordered_probit_log_density
 from factors.zero_inflated import zero_inflated_logpdf
@@ -46,7 +47,18 @@ def _gaussian_log_sd(s: Forward, v, f, frame, y):
     return -0.5 * np.log(2.0 * np.pi) - ls - 0.5 * (y - mu) ** 2 * np.exp(-2.0 * ls)
 
 
-FAMILY_LOGPDF = {"GaussianLogSd": _gaussian_log_sd,
+def _gaussian_lognormal_sd(s: Forward, v, f, frame, y):
+    mu = s.arg(f.edges["mean"], frame, v.name)
+    sd = s.arg(f.edges["log_sd"], frame, v.name)  # the log-normal σ itself
+    return -0.5 * np.log(2.0 * np.pi) - np.log(sd) - 0.5 * ((y - mu) / sd) ** 2
+
+
+def _lognormal(s: Forward, v, f, frame, y):
+    return lognormal_logpdf(y, s.arg(f.edges["mu"], frame, v.name), s.arg(f.edges["precision"], frame, v.name))
+
+
+FAMILY_LOGPDF = {"GaussianLogSd": _gaussian_log_sd, "GaussianLogNormalSd": _gaussian_lognormal_sd,
+                 "LogNormal": _lognormal,
                  "NegativeBinomialLog": _negative_binomial, "ZeroInflatedPoissonLog": _zero_inflated,
                  "OrderedLogistic": _ordered(ordered_logistic_log_density),
                  "OrderedProbit": _ordered(ordered_probit_log_density)}

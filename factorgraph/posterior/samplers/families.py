@@ -3,7 +3,8 @@
 * ``NegativeBinomialLog``: y ~ Poisson(λ), λ ~ Gamma(φ, rate φ/μ), μ = e·exp(x) (NB2: mean μ, variance μ + μ²/φ);
 * ``ZeroInflatedPoissonLog``: y = 0 with probability p, else y ~ Poisson(e·exp(x));
 * ``OrderedLogistic``, ``OrderedProbit``: y = the number of cutpoints below η + ε, ε logistic or standard normal;
-* ``GaussianLogSd``: y ~ N(μ, e^(2s)).
+* ``GaussianLogSd``: y ~ N(μ, e^(2s)); ``GaussianLogNormalSd``: y ~ N(μ, σ²), σ a log-normal draw;
+* ``LogNormal``: x = exp(μ + τ^(−½)ε), ε ~ N(0, 1).
 """
 
 from __future__ import annotations
@@ -53,3 +54,18 @@ def _gaussian_log_sd(s: Forward, v: Variable, f: FactorNode, frame: tuple[Plate,
     mu = s.arg(f.edges["mean"], frame, v.name)
     sd = np.exp(s.arg(f.edges["log_sd"], frame, v.name))
     s.put(v, np.broadcast_to(mu + sd * s.rng.standard_normal(full), full), full)
+
+
+@sampler("GaussianLogNormalSd")
+def _gaussian_lognormal_sd(s: Forward, v: Variable, f: FactorNode, frame: tuple[Plate, ...],
+                           full: tuple[int, ...]) -> None:
+    mu = s.arg(f.edges["mean"], frame, v.name)
+    sd = s.arg(f.edges["log_sd"], frame, v.name)
+    s.put(v, np.broadcast_to(mu + sd * s.rng.standard_normal(full), full), full)
+
+
+@sampler("LogNormal")
+def _lognormal(s: Forward, v: Variable, f: FactorNode, frame: tuple[Plate, ...], full: tuple[int, ...]) -> None:
+    mu = s.arg(f.edges["mu"], frame, v.name)
+    tau = s.arg(f.edges["precision"], frame, v.name)
+    s.put(v, np.broadcast_to(np.exp(mu + s.rng.standard_normal(full) / np.sqrt(tau)), full), full)
