@@ -17,6 +17,9 @@ With q(x) = N(m, v):
   Where p = 0 the closed form (the Poisson's).
 
 The NCVMP message to x is the gradient of S in x's mean parameters (E[x], E[x²]); the evidence is exact.
+
+``ZeroInflatedPoissonLogBeta`` takes a Beta zero probability p instead: the zeros' term is then Jensen's bound
+over the two ways to make a zero, maximised (``_beta_terms``), conjugate in p; its evidence is a lower bound.
 The observed counts carry the statistics (y, log y!); ``zero_prob`` and ``log_exposure`` are factor parameters.
 """
 
@@ -25,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
-from distributions import Gaussian, Poisson
+from distributions import Beta, Gaussian, Poisson
 
 from .base import FactorType, Moments
 from .kernels import sinh_trapezoid_expectation
@@ -145,3 +148,72 @@ def zero_inflated_point(u: np.ndarray, m: Moments, p: dict, order: int = 2) -> t
     d1 = np.where(pos, y - mu, d)
     d2 = np.where(pos, -mu, d * (1.0 - mu) - d * d)
     return zero_inflated_logpdf(y, u, pz, le), d1, d2
+
+
+# ------------------------------------------------------------------------------------ a Beta zero probability
+ZERO_INFLATED_POISSON_LOG_BETA = FactorType("ZeroInflatedPoissonLogBeta", conjugate=False, out=Poisson,
+                                            log_rate=Gaussian, zero_prob=Beta)
+
+
+def _beta_terms(m: Moments, p: dict):
+    """The bound's parts per row: (S, ∂S/∂m, ∂S/∂v, ∂S/∂E[log p], ∂S/∂E[log(1 − p)]).
+
+    For a zero, Jensen's inequality with weights (r, 1 − r) on the two ways to make it,
+    log(p + (1 − p)e^(−μ)) ≥ r log(p/r) + (1 − r)(log(1 − p) − μ − log(1 − r)), taken under q and maximised in r,
+    gives S = logaddexp(A, B), A = E[log p], B = E[log(1 − p)] − e·exp(m + v/2), at r = σ(A − B); its gradients are
+    the partial ones at that r (the envelope theorem).  A positive count has the exact E[log(1 − p)] + Poisson terms.
+    """
+    y, log_fact = m["out"]
+    ex, ex2 = m["log_rate"]
+    var = np.maximum(ex2 - ex * ex, 0.0)
+    le = p.get("log_exposure", 0.0)
+    e_lp, e_lq = m["zero_prob"]
+    with np.errstate(over="ignore"):
+        rate = np.exp(ex + 0.5 * var + le)
+    pos = y > 0
+    b = e_lq - rate
+    s_zero = np.logaddexp(e_lp, b)
+    r = np.exp(e_lp - s_zero)  # the weight of the structural zero
+    value = np.where(pos, e_lq + y * (ex + le) - rate - log_fact, s_zero)
+    w = np.where(pos, 1.0, 1.0 - r)  # the weight of the Poisson's −μ
+    return (value, np.where(pos, y, 0.0) - w * rate, -0.5 * w * rate, np.where(pos, 0.0, r),
+            np.where(pos, 1.0, 1.0 - r))
+
+
+@ZERO_INFLATED_POISSON_LOG_BETA.rule("log_rate", "ncvmp")
+def zero_inflated_beta_message(m: Moments, p: dict) -> tuple:
+    _, dm, dv, _, _ = _beta_terms(m, p)
+    return gradient_message(m["log_rate"][0], dm, dv)
+
+
+@ZERO_INFLATED_POISSON_LOG_BETA.rule("zero_prob", "vmp")
+def zero_inflated_to_zero_prob(m: Moments, p: dict) -> tuple:
+    """To p in the Beta statistics (log p, log(1 − p)): (r, 1 − r) for a zero, (0, 1) for a positive count."""
+    _, _, _, d_lp, d_lq = _beta_terms(m, p)
+    return (d_lp, d_lq)
+
+
+ZERO_INFLATED_POISSON_LOG_BETA.initial("log_rate")(zero_inflated_first)
+
+
+@ZERO_INFLATED_POISSON_LOG_BETA.evidence(kind="bound")
+def zero_inflated_beta_evidence(m: Moments, p: dict) -> np.ndarray:
+    return _beta_terms(m, p)[0]
+
+
+@ZERO_INFLATED_POISSON_LOG_BETA.point("log_rate")
+def zero_inflated_beta_point(u: np.ndarray, m: Moments, p: dict, order: int = 2) -> tuple:
+    """The bound at x = u, with r at its optimum for that u."""
+    y = m["out"][0]
+    e_lp, e_lq = m["zero_prob"]
+    le = _rows(p.get("log_exposure", 0.0), u)
+    with np.errstate(over="ignore"):
+        mu = np.exp(u + le)
+    s_zero = np.logaddexp(e_lp, e_lq - mu)
+    r = np.exp(e_lp - s_zero)
+    pos = y > 0
+    w = np.where(pos, 1.0, 1.0 - r)
+    val = np.where(pos, e_lq + y * (u + le) - mu - gammaln(y + 1.0), s_zero)
+    d1 = np.where(pos, y, 0.0) - w * mu
+    d2 = -w * mu + np.where(pos, 0.0, r * (1.0 - r) * mu * mu)  # r′ = r(1 − r)μ
+    return val, d1, d2

@@ -13,20 +13,29 @@ from typing import Any
 
 import numpy as np
 
-from distributions import Poisson
+from distributions import Beta, Poisson
 from factorgraph.graph import checks
 from factorgraph.graph.builder_base import _finish, _plates
-from factorgraph.graph.counts import _exposure, _gaussian_node, _observed_counts, _per_row, _to_factor
+from factorgraph.graph.counts import (
+    _exposure,
+    _gaussian_node,
+    _observed_counts,
+    _per_row,
+    _random_or_const,
+    _to_factor,
+)
 from factorgraph.graph.gates import source_plates
 from factorgraph.graph.model import current_model
 from factorgraph.graph.nodes import ModelError, Plate, Variable
 from factors.negative_binomial import NEGATIVE_BINOMIAL_LOG
-from factors.zero_inflated import ZERO_INFLATED_POISSON_LOG
+from factors.zero_inflated import ZERO_INFLATED_POISSON_LOG, ZERO_INFLATED_POISSON_LOG_BETA
 
 
-def _count_variable(model, name: str, log_mean: Any, edge: str, plates: Sequence[Plate]) -> tuple[Any, Variable]:
+def _count_variable(model, name: str, log_mean: Any, edge: str, plates: Sequence[Plate],
+                    other: Any = None) -> tuple[Any, Variable]:
     log_mean = _gaussian_node(model, log_mean, name, edge)
-    vplates = model.sorted_plates([*_plates(model, plates, name), *source_plates(log_mean)])
+    extra = source_plates(other) if other is not None else []
+    vplates = model.sorted_plates([*_plates(model, plates, name), *source_plates(log_mean), *extra])
     return log_mean, Variable(model, name, Poisson, vplates)
 
 
@@ -67,19 +76,31 @@ def zero_inflated_poisson(name: str, *, log_rate: Any = None, rate: Any = None, 
     y ~ Poisson(exposure · λ).
 
     The rate is ``log_rate`` (λ = exp(log_rate), a Gaussian variable or expression); ``rate=`` is refused with
-    the log form to use.  ``zero_prob`` is a constant in [0, 1] (a scalar or one per observation).  Run with
-    ``fg.NCVMP``.
+    the log form to use.  ``zero_prob`` is a constant in [0, 1] (a scalar or one per observation) or a Beta
+    variable.  Run with ``fg.NCVMP``.
 
     log f = log(p + (1 − p)e^(−μ)) for y = 0 and log(1 − p) + y log μ − μ − log y! for y > 0, μ = e·λ.  The
-    positive counts' expectation is closed-form; the zeros' is by Gauss–Hermite quadrature (exact to rounding
-    at the variances of a fit).
+    positive counts' expectation is closed-form; with a constant p the zeros' is by quadrature (exact to
+    rounding), with a Beta p it is Jensen's bound over the two ways to make a zero, maximised (conjugate in p;
+    the evidence is then a lower bound).
     """
     model = current_model(f"zero_inflated_poisson {name!r}")
     model.check_name(name)
     if rate is not None or log_rate is None:
         raise ModelError(f"{name!r}: give the rate as log_rate= (a Gaussian expression, λ = exp(log_rate)); "
                          f"got rate={rate!r}, log_rate={log_rate!r}")
-    log_rate, var = _count_variable(model, name, log_rate, "log_rate", plates)
+    beta = _random_or_const(model, zero_prob, name, "zero_prob", Beta)
+    log_rate, var = _count_variable(model, name, log_rate, "log_rate", plates, beta)
+    if beta is not None:  # a Beta zero probability: its plates join the variable's
+        y, mask = _observed_counts(observed, mask, var.shape, name)
+        e = _exposure(exposure, var.shape, name)
+        params: dict[str, Any] = {}
+        var = _finish(model, var, ZERO_INFLATED_POISSON_LOG_BETA, {"log_rate": log_rate, "zero_prob": beta}, params,
+                      y, mask)
+        if e is not None:
+            params["log_exposure"] = _to_factor(var, np.log(e))
+        var.prior.method = "default"
+        return var
     p = _per_row(checks.constant(zero_prob, f"{name!r}: zero_prob"), var.shape, name, "zero_prob")
     bad = ~((p >= 0.0) & (p <= 1.0))
     if np.any(bad):
@@ -91,7 +112,7 @@ def zero_inflated_poisson(name: str, *, log_rate: Any = None, rate: Any = None, 
         raise ModelError(f"{name!r}: zero_prob = 1 at index {i} makes the observed count "
                          f"{checks._item(y[i])!r} impossible")
     e = _exposure(exposure, var.shape, name)
-    params: dict[str, Any] = {}
+    params = {}
     var = _finish(model, var, ZERO_INFLATED_POISSON_LOG, {"log_rate": log_rate}, params, y, mask)
     params["zero_prob"] = _to_factor(var, np.array(p, dtype=float))
     if e is not None:

@@ -57,7 +57,14 @@ def _lognormal(s: Forward, v, f, frame, y):
     return lognormal_logpdf(y, s.arg(f.edges["mu"], frame, v.name), s.arg(f.edges["precision"], frame, v.name))
 
 
-FAMILY_LOGPDF = {"GaussianLogSd": _gaussian_log_sd, "GaussianLogNormalSd": _gaussian_lognormal_sd,
+def _zero_inflated_beta(s: Forward, v, f, frame, y):
+    x = s.arg(f.edges["log_rate"], frame, v.name)
+    return zero_inflated_logpdf(y, x, s.arg(f.edges["zero_prob"], frame, v.name),
+                                _fparam(f, v, f.params.get("log_exposure", 0.0)))
+
+
+FAMILY_LOGPDF = {"ZeroInflatedPoissonLogBeta": _zero_inflated_beta,
+                 "GaussianLogSd": _gaussian_log_sd, "GaussianLogNormalSd": _gaussian_lognormal_sd,
                  "LogNormal": _lognormal,
                  "NegativeBinomialLog": _negative_binomial, "ZeroInflatedPoissonLog": _zero_inflated,
                  "OrderedLogistic": _ordered(ordered_logistic_log_density),
