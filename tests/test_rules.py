@@ -136,6 +136,7 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         # 4 rows × 2 columns, D − 1 scores and an intercept; 4 rows × 2 columns with entries missing, D scores
         "FactorAnalysis": _factor_analysis_fixture(np.random.default_rng(8), intercept=True),
         "FactorAnalysis/missing": _factor_analysis_fixture(np.random.default_rng(9), intercept=False),
+        "NegativeBinomialLogGamma": {"log_exposure": rng.normal(size=BATCH), "state": {}},
         "NegativeBinomialLog": {"dispersion": rng.uniform(0.5, 4.0, BATCH), "log_exposure": rng.normal(size=BATCH)},
         "GaussianLogSd": {},
         "GaussianLogNormalSd": {},

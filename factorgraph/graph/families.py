@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from distributions import Beta, Poisson
+from distributions import Beta, Gamma, Poisson
 from factorgraph.graph import checks
 from factorgraph.graph.builder_base import _finish, _plates
 from factorgraph.graph.counts import (
@@ -28,6 +28,7 @@ from factorgraph.graph.gates import source_plates
 from factorgraph.graph.model import current_model
 from factorgraph.graph.nodes import ModelError, Plate, Variable
 from factors.negative_binomial import NEGATIVE_BINOMIAL_LOG
+from factors.negative_binomial_gamma import NEGATIVE_BINOMIAL_LOG_GAMMA
 from factors.zero_inflated import ZERO_INFLATED_POISSON_LOG, ZERO_INFLATED_POISSON_LOG_BETA
 
 
@@ -44,7 +45,9 @@ def negative_binomial(name: str, log_mean: Any, dispersion: Any, exposure: Any =
     """Observed counts y ~ NB2 with mean μ = exposure · exp(log_mean) and Var y = μ + μ²/φ, φ = ``dispersion``.
 
     ``log_mean`` is a Gaussian variable or expression; ``dispersion`` a positive constant (a scalar or one per
-    observation; large φ approaches the Poisson); ``exposure`` (default 1) a positive constant per observation.
+    observation; large φ approaches the Poisson) or a Gamma variable (φ learned: its expectations by quadrature
+    in log space, exact to rounding, its message the NCVMP gradient in the Gamma statistics); ``exposure``
+    (default 1) a positive constant per observation.
     Run with ``fg.NCVMP``.
 
     log f = log Γ(y + φ) − log Γ(φ) − log y! + φ log φ + y log μ − (y + φ) log(φ + μ).  With q(log_mean) = N(m, v)
@@ -53,14 +56,25 @@ def negative_binomial(name: str, log_mean: Any, dispersion: Any, exposure: Any =
     """
     model = current_model(f"negative_binomial {name!r}")
     model.check_name(name)
-    log_mean, var = _count_variable(model, name, log_mean, "log_mean", plates)
+    gamma = _random_or_const(model, dispersion, name, "dispersion", Gamma)
+    log_mean, var = _count_variable(model, name, log_mean, "log_mean", plates, gamma)
+    if gamma is not None:  # a random dispersion: E over its Gamma q by quadrature in log space
+        y, mask = _observed_counts(observed, mask, var.shape, name)
+        e = _exposure(exposure, var.shape, name)
+        params: dict[str, Any] = {"state": {}}
+        var = _finish(model, var, NEGATIVE_BINOMIAL_LOG_GAMMA, {"log_mean": log_mean, "dispersion": gamma}, params,
+                      y, mask)
+        if e is not None:
+            params["log_exposure"] = _to_factor(var, np.log(e))
+        var.prior.method = "default"
+        return var
     phi = _per_row(checks.positive(dispersion, f"{name!r}: dispersion"), var.shape, name, "dispersion")
     if not np.all(np.isfinite(phi)):
         raise ModelError(f"{name!r}: dispersion must be finite (use fg.poisson_log for φ = ∞), got "
                          f"{checks._item(phi[~np.isfinite(phi)].ravel()[0])!r}")
     y, mask = _observed_counts(observed, mask, var.shape, name)
     e = _exposure(exposure, var.shape, name)
-    params: dict[str, Any] = {}
+    params = {}
     var = _finish(model, var, NEGATIVE_BINOMIAL_LOG, {"log_mean": log_mean}, params, y, mask)
     params["dispersion"] = _to_factor(var, np.array(phi, dtype=float))
     if e is not None:

@@ -23,7 +23,9 @@ def _fparam(f, v, arr):
 
 def _negative_binomial(s: Forward, v, f, frame, y):
     x = s.arg(f.edges["log_mean"], frame, v.name)
-    return negative_binomial_logpdf(y, x, _fparam(f, v, f.params["dispersion"]),
+    phi = s.arg(f.edges["dispersion"], frame, v.name) if "dispersion" in f.edges else \
+        _fparam(f, v, f.params["dispersion"])
+    return negative_binomial_logpdf(y, x, phi,
                                     _fparam(f, v, f.params.get("log_exposure", 0.0)))
 
 
@@ -63,7 +65,7 @@ def _zero_inflated_beta(s: Forward, v, f, frame, y):
                                 _fparam(f, v, f.params.get("log_exposure", 0.0)))
 
 
-FAMILY_LOGPDF = {"ZeroInflatedPoissonLogBeta": _zero_inflated_beta,
+FAMILY_LOGPDF = {"ZeroInflatedPoissonLogBeta": _zero_inflated_beta, "NegativeBinomialLogGamma": _negative_binomial,
                  "GaussianLogSd": _gaussian_log_sd, "GaussianLogNormalSd": _gaussian_lognormal_sd,
                  "LogNormal": _lognormal,
                  "NegativeBinomialLog": _negative_binomial, "ZeroInflatedPoissonLog": _zero_inflated,

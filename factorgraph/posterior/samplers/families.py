@@ -1,6 +1,7 @@
 """Forward samplers of the count, ordinal and heteroscedastic families:
 
-* ``NegativeBinomialLog``: y ~ Poisson(λ), λ ~ Gamma(φ, rate φ/μ), μ = e·exp(x) (NB2: mean μ, variance μ + μ²/φ);
+* ``NegativeBinomialLog`` (and ``…Gamma``, φ a draw): y ~ Poisson(λ), λ ~ Gamma(φ, rate φ/μ), μ = e·exp(x)
+  (NB2: mean μ, variance μ + μ²/φ);
 * ``ZeroInflatedPoissonLog`` (and ``…Beta``, p a draw): y = 0 with probability p, else y ~ Poisson(e·exp(x));
 * ``OrderedLogistic``, ``OrderedProbit``: y = the number of cutpoints below η + ε, ε logistic or standard normal;
 * ``GaussianLogSd``: y ~ N(μ, e^(2s)); ``GaussianLogNormalSd``: y ~ N(μ, σ²), σ a log-normal draw;
@@ -19,11 +20,12 @@ def _param(f: FactorNode, key: str, full: tuple[int, ...], default: float = 0.0)
     return np.broadcast_to(np.asarray(f.params.get(key, default), float), full)
 
 
-@sampler("NegativeBinomialLog")
+@sampler("NegativeBinomialLog", "NegativeBinomialLogGamma")
 def _negative_binomial(s: Forward, v: Variable, f: FactorNode, frame: tuple[Plate, ...],
                        full: tuple[int, ...]) -> None:
     mu = np.broadcast_to(np.exp(s.arg(f.edges["log_mean"], frame, v.name) + _param(f, "log_exposure", full)), full)
-    phi = _param(f, "dispersion", full)
+    phi = (np.broadcast_to(s.arg(f.edges["dispersion"], frame, v.name), full) if "dispersion" in f.edges
+           else _param(f, "dispersion", full))
     lam = s.rng.gamma(phi, mu / phi)
     s.put(v, s.rng.poisson(lam).astype(float), full)
 
