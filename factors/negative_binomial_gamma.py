@@ -29,46 +29,12 @@ from distributions import Gamma, Gaussian, Poisson
 
 from .base import FactorType, Moments, same_stats
 from .kernels import logistic_expectations
-from .kernels.scale_quadrature import a_trigamma_minus_one, log_minus_digamma
+from .kernels.gamma_log_trapezoid import gamma_log_nodes, gamma_regression_message
 from .logistic import gradient_message
 from .scale_priors import gamma_from_stats
 
 NEGATIVE_BINOMIAL_LOG_GAMMA = FactorType("NegativeBinomialLogGamma", conjugate=False, out=Poisson,
                                          log_mean=Gaussian, dispersion=Gamma)
-
-_STEP = 0.3
-_MAX_NODES = 4000
-_LEVEL = 60.0
-
-
-def _edge(a: np.ndarray, sign: float) -> np.ndarray:
-    """The t of sign ``sign`` where a(eᵗ − 1 − t) = ``_LEVEL`` (q's density e^(−60) of its peak), by Newton's
-    method from the large-a (quadratic) and small-a (linear or logarithmic) asymptotes."""
-    if sign > 0:
-        t = np.maximum(np.sqrt(2.0 * _LEVEL / a), np.log1p(_LEVEL / a) + 1.0)
-    else:
-        t = -np.minimum(np.sqrt(2.0 * _LEVEL / a), 1.0 + _LEVEL / a)
-    for _ in range(30):
-        f = a * (np.expm1(t) - t) - _LEVEL
-        t = t - f / (a * np.expm1(t))
-    return t
-
-
-def _nodes(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Trapezoid nodes t (…, n) in t = log φ − log(a/b) and normalised weights of q's density there."""
-    lo, hi = _edge(a, -1.0)[..., None], _edge(a, 1.0)[..., None]
-    a = a[..., None]
-    # a step of 0.3 of q's width in t (1/√a, at most 1): h varies on scales of order one in t and q's density
-    # (analytic, but growing off the real axis) must be resolved; the widest row sets the number of nodes
-    n = int(np.clip(np.ceil(np.max((hi - lo) / (_STEP * np.minimum(1.0, 1.0 / np.sqrt(a))), initial=1.0)), 32,
-                    _MAX_NODES))
-    t = lo + (hi - lo) * np.linspace(0.0, 1.0, n)
-    logw = -a * (np.expm1(t) - t)
-    w = np.exp(logw - logw.max(-1, keepdims=True))
-    w[..., 0] *= 0.5
-    w[..., -1] *= 0.5
-    return t, w / w.sum(-1, keepdims=True)
-
 
 def _terms(m: Moments, p: dict):
     """(S, ∂S/∂m, ∂S/∂v, α, β) per row, cached while the edges' statistics are the same arrays."""
@@ -85,17 +51,14 @@ def _terms(m: Moments, p: dict):
     a, b = gamma_from_stats(*m["dispersion"])
     shape = np.broadcast_shapes(np.shape(y), np.shape(ex), np.shape(a), np.shape(le))
     y, ex, var, a, b, le = (np.broadcast_to(np.asarray(z, float), shape) for z in (y, ex, var, a, b, le))
-    t, w = _nodes(a)
+    t, w = gamma_log_nodes(a)
     phi = (a / b)[..., None] * np.exp(t)
     yy = y[..., None]
     k, k_m, k_v = logistic_expectations(ex[..., None] + le[..., None] - np.log(phi), var[..., None])
     h = gammaln(yy + phi) - gammaln(phi) - yy * np.log(phi) - (yy + phi) * k
     h1 = phi * (digamma(yy + phi) - digamma(phi) - k) - yy + (yy + phi) * k_m
     e_h = (h * w).sum(-1)
-    r = t + log_minus_digamma(a)[..., None] - np.expm1(t)  # R in t
-    cov = ((h - e_h[..., None]) * r * w).sum(-1)
-    beta = cov * a / a_trigamma_minus_one(a)
-    alpha = (b / a) * ((h1 * w).sum(-1) - beta)
+    alpha, beta = gamma_regression_message(h, h1, t, w, a, b)
     value = e_h - log_fact + y * (ex + le)
     dm = y - ((yy + phi) * k_m * w).sum(-1)
     dv = -((yy + phi) * k_v * w).sum(-1)

@@ -143,6 +143,8 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         "LogNormal": {},
         "OrderedLogistic": {"cuts": np.array([-np.inf, -1.0, 0.3, 1.5, np.inf])},
         "OrderedProbit": {"cuts": np.array([-np.inf, -1.0, 0.3, 1.5, np.inf])},
+        "ZeroInflatedPoisson": {"zero_prob": np.array([0.3, 0.2]), "log_exposure": rng.normal(size=BATCH)},
+        "ZeroInflatedPoissonBeta": {"log_exposure": rng.normal(size=BATCH)},
         "ZeroInflatedPoissonLogBeta": {"log_exposure": rng.normal(size=BATCH)},
         "ZeroInflatedPoissonLog": {"zero_prob": np.array([0.3, 0.2]), "log_exposure": rng.normal(size=BATCH)},
     }[name]
@@ -226,7 +228,7 @@ def _moments(ft, variant, rng):
         elif ft.name.startswith("Ordered") and edge == "out":  # categories of 4: the lowest and a middle one, or
             # a middle one and the highest
             m[edge] = point_stats(Gaussian, np.array([0.0, 2.0] if ft.name == "OrderedLogistic" else [1.0, 3.0]))
-        elif ft.name.startswith("ZeroInflatedPoissonLog") and edge == "out":  # a zero and a positive count
+        elif ft.name.startswith("ZeroInflatedPoisson") and edge == "out":  # a zero and a positive count
             m[edge] = Poisson.observed_stats(np.array([0.0, 4.0]))
         elif ft.name in ("LinearGaussian",) and edge == "precision":
             m[edge] = _stats(family, rng, BATCH)

@@ -15,7 +15,7 @@ import numpy as np
 
 from distributions import Beta, Gamma, Poisson
 from factorgraph.graph import checks
-from factorgraph.graph.builder_base import _finish, _plates
+from factorgraph.graph.builder_base import _finish, _plates, _var_plates
 from factorgraph.graph.counts import (
     _exposure,
     _gaussian_node,
@@ -30,6 +30,7 @@ from factorgraph.graph.nodes import ModelError, Plate, Variable
 from factors.negative_binomial import NEGATIVE_BINOMIAL_LOG
 from factors.negative_binomial_gamma import NEGATIVE_BINOMIAL_LOG_GAMMA
 from factors.zero_inflated import ZERO_INFLATED_POISSON_LOG, ZERO_INFLATED_POISSON_LOG_BETA
+from factors.zero_inflated_gamma import ZERO_INFLATED_POISSON, ZERO_INFLATED_POISSON_BETA
 
 
 def _count_variable(model, name: str, log_mean: Any, edge: str, plates: Sequence[Plate],
@@ -89,8 +90,8 @@ def zero_inflated_poisson(name: str, *, log_rate: Any = None, rate: Any = None, 
     """Observed counts y from a zero-inflated Poisson: y = 0 with probability p = ``zero_prob``, else
     y ~ Poisson(exposure · λ).
 
-    The rate is ``log_rate`` (λ = exp(log_rate), a Gaussian variable or expression); ``rate=`` is refused with
-    the log form to use.  ``zero_prob`` is a constant in [0, 1] (a scalar or one per observation) or a Beta
+    The rate is ``log_rate`` (λ = exp(log_rate), a Gaussian variable or expression) or ``rate`` (a Gamma variable,
+    or one indexed by group labels).  ``zero_prob`` is a constant in [0, 1] (a scalar or one per observation) or a Beta
     variable.  Run with ``fg.NCVMP``.
 
     log f = log(p + (1 − p)e^(−μ)) for y = 0 and log(1 − p) + y log μ − μ − log y! for y > 0, μ = e·λ.  The
@@ -100,10 +101,12 @@ def zero_inflated_poisson(name: str, *, log_rate: Any = None, rate: Any = None, 
     """
     model = current_model(f"zero_inflated_poisson {name!r}")
     model.check_name(name)
-    if rate is not None or log_rate is None:
-        raise ModelError(f"{name!r}: give the rate as log_rate= (a Gaussian expression, λ = exp(log_rate)); "
-                         f"got rate={rate!r}, log_rate={log_rate!r}")
+    if (rate is None) == (log_rate is None):
+        raise ModelError(f"{name!r}: give the rate as rate= (a Gamma variable) or as log_rate= (a Gaussian expression, "
+                         f"λ = exp(log_rate)), one of them; got rate={rate!r}, log_rate={log_rate!r}")
     beta = _random_or_const(model, zero_prob, name, "zero_prob", Beta)
+    if rate is not None:
+        return _zero_inflated_gamma(model, name, rate, zero_prob, beta, exposure, plates, observed, mask)
     log_rate, var = _count_variable(model, name, log_rate, "log_rate", plates, beta)
     if beta is not None:  # a Beta zero probability: its plates join the variable's
         y, mask = _observed_counts(observed, mask, var.shape, name)
@@ -115,6 +118,19 @@ def zero_inflated_poisson(name: str, *, log_rate: Any = None, rate: Any = None, 
             params["log_exposure"] = _to_factor(var, np.log(e))
         var.prior.method = "default"
         return var
+    p, y, mask = _zero_prob_and_counts(zero_prob, var, name, observed, mask)
+    e = _exposure(exposure, var.shape, name)
+    params = {}
+    var = _finish(model, var, ZERO_INFLATED_POISSON_LOG, {"log_rate": log_rate}, params, y, mask)
+    params["zero_prob"] = _to_factor(var, np.array(p, dtype=float))
+    if e is not None:
+        params["log_exposure"] = _to_factor(var, np.log(e))
+    var.prior.method = "default"
+    return var
+
+
+def _zero_prob_and_counts(zero_prob: Any, var: Variable, name: str, observed: Any, mask: Any) -> tuple:
+    """A constant zero probability in [0, 1] per row, and the checked counts (none positive where p = 1)."""
     p = _per_row(checks.constant(zero_prob, f"{name!r}: zero_prob"), var.shape, name, "zero_prob")
     bad = ~((p >= 0.0) & (p <= 1.0))
     if np.any(bad):
@@ -125,10 +141,28 @@ def zero_inflated_poisson(name: str, *, log_rate: Any = None, rate: Any = None, 
         i = tuple(int(j) for j in np.argwhere(impossible)[0])
         raise ModelError(f"{name!r}: zero_prob = 1 at index {i} makes the observed count "
                          f"{checks._item(y[i])!r} impossible")
+    return p, y, mask
+
+
+def _zero_inflated_gamma(model, name: str, rate: Any, zero_prob: Any, beta: Any, exposure: Any,
+                         plates: Sequence[Plate], observed: Any, mask: Any) -> Variable:
+    """``fg.zero_inflated_poisson(rate=λ)`` with λ a Gamma variable (or an indexed view of one)."""
+    checks.not_a_scale(rate, name, "rate")
+    lam = _random_or_const(model, rate, name, "rate", Gamma)
+    if lam is None:
+        raise ModelError(f"{name!r}: rate must be a Gamma variable (or give log_rate=), got {rate!r}")
+    var = Variable(model, name, Poisson, _var_plates(model, plates, name, [lam] + ([beta] if beta is not None else [])))
+    if beta is not None:
+        y, mask = _observed_counts(observed, mask, var.shape, name)
+        ftype, edges, p = ZERO_INFLATED_POISSON_BETA, {"rate": lam, "zero_prob": beta}, None
+    else:
+        p, y, mask = _zero_prob_and_counts(zero_prob, var, name, observed, mask)
+        ftype, edges = ZERO_INFLATED_POISSON, {"rate": lam}
     e = _exposure(exposure, var.shape, name)
-    params = {}
-    var = _finish(model, var, ZERO_INFLATED_POISSON_LOG, {"log_rate": log_rate}, params, y, mask)
-    params["zero_prob"] = _to_factor(var, np.array(p, dtype=float))
+    params: dict[str, Any] = {}
+    var = _finish(model, var, ftype, edges, params, y, mask)
+    if p is not None:
+        params["zero_prob"] = _to_factor(var, np.array(p, dtype=float))
     if e is not None:
         params["log_exposure"] = _to_factor(var, np.log(e))
     var.prior.method = "default"

@@ -65,7 +65,15 @@ def _zero_inflated_beta(s: Forward, v, f, frame, y):
                                 _fparam(f, v, f.params.get("log_exposure", 0.0)))
 
 
-FAMILY_LOGPDF = {"ZeroInflatedPoissonLogBeta": _zero_inflated_beta, "NegativeBinomialLogGamma": _negative_binomial,
+def _zero_inflated_rate(s: Forward, v, f, frame, y):
+    with np.errstate(divide="ignore"):
+        x = np.log(s.arg(f.edges["rate"], frame, v.name))
+    p = s.arg(f.edges["zero_prob"], frame, v.name) if "zero_prob" in f.edges else _fparam(f, v, f.params["zero_prob"])
+    return zero_inflated_logpdf(y, x, p, _fparam(f, v, f.params.get("log_exposure", 0.0)))
+
+
+FAMILY_LOGPDF = {"ZeroInflatedPoissonLogBeta": _zero_inflated_beta, "ZeroInflatedPoisson": _zero_inflated_rate,
+                 "ZeroInflatedPoissonBeta": _zero_inflated_rate, "NegativeBinomialLogGamma": _negative_binomial,
                  "GaussianLogSd": _gaussian_log_sd, "GaussianLogNormalSd": _gaussian_lognormal_sd,
                  "LogNormal": _lognormal,
                  "NegativeBinomialLog": _negative_binomial, "ZeroInflatedPoissonLog": _zero_inflated,

@@ -2,7 +2,8 @@
 
 * ``NegativeBinomialLog`` (and ``…Gamma``, φ a draw): y ~ Poisson(λ), λ ~ Gamma(φ, rate φ/μ), μ = e·exp(x)
   (NB2: mean μ, variance μ + μ²/φ);
-* ``ZeroInflatedPoissonLog`` (and ``…Beta``, p a draw): y = 0 with probability p, else y ~ Poisson(e·exp(x));
+* ``ZeroInflatedPoissonLog`` (and ``…Beta``, p a draw; ``ZeroInflatedPoisson[Beta]`` at λ = the Gamma rate): y = 0
+  with probability p, else y ~ Poisson(e·exp(x));
 * ``OrderedLogistic``, ``OrderedProbit``: y = the number of cutpoints below η + ε, ε logistic or standard normal;
 * ``GaussianLogSd``: y ~ N(μ, e^(2s)); ``GaussianLogNormalSd``: y ~ N(μ, σ²), σ a log-normal draw;
 * ``LogNormal``: x = exp(μ + τ^(−½)ε), ε ~ N(0, 1).
@@ -30,9 +31,11 @@ def _negative_binomial(s: Forward, v: Variable, f: FactorNode, frame: tuple[Plat
     s.put(v, s.rng.poisson(lam).astype(float), full)
 
 
-@sampler("ZeroInflatedPoissonLog", "ZeroInflatedPoissonLogBeta")
+@sampler("ZeroInflatedPoissonLog", "ZeroInflatedPoissonLogBeta", "ZeroInflatedPoisson", "ZeroInflatedPoissonBeta")
 def _zero_inflated(s: Forward, v: Variable, f: FactorNode, frame: tuple[Plate, ...], full: tuple[int, ...]) -> None:
-    mu = np.broadcast_to(np.exp(s.arg(f.edges["log_rate"], frame, v.name) + _param(f, "log_exposure", full)), full)
+    rate = (np.exp(s.arg(f.edges["log_rate"], frame, v.name)) if "log_rate" in f.edges
+            else s.arg(f.edges["rate"], frame, v.name))
+    mu = np.broadcast_to(rate * np.exp(_param(f, "log_exposure", full)), full)
     p = s.arg(f.edges["zero_prob"], frame, v.name) if "zero_prob" in f.edges else _param(f, "zero_prob", full)
     zero = s.rng.random(full) < np.broadcast_to(p, full)
     s.put(v, np.where(zero, 0.0, s.rng.poisson(mu)).astype(float), full)
