@@ -144,3 +144,15 @@ def test_bad_input_names_variable_and_value(build, kwargs, match):
         with pytest.raises(fg.ModelError, match=match) as err:
             build("rating", x, **kwargs)
         assert "'rating'" in str(err.value)
+
+
+def test_ordinal_balance_demo_small():
+    """On the balance scale the log-scale models, where the tipping rule is linear, predict held-out rows best."""
+    import importlib
+
+    out = importlib.import_module("demos.ordinal_balance").main(small=True)
+    res, scores = out["results"], out["scores"]
+    assert all(r.converged for r in res.values())
+    assert scores["probit_log"]["lpd"] > scores["logistic_raw"]["lpd"]
+    assert scores["logistic_log"]["accuracy"] > 0.9 and scores["probit_log"]["accuracy"] > 0.9
+    assert out["comparison"].best() in res
