@@ -36,7 +36,7 @@ from .logistic import gradient_message
 
 ZERO_INFLATED_POISSON_LOG = FactorType("ZeroInflatedPoissonLog", conjugate=False, out=Poisson, log_rate=Gaussian)
 
-_NODES = 240
+_NODES = 160
 _WIDTH = 0.5  # the substitution's scale in x
 
 
@@ -88,11 +88,15 @@ def _terms(m: Moments, p: dict):
     pos = y > 0
     with np.errstate(invalid="ignore"):  # log(1 − p) = −∞ only where p = 1, refused for positive counts
         s_pos = np.where(pos, lq, 0.0) + y * (ex + le) - rate - log_fact
-    s_zero, dm_zero, dv_zero = _zero_expectations(ex, var, pz, le)
-    plain = np.asarray(pz) == 0.0  # the Poisson: closed form
-    s_zero = np.where(plain, -rate, s_zero)
-    dm_zero = np.where(plain, -rate, dm_zero)
-    dv_zero = np.where(plain, -0.5 * rate, dv_zero)
+    # the quadrature only where it is needed: the zeros with p > 0 (elsewhere the Poisson's closed form)
+    shape = np.broadcast_shapes(np.shape(y), np.shape(ex), np.shape(pz), np.shape(le))
+    need = np.broadcast_to((y == 0) & (np.asarray(pz) > 0.0), shape)
+    s_zero = np.broadcast_to(-rate, shape).copy()
+    dm_zero = s_zero.copy()
+    dv_zero = 0.5 * s_zero
+    if need.any():
+        pick = [np.broadcast_to(np.asarray(a, float), shape)[need] for a in (ex, var, pz, le)]
+        s_zero[need], dm_zero[need], dv_zero[need] = _zero_expectations(*pick)
     return (np.where(pos, s_pos, s_zero), np.where(pos, y - rate, dm_zero),
             np.where(pos, -0.5 * rate, dv_zero))
 
