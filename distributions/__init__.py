@@ -18,6 +18,7 @@ from .gaussian_mixture import GaussianMixture
 from .gaussian_wishart import GaussianWishart
 from .grid_density import GridDensity
 from .inverse_sqrt_gamma import InverseSqrtGamma
+from .lognormal import LogNormal
 from .multinomial import Multinomial
 from .mv_gaussian import MvGaussian
 from .point_mass import PointMass
@@ -41,6 +42,7 @@ __all__ = [
     "GaussianGamma",
     "GaussianMixture",
     "GridDensity",
+    "LogNormal",
     "Multinomial",
     "InverseSqrtGamma",
     "MvGaussian",

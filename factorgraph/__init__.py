@@ -24,6 +24,8 @@ from factorgraph.graph.covariance import gaussian_wishart, wishart
 from factorgraph.graph.derived import deterministic
 from factorgraph.graph.discrete import bernoulli, beta, categorical, dirichlet
 from factorgraph.graph.expressions import dot, select
+from factorgraph.graph.families import negative_binomial, zero_inflated_poisson
+from factorgraph.graph.heteroscedastic import lognormal
 from factorgraph.graph.indexing import index
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import ModelError, Plate, Variable
@@ -36,6 +38,7 @@ from factorgraph.graph.nonconjugate import (
     probit,
     student_t_site,
 )
+from factorgraph.graph.ordinal import ordered_logistic, ordered_probit
 from factorgraph.graph.robust import student_t
 from factorgraph.graph.scales import exponential, half_cauchy, half_normal, half_student_t, uniform_scale
 from factorgraph.graph.sequences import markov_chain
@@ -59,6 +62,9 @@ inner = _data.inner
     multinomial, multinomial_softmax, poisson, poisson_log, gaussian_wishart, wishart, bernoulli_logit,
     categorical_softmax, cauchy_site, laplace_site, probit, student_t_site, student_t, exponential, half_cauchy,
     half_normal, half_student_t, uniform_scale, markov_chain))
+negative_binomial, zero_inflated_poisson = map(_data.recorded, (negative_binomial, zero_inflated_poisson))
+ordered_logistic, ordered_probit = map(_data.recorded, (ordered_logistic, ordered_probit))
+lognormal = _data.recorded(lognormal)
 gaussian_markov_chain = _checked(gaussian_markov_chain)  # its arguments checked as the recorded builders' are
 likelihood, potential = map(_data.recorded, (likelihood, potential))
 
@@ -99,6 +105,9 @@ __all__ += ["data", "predict"]
 __all__ += ["student_t"]
 __all__ += ["plots"]
 __all__ += ["likelihood", "potential"]
+__all__ += ["negative_binomial", "zero_inflated_poisson"]
+__all__ += ["ordered_logistic", "ordered_probit"]
+__all__ += ["lognormal"]
 
 
 def __dir__() -> list[str]:

@@ -13,15 +13,20 @@ from .gaussian_markov_chain import GAUSSIAN_MARKOV_CHAIN, GAUSSIAN_MARKOV_CHAIN_
 from .grouped_gaussian import GROUPED_GAUSSIAN
 from .grouped_linear_gaussian import GROUPED_LINEAR_GAUSSIAN
 from .is_positive import IS_POSITIVE
+from .heteroscedastic import GAUSSIAN_LOG_SD, GAUSSIAN_LOGNORMAL_SD
 from .linear_gaussian import LINEAR_GAUSSIAN
 from .logistic import BERNOULLI_LOGIT
+from .lognormal import LOGNORMAL
 from .markov_chain import MARKOV_CHAIN
 from .multinomial import MULTINOMIAL, MULTINOMIAL_SOFTMAX
 from .mv_gaussian import MV_GAUSSIAN, MV_GAUSSIAN_FIXED
 from .mv_gaussian_wishart import MV_GAUSSIAN_WISHART
 from .mv_gaussian_wishart_missing import MV_GAUSSIAN_NORMAL_WISHART_MISSING, MV_GAUSSIAN_WISHART_MISSING
+from .negative_binomial import NEGATIVE_BINOMIAL_LOG
+from .negative_binomial_gamma import NEGATIVE_BINOMIAL_LOG_GAMMA
 from .normal_gamma import NORMAL_GAMMA, NORMAL_GAMMA_REGRESSION
 from .normal_wishart import MV_GAUSSIAN_NORMAL_WISHART, NORMAL_WISHART
+from .ordinal import ORDERED_LOGISTIC, ORDERED_PROBIT
 from .poisson import POISSON, POISSON_LOG
 from .polya_gamma import logit_polya_gamma
 from .scale_priors import SCALE_PRIOR
@@ -34,6 +39,8 @@ from .uniform_scale import UNIFORM_SCALE
 from .user_likelihood import USER_LIKELIHOOD, USER_LIKELIHOOD_POSITIVE
 from .user_shared import USER_LIKELIHOOD_SHARED
 from .wishart import WISHART
+from .zero_inflated import ZERO_INFLATED_POISSON_LOG, ZERO_INFLATED_POISSON_LOG_BETA
+from .zero_inflated_gamma import ZERO_INFLATED_POISSON, ZERO_INFLATED_POISSON_BETA
 
 FACTOR_TYPES: tuple[FactorType, ...] = (
     GAUSSIAN, GAMMA, BETA, BERNOULLI, DIRICHLET, CATEGORICAL, MV_GAUSSIAN, MV_GAUSSIAN_FIXED,
@@ -56,6 +63,13 @@ FACTOR_TYPES += (IS_POSITIVE,)
 FACTOR_TYPES += USER_LIKELIHOOD
 FACTOR_TYPES += tuple(USER_LIKELIHOOD_POSITIVE.values())
 FACTOR_TYPES += tuple(USER_LIKELIHOOD_SHARED.values())
+FACTOR_TYPES += (NEGATIVE_BINOMIAL_LOG, ZERO_INFLATED_POISSON_LOG)
+FACTOR_TYPES += (ORDERED_LOGISTIC, ORDERED_PROBIT)
+FACTOR_TYPES += (GAUSSIAN_LOG_SD,)
+FACTOR_TYPES += (LOGNORMAL, GAUSSIAN_LOGNORMAL_SD)
+FACTOR_TYPES += (ZERO_INFLATED_POISSON_LOG_BETA,)
+FACTOR_TYPES += (NEGATIVE_BINOMIAL_LOG_GAMMA,)
+FACTOR_TYPES += (ZERO_INFLATED_POISSON, ZERO_INFLATED_POISSON_BETA)
 
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]
 __all__ += ["logit_polya_gamma"]

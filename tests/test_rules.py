@@ -22,12 +22,14 @@ from distributions import (
     Gaussian,
     GaussianGamma,
     GaussianWishart,
+    LogNormal,
     Multinomial,
     MvGaussian,
     Poisson,
     Wishart,
 )
 from factors import FACTOR_TYPES
+from factors.base import point_stats
 from factors.deterministic import Dot, Inner, Product, Sum
 from factors.mv_gaussian_wishart_missing import missing_patterns
 from factors.scale_priors import scale_prior_params
@@ -67,6 +69,8 @@ def _stats(family: type, rng: np.random.Generator, batch=BATCH) -> tuple:
         return Binomial.observed_stats(rng.integers(0, 10, batch))
     if family is Multinomial:
         return Multinomial.observed_stats(rng.multinomial(9, np.ones(D) / D, size=batch))
+    if family is LogNormal:
+        return LogNormal(mu=rng.normal(size=batch), sigma=rng.uniform(0.5, 1.5, batch)).expected_stats()
     if family is Wishart:
         return Wishart(rng.uniform(D + 1, D + 4, batch), _spd(rng, batch)).expected_stats()
     if family is GaussianWishart:
@@ -137,6 +141,17 @@ def _fixture(name: str, rng: np.random.Generator) -> tuple[dict, dict]:
         **{f"UserLikelihood{k}": _user_fixture(k) for k in (1, 2, 3)},
         **{f"UserLikelihood{k}p{m}": _user_fixture(k, m) for m in (1, 2, 3) for k in range(4 - m)},
         **{f"UserLikelihood{k}s{s}": _user_shared_fixture(k, s) for k in (2, 3) for s in (1, 2, 3)},
+        "NegativeBinomialLogGamma": {"log_exposure": rng.normal(size=BATCH), "state": {}},
+        "NegativeBinomialLog": {"dispersion": rng.uniform(0.5, 4.0, BATCH), "log_exposure": rng.normal(size=BATCH)},
+        "GaussianLogSd": {},
+        "GaussianLogNormalSd": {},
+        "LogNormal": {},
+        "OrderedLogistic": {"cuts": np.array([-np.inf, -1.0, 0.3, 1.5, np.inf])},
+        "OrderedProbit": {"cuts": np.array([-np.inf, -1.0, 0.3, 1.5, np.inf])},
+        "ZeroInflatedPoisson": {"zero_prob": np.array([0.3, 0.2]), "log_exposure": rng.normal(size=BATCH)},
+        "ZeroInflatedPoissonBeta": {"log_exposure": rng.normal(size=BATCH)},
+        "ZeroInflatedPoissonLogBeta": {"log_exposure": rng.normal(size=BATCH)},
+        "ZeroInflatedPoissonLog": {"zero_prob": np.array([0.3, 0.2]), "log_exposure": rng.normal(size=BATCH)},
     }[name]
     if name == "NormalWishart":
         from factors.normal_wishart import prior_natural
@@ -246,6 +261,11 @@ def _moments(ft, variant, rng):
                 m[edge] = _stats(family, rng, (2,) if edge == "loadings" or variant == ft.name else ())
         elif ft.name == "GroupedLinearGaussian" and edge != "precision":
             m[edge] = _stats(family, rng, _GL_SHAPES[edge])
+        elif ft.name.startswith("Ordered") and edge == "out":  # categories of 4: the lowest and a middle one, or
+            # a middle one and the highest
+            m[edge] = point_stats(Gaussian, np.array([0.0, 2.0] if ft.name == "OrderedLogistic" else [1.0, 3.0]))
+        elif ft.name.startswith("ZeroInflatedPoisson") and edge == "out":  # a zero and a positive count
+            m[edge] = Poisson.observed_stats(np.array([0.0, 4.0]))
         elif ft.name in ("LinearGaussian",) and edge == "precision":
             m[edge] = _stats(family, rng, BATCH)
         else:

@@ -235,6 +235,9 @@ def _simple(kind):
             lam = fg.gamma("lam", 1.0, 0.2, plates=[fg.plate("state", 2)])
             fg.poisson("y", lam[z], plates=[s, t], observed=np.r_[_RNG.poisson(2, 20), _RNG.poisson(9, 20)].reshape(
                 2, 20))
+        elif kind == "lognormal":  # a log-normal noise scale
+            fg.gaussian("y", fg.gaussian("mu", 0.0, 0.01), sd=fg.lognormal("sigma", 0.0, 1.0), plates=[n],
+                        observed=_X[:, 0])
     return m
 
 
@@ -262,6 +265,7 @@ POSTERIORS = {
     "AffineIndependent": (lambda: fg.infer(_logistic(), handlers={"w": fg.AIKL(base="gaussian")}), "w"),
     "GaussianRows": (lambda: models.pca(np.c_[_X, _X @ [1.0, -1.0]], 1), "z"),  # the scores of a factor analysis
 }
+POSTERIORS["LogNormal"] = (lambda: fg.infer(_simple("lognormal")), "sigma")
 # classes that are never a posterior: counts are observed only, a point mass is an observed or clamped value
 NOT_POSTERIORS = {"Binomial", "Multinomial", "Poisson", "PointMass"}
 

@@ -25,6 +25,7 @@ from factorgraph.graph import checks
 from factorgraph.graph import covariance as _cov  # a Wishart precision or a normal–Wishart mean
 from factorgraph.graph.builder_base import _check_parent, _finish, _parent_plates, _plates, _scalar_arg, _var_plates
 from factorgraph.graph.gates import constant_param, is_random, param_gates, select_constant
+from factorgraph.graph.heteroscedastic import is_lognormal, log_sd_gaussian
 from factorgraph.graph.model import Model, current_model
 from factorgraph.graph.nodes import (
     Deterministic,
@@ -60,7 +61,7 @@ def plate(name: str, size: int) -> Plate:
 
 # ------------------------------------------------------------------------------------ builders
 def gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, variance: Any = None, sd: Any = None,
-             plates: Sequence[Plate] = (), observed: Any = None, mask: Any = None) -> Variable:
+             plates: Sequence[Plate] = (), observed: Any = None, mask: Any = None, log_sd: Any = None) -> Variable:
     """A scalar Gaussian variable x ~ N(mean, precision⁻¹).
 
     ``mean`` may be a constant, a Gaussian variable, a deterministic expression (``fg.inner``, sums,
@@ -71,9 +72,17 @@ def gaussian(name: str, mean: Any = 0.0, precision: Any = None, *, variance: Any
 
     The precision is 1/σ², not the σ of PyMC or scipy: a constant given by position (``fg.gaussian("x", 0, 10)``)
     warns with the σ it stands for; name it (``precision=``, ``variance=`` or ``sd=``).
+
+    ``log_sd`` (instead of the others) makes the noise heteroscedastic: x ~ N(mean, exp(2·log_sd)) with
+    ``log_sd`` a Gaussian variable or expression, run with ``fg.NCVMP`` (exact E[log f]:
+    E[e^(−2s)] = exp(−2E[s] + 2Var[s])).
     """
     model = current_model(f"gaussian {name!r}")
     model.check_name(name)
+    if log_sd is not None or is_lognormal(sd):  # a random log sd, or a log-normal sd (its log space)
+        return log_sd_gaussian(model, name, mean, sd if log_sd is None else log_sd,
+                               {"precision": precision, "variance": variance, "sd": sd if log_sd is not None else None},
+                               plates, observed, mask)
     if sd is not None:
         precision = checks.sd_as_precision(sd, precision, variance, name)
     elif precision is None:

@@ -29,6 +29,7 @@ from scipy.special import gammaln, log_ndtr, logsumexp
 from distributions import Categorical
 from factorgraph.graph.model import Model
 from factorgraph.graph.nodes import Gate, Indexed, ModelError, Node, Variable
+from factorgraph.posterior.loglik_families import FAMILY_LOGPDF
 from factorgraph.posterior.loglik_mv import mv_gaussian_logpdf, mv_gaussian_normal_wishart_logpdf
 from factorgraph.posterior.samplers.forward import Forward, expand, softmax_logits
 from factors.index import segment_sum
@@ -217,6 +218,7 @@ _LOGPDF = {
 _LOGPDF.update({f"UserLikelihood{k}": _user for k in (1, 2, 3)})
 _LOGPDF.update({f"UserLikelihood{k}p{m}": _user for m in (1, 2, 3) for k in range(4 - m)})
 _LOGPDF.update({f"UserLikelihood{k}s{m}": _user for k in (2, 3) for m in (1, 2, 3)})
+_LOGPDF.update(FAMILY_LOGPDF)
 
 
 # ---------------------------------------------------------------------- gates: marginalising the selector

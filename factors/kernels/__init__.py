@@ -19,6 +19,7 @@ from .likelihoods import bernoulli_logit_value_grad, categorical_logit_value_gra
 from .logistic import logistic_expectations, logistic_quadrature_message
 from .lse_monte_carlo import lse_expectation_mc
 from .quadratic import bouchard_softmax_bound, jj_lambda, jj_logistic_bound
+from .sinh_trapezoid import sinh_trapezoid_expectation
 from .softmax_bounds import (
     adaptive_softmax_bound,
     bohning_softmax_bound,
@@ -47,6 +48,7 @@ __all__ = [
     "lse_expectation_mc",
     "normal_rule",
     "sigmoid",
+    "sinh_trapezoid_expectation",
     "softmax",
     "taylor_softmax_approx",
     "tilted_logistic_bound",

@@ -18,3 +18,7 @@ from factorgraph.posterior.samplers.forward import SAMPLERS, Forward, check_draw
 
 __all__ = ["SAMPLERS", "Forward", "chains", "check_draws", "check_seed", "counts", "discrete", "expand", "gaussian",
            "mv_gaussian", "sampler", "scales", "wishart"]
+
+from factorgraph.posterior.samplers import families  # noqa: E402  (the count families' samplers)
+
+__all__ += ["families"]
