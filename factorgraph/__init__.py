@@ -43,8 +43,8 @@ from factorgraph.graph.robust import student_t
 from factorgraph.graph.scales import exponential, half_cauchy, half_normal, half_student_t, uniform_scale
 from factorgraph.graph.sequences import markov_chain
 from factorgraph.graph.state_space import gaussian_markov_chain
-from factorgraph.posterior.agreement import agreement
 from factorgraph.graph.user_likelihood import likelihood, potential
+from factorgraph.posterior.agreement import agreement
 from factorgraph.posterior.compare import Comparison, compare
 from factorgraph.posterior.empirical import EmpiricalPosterior, GibbsResult
 from factorgraph.posterior.predict import predict

@@ -12,8 +12,8 @@ from .gaussian import GAUSSIAN
 from .gaussian_markov_chain import GAUSSIAN_MARKOV_CHAIN, GAUSSIAN_MARKOV_CHAIN_DIAG
 from .grouped_gaussian import GROUPED_GAUSSIAN
 from .grouped_linear_gaussian import GROUPED_LINEAR_GAUSSIAN
-from .is_positive import IS_POSITIVE
 from .heteroscedastic import GAUSSIAN_LOG_SD, GAUSSIAN_LOGNORMAL_SD
+from .is_positive import IS_POSITIVE
 from .linear_gaussian import LINEAR_GAUSSIAN
 from .logistic import BERNOULLI_LOGIT
 from .lognormal import LOGNORMAL
