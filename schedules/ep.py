@@ -184,12 +184,14 @@ def _oscillating(changes: list[float], flips: list[bool], window: int = 6) -> bo
 
 
 def _role_notes(eng: EPEngine, alg: EP) -> list[str]:
-    by = {"exact": [], "site": [], "vmp": []}
+    by = {"exact": [], "site": [], "gate": [], "vmp": []}
     for r in eng.roles:
         if r.kind in by:
             by[r.kind].append(r.factor.name)
     notes = [f"EP ({'parallel' if alg.parallel else 'sequential'}): sites updated by moment matching: "
              f"{by['site'] or 'none'}; exact factors (message = the factor): {by['exact'] or 'none'}"]
+    if by["gate"]:
+        notes.append(f"EP: mixtures (gated Gaussians) updated by matching the moments of the mixture: {by['gate']}")
     if by["vmp"]:
         notes.append(f"EP hybrid: these factors have no EP rule and send their VMP message: {by['vmp']}; log Z_EP "
                      "counts their E_q[log f] in place of a site normaliser")
