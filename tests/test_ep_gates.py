@@ -203,3 +203,15 @@ def test_gated_gaussian_with_a_random_precision_is_refused_by_name():
         fg.gaussian("y", mu[z], precision=tau[z], plates=[n], observed=y)
     with pytest.raises(ModelError, match=r"Gaussian\(y\).*precision is random"):
         fg.infer(m, algorithm=fg.EP())
+
+
+def test_clutter_demo_small():
+    import importlib
+
+    out = importlib.import_module("demos.clutter_ep").main(small=True, seed=0)
+    assert out["done"]  # the datasets where every method converged
+    ep, vmp = out["summary"]["EP (sequential)"], out["summary"]["VMP"]
+    assert ep[0] < 0.1 * vmp[0] and ep[1] < 0.1 * vmp[1] and ep[2] < 0.1 * vmp[2]
+    for row in out["rows"]:
+        if row["data"] in out["done"] and row["method"].startswith("EP"):
+            assert row["mean_err"] < 1e-3 and abs(row["sd_ratio"] - 1) < 0.02 and abs(row["logz_err"]) < 0.01
