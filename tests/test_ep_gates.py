@@ -215,3 +215,4 @@ def test_clutter_demo_small():
     for row in out["rows"]:
         if row["data"] in out["done"] and row["method"].startswith("EP"):
             assert row["mean_err"] < 1e-3 and abs(row["sd_ratio"] - 1) < 0.02 and abs(row["logz_err"]) < 0.01
+
