@@ -36,9 +36,9 @@ from scipy.stats import multivariate_t
 
 import factorgraph as fg
 
-try:
-    from demos._data import data_dir
-except ImportError:  # run as a script from demos/
+try:  # imported as demos.<name> (tests) or run as a script
+    from ._data import data_dir
+except ImportError:
     from _data import data_dir
 
 

@@ -216,3 +216,25 @@ def test_clutter_demo_small():
         if row["data"] in out["done"] and row["method"].startswith("EP"):
             assert row["mean_err"] < 1e-3 and abs(row["sd_ratio"] - 1) < 0.02 and abs(row["logz_err"]) < 0.01
 
+
+
+def test_mixture_with_learned_weights_runs_hybrid():
+    """Dirichlet weights over the selector: Categorical(z | pi) sends its VMP message (hybrid EP), the gated
+    Gaussians are mixture sites; both schedules reach one fixed point near the generating components."""
+    rng = np.random.default_rng(4)
+    y = np.r_[rng.normal(-2, 1, 10), rng.normal(2.5, 1, 20)]
+    with fg.Model("mix-pi") as m:
+        k, n = fg.plate("k", 2), fg.plate("n", 30)
+        pi = fg.dirichlet("pi", np.ones(2))
+        mu = fg.gaussian("mu", [-1.0, 1.0], precision=0.1, plates=[k])
+        z = fg.categorical("z", pi, plates=[n], categories=k)
+        fg.gaussian("y", mu[z], precision=1.0, plates=[n], observed=y)
+    rs = fg.infer(m, algorithm=fg.EP(tol=1e-12, max_iter=500))
+    rp = fg.infer(m, algorithm=fg.EP(parallel=True, tol=1e-12, max_iter=500))
+    assert rs.converged and rp.converged
+    assert any("Categorical(z)" in s and "VMP message" in s for s in rs.notes)
+    np.testing.assert_allclose(rs.posterior("mu").mean(), rp.posterior("mu").mean(), atol=1e-7)
+    np.testing.assert_allclose(rs.posterior("pi").mean(), rp.posterior("pi").mean(), atol=1e-7)
+    assert abs(rs.elbo - rp.elbo) < 1e-7
+    assert np.all(np.abs(rs.posterior("mu").mean() - [-2, 2.5]) < 0.5)
+    assert abs(rs.posterior("pi").mean()[1] - 2 / 3) < 0.1
