@@ -238,3 +238,20 @@ def test_mixture_with_learned_weights_runs_hybrid():
     assert abs(rs.elbo - rp.elbo) < 1e-7
     assert np.all(np.abs(rs.posterior("mu").mean() - [-2, 2.5]) < 0.5)
     assert abs(rs.posterior("pi").mean()[1] - 2 / 3) < 0.1
+
+
+def test_a_gate_fixes_the_selector_category_plate_for_a_later_select():
+    """(x * c)[z] picks z's category plate by its size; fg.select(values, z) after it selects along the same plate
+    (it made a second category plate before, and the factor ran over both: VMP's fit was wrong)."""
+    y, w = _clutter_data(), 0.25
+    with fg.Model("clutter-no-categories") as m:
+        k, n = fg.plate("k", 2), fg.plate("n", len(y))
+        x = fg.gaussian("x", 0.0, precision=1.0 / PRIOR_VAR)
+        z = fg.bernoulli("z", w, plates=[n])
+        fg.gaussian("y", (x * np.array([1.0, 0.0]))[z], precision=fg.select([1.0, 1.0 / CLUTTER_VAR], z),
+                    plates=[n], observed=y)
+    assert z.category_plate is k and "z.category" not in m.plates
+    ref = clutter_model(y, w)
+    for alg in (fg.VMP(), fg.EP()):
+        r, r0 = fg.infer(m, algorithm=alg), fg.infer(ref, algorithm=alg)
+        assert abs(r.posterior("x").mean() - r0.posterior("x").mean()) < 1e-10 and abs(r.elbo - r0.elbo) < 1e-9
