@@ -117,7 +117,8 @@ class GateSite:
             raise _refuse(f, f"its selector {z.name!r} is partly observed")
         self.fixed_lp = None
         if self.fixed:
-            lab = np.asarray(z.value).reshape(-1).astype(np.int64)
+            val = np.asarray(z.value, dtype=float)  # a Categorical's observed labels are one-hot rows
+            lab = (np.argmax(val, -1) if val.ndim > len(z.plates) else val).reshape(-1).astype(np.int64)
             self.fixed_lp = np.where(np.arange(K) == lab[:, None], 0.0, -np.inf)
         self.h, self.lam = np.zeros((R, S)), np.zeros((R, S))
         self.zeta = np.zeros((R, K))

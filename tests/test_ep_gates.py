@@ -255,3 +255,47 @@ def test_a_gate_fixes_the_selector_category_plate_for_a_later_select():
     for alg in (fg.VMP(), fg.EP()):
         r, r0 = fg.infer(m, algorithm=alg), fg.infer(ref, algorithm=alg)
         assert abs(r.posterior("x").mean() - r0.posterior("x").mean()) < 1e-10 and abs(r.elbo - r0.elbo) < 1e-9
+
+
+@pytest.mark.parametrize("parallel", MODES)
+def test_one_element_in_both_components_is_one_slot(parallel):
+    """y ~ N(x, 1) if z else N(1 − 2x, 1/4): both components read x (one slot, coefficients −1 and 2 in
+    d = y − mean).  One observation: EP is exact, q(x) the moments of the two-component posterior of x."""
+    y, m0, v0, p1 = 0.7, 0.2, 3.0, 0.4
+    with fg.Model("shared") as m:
+        k, n = fg.plate("k", 2), fg.plate("n", 1)
+        x = fg.gaussian("x", m0, precision=1 / v0)
+        z = fg.bernoulli("z", p1, plates=[n], categories=k)
+        mean = x * np.array([-2.0, 1.0]) + np.array([1.0, 0.0])
+        fg.gaussian("y", mean[z], precision=fg.select([4.0, 1.0], z), plates=[n], observed=[y])
+    r = fg.infer(m, algorithm=fg.EP(parallel=parallel))
+    g = np.linspace(-30, 30, 600001)
+    lp = norm.logpdf(g, m0, np.sqrt(v0)) + np.logaddexp(np.log(1 - p1) + norm.logpdf(y, 1 - 2 * g, 0.5),
+                                                        np.log(p1) + norm.logpdf(y, g, 1.0))
+    p = np.exp(lp - lp.max())
+    zz = np.trapezoid(p, g)
+    mean_x = np.trapezoid(p * g, g) / zz
+    var_x = np.trapezoid(p * (g - mean_x) ** 2, g) / zz
+    q = r.posterior("x")
+    assert abs(q.mean() - mean_x) < 1e-8 and abs(q.var() - var_x) < 1e-8
+    assert abs(r.elbo - (lp.max() + np.log(zz))) < 1e-8
+
+
+def test_observed_selector_is_a_plain_gaussian_site():
+    """z observed: each row is the Gaussian of its component, as the model with mu[labels] by indexing (exact)."""
+    rng = np.random.default_rng(5)
+    lab = rng.integers(0, 2, 12)
+    y = np.array([-1.0, 2.0])[lab] + rng.normal(size=12)
+    with fg.Model("observed-z") as m:
+        k, n = fg.plate("k", 2), fg.plate("n", 12)
+        mu = fg.gaussian("mu", 0.0, precision=0.2, plates=[k])
+        z = fg.categorical("z", [0.5, 0.5], plates=[n], categories=k, observed=lab)
+        fg.gaussian("y", mu[z], precision=fg.select([1.0, 3.0], z), plates=[n], observed=y)
+    with fg.Model("indexed") as m2:
+        k, n = fg.plate("k", 2), fg.plate("n", 12)
+        mu = fg.gaussian("mu", 0.0, precision=0.2, plates=[k])
+        fg.gaussian("y", mu[lab], precision=np.array([1.0, 3.0])[lab], plates=[n], observed=y)
+    r, r2 = fg.infer(m, algorithm=fg.EP()), fg.infer(m2, algorithm=fg.EP())
+    np.testing.assert_allclose(r.posterior("mu").mean(), r2.posterior("mu").mean(), atol=1e-12)
+    np.testing.assert_allclose(r.posterior("mu").var(), r2.posterior("mu").var(), atol=1e-12)
+    assert abs(r.elbo - r2.elbo - np.log(0.5) * 12) < 1e-9  # the observed labels' prior probabilities
