@@ -34,7 +34,8 @@ class EP:
     """Expectation propagation: ``fg.infer(model, algorithm=fg.EP())``.
 
     Each site f_a (a factor with an EP rule: a Gaussian with known precision on a linear form of Gaussians,
-    ``fg.is_positive``, ``fg.probit``, ``fg.bernoulli_logit``) keeps a Gaussian message t_a; q ∝ prior × Π t_a.
+    ``fg.is_positive``, ``fg.probit``, ``fg.bernoulli_logit``, a gated Gaussian with known precisions: a mixture
+    matched to its moments) keeps a Gaussian message t_a; q ∝ prior × Π t_a.
     An update of site a: cavity q\\a = q / t_a, tilted p̂ ∝ f_a q\\a, q_new = the Gaussian with p̂'s mean and
     variance, t_a ← q_new / q\\a.  Conjugate factors whose other neighbours are known are exact; factors
     without an EP rule send their VMP message (the result's notes list them).

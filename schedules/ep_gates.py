@@ -49,8 +49,6 @@ class GateSite:
         if not isinstance(out, Variable) or out.is_latent:
             raise _refuse(f, "its output is latent or partly observed")
         prec = f.edges["precision"]
-        if isinstance(prec, Variable) or (isinstance(prec, Gate) and not isinstance(prec.source, np.ndarray)):
-            raise _refuse(f, "its precision is random")
         fplates = [p.index for p in f.plates]
         fshape = tuple(p.size for p in f.plates)
         ax = f.plates.index(gate.plate)
@@ -68,10 +66,7 @@ class GateSite:
         def rows(arr: np.ndarray) -> np.ndarray:  # (N_all,) on the factor's plates -> (R, K), categories last
             return np.ascontiguousarray(np.moveaxis(np.asarray(arr).reshape(fshape), ax, -1).reshape(-1, K))
 
-        if isinstance(prec, Gate):
-            pv = expand(prec.source, [p.index for p in prec.value_plates()], fplates, 0)
-        else:
-            pv = np.asarray(prec, dtype=float)
+        pv = _known_precision(f, prec, fplates)
         a = np.broadcast_to(pv, fshape).astype(float)
         if not np.all(np.isfinite(a) & (a > 0)):
             raise ModelError(f"EP: {f.name}: the precisions must be finite and > 0, got {np.unique(a)[:5]}")
@@ -192,6 +187,21 @@ class GateSite:
             zq = self.zq(eng)[self.zi]
             total += float(np.sum(_lse(zq - self.zeta) - _lse(zq)))
         return total
+
+
+def _known_precision(f: FactorNode, prec, fplates: list[int]) -> np.ndarray:
+    """The precisions on the factor's plates: constants, ``fg.select(values, z)``, or an observed (fixed) Gamma
+    variable, gated ``tau[z]`` or not; a latent precision is refused."""
+    src = prec.source if isinstance(prec, Gate) else prec
+    if isinstance(src, np.ndarray) and isinstance(prec, Gate):
+        return expand(src, [p.index for p in prec.value_plates()], fplates, 0)
+    if isinstance(src, Variable):
+        if src.is_latent:
+            raise _refuse(f, f"its precision {src.name!r} is random")
+        return expand(np.asarray(src.value, dtype=float), [p.index for p in src.plates], fplates, 0)
+    if isinstance(src, Indexed) or not isinstance(src, np.ndarray | float | int | np.floating):
+        raise _refuse(f, f"its precision {getattr(src, 'name', src)!r} is not a constant or an observed variable")
+    return np.asarray(src, dtype=float)
 
 
 def _lse(x: np.ndarray) -> np.ndarray:

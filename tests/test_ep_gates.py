@@ -201,7 +201,7 @@ def test_gated_gaussian_with_a_random_precision_is_refused_by_name():
         tau = fg.gamma("tau", 2.0, 2.0, plates=[k])
         z = fg.categorical("z", [0.5, 0.5], plates=[n], categories=k)
         fg.gaussian("y", mu[z], precision=tau[z], plates=[n], observed=y)
-    with pytest.raises(ModelError, match=r"Gaussian\(y\).*precision is random"):
+    with pytest.raises(ModelError, match=r"Gaussian\(y\).*precision .tau. is random"):
         fg.infer(m, algorithm=fg.EP())
 
 
@@ -299,3 +299,17 @@ def test_observed_selector_is_a_plain_gaussian_site():
     np.testing.assert_allclose(r.posterior("mu").mean(), r2.posterior("mu").mean(), atol=1e-12)
     np.testing.assert_allclose(r.posterior("mu").var(), r2.posterior("mu").var(), atol=1e-12)
     assert abs(r.elbo - r2.elbo - np.log(0.5) * 12) < 1e-9  # the observed labels' prior probabilities
+
+
+def test_observed_gamma_precisions_are_known():
+    """tau[z] with tau an observed (fixed) Gamma variable is the same site as fg.select(tau's values, z)."""
+    y, w = _clutter_data(N=10), 0.25
+    with fg.Model("fixed-tau") as m:
+        k, n = fg.plate("k", 2), fg.plate("n", len(y))
+        x = fg.gaussian("x", 0.0, precision=1.0 / PRIOR_VAR)
+        z = fg.bernoulli("z", w, plates=[n], categories=k)
+        tau = fg.gamma("tau", 2.0, 1.0, plates=[k], observed=[1.0, 1.0 / CLUTTER_VAR])
+        fg.gaussian("y", (x * np.array([1.0, 0.0]))[z], precision=tau[z], plates=[n], observed=y)
+    r, r0 = fg.infer(m, algorithm=fg.EP()), fg.infer(clutter_model(y, w), algorithm=fg.EP())
+    assert abs(r.posterior("x").mean() - r0.posterior("x").mean()) < 1e-12
+    assert abs(r.posterior("x").var() - r0.posterior("x").var()) < 1e-12
