@@ -313,3 +313,23 @@ def test_observed_gamma_precisions_are_known():
     r, r0 = fg.infer(m, algorithm=fg.EP()), fg.infer(clutter_model(y, w), algorithm=fg.EP())
     assert abs(r.posterior("x").mean() - r0.posterior("x").mean()) < 1e-12
     assert abs(r.posterior("x").var() - r0.posterior("x").var()) < 1e-12
+
+
+def test_other_gated_factors_are_refused_by_name():
+    """A gated Bernoulli (a mixture of Bernoullis) and a gated regression (fg.inner on an MvGaussian) are refused
+    naming the factor."""
+    with fg.Model("bern-mix") as m:
+        k, n = fg.plate("k", 2), fg.plate("n", 6)
+        z = fg.categorical("z", [0.5, 0.5], plates=[n], categories=k)
+        p = fg.beta("p", 1.0, 1.0, plates=[k])
+        fg.bernoulli("x", p[z], plates=[n], observed=[1, 0, 1, 1, 0, 1])
+    with pytest.raises(ModelError, match=r"Bernoulli\(x\) is gated"):
+        fg.infer(m, algorithm=fg.EP())
+    X = np.c_[np.linspace(-1, 1, 6), np.ones(6)]
+    with fg.Model("reg-mix") as m:
+        k, n = fg.plate("k", 2), fg.plate("n", 6)
+        z = fg.categorical("z", [0.5, 0.5], plates=[n], categories=k)
+        w = fg.mv_gaussian("w", np.zeros(2), precision=1.0, plates=[k])
+        fg.gaussian("y", fg.inner(X, w, plates=[n])[z], precision=1.0, plates=[n], observed=np.arange(6.0))
+    with pytest.raises(ModelError, match=r"Gaussian\(y\)"):
+        fg.infer(m, algorithm=fg.EP())
