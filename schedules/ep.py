@@ -34,7 +34,8 @@ class EP:
     """Expectation propagation: ``fg.infer(model, algorithm=fg.EP())``.
 
     Each site f_a (a factor with an EP rule: a Gaussian with known precision on a linear form of Gaussians,
-    ``fg.is_positive``, ``fg.probit``, ``fg.bernoulli_logit``) keeps a Gaussian message t_a; q ∝ prior × Π t_a.
+    ``fg.is_positive``, ``fg.probit``, ``fg.bernoulli_logit``, a gated Gaussian with known precisions: a mixture
+    matched to its moments) keeps a Gaussian message t_a; q ∝ prior × Π t_a.
     An update of site a: cavity q\\a = q / t_a, tilted p̂ ∝ f_a q\\a, q_new = the Gaussian with p̂'s mean and
     variance, t_a ← q_new / q\\a.  Conjugate factors whose other neighbours are known are exact; factors
     without an EP rule send their VMP message (the result's notes list them).
@@ -184,12 +185,14 @@ def _oscillating(changes: list[float], flips: list[bool], window: int = 6) -> bo
 
 
 def _role_notes(eng: EPEngine, alg: EP) -> list[str]:
-    by = {"exact": [], "site": [], "vmp": []}
+    by = {"exact": [], "site": [], "gate": [], "vmp": []}
     for r in eng.roles:
         if r.kind in by:
             by[r.kind].append(r.factor.name)
     notes = [f"EP ({'parallel' if alg.parallel else 'sequential'}): sites updated by moment matching: "
              f"{by['site'] or 'none'}; exact factors (message = the factor): {by['exact'] or 'none'}"]
+    if by["gate"]:
+        notes.append(f"EP: mixtures (gated Gaussians) updated by matching the moments of the mixture: {by['gate']}")
     if by["vmp"]:
         notes.append(f"EP hybrid: these factors have no EP rule and send their VMP message: {by['vmp']}; log Z_EP "
                      "counts their E_q[log f] in place of a site normaliser")

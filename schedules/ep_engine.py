@@ -25,6 +25,7 @@ from factors.plating import move_event_to_plate, weighted_total
 
 from .binding import _bind
 from .compiled import CFactor
+from .ep_gates import GateSite
 from .ep_graph import Role, _known, classify
 from .ep_sites import Site, a1, site_evidence, update_parallel, update_sequential
 from .errors import InferenceError
@@ -99,6 +100,8 @@ class EPEngine(Evidence):
         for r in self.roles:
             if r.kind == "site":
                 self.sites[r.factor.name] = Site(r, self)
+            elif r.kind == "gate":
+                self.sites[r.factor.name] = GateSite(r.factor, self)
 
     # ---------------------------------------------------------------------------- compiled factors
     def cfactor(self, f) -> CFactor:
@@ -233,6 +236,11 @@ class EPEngine(Evidence):
                 (update_parallel if self.parallel else update_sequential)(self, s, self.damping[r.factor.name])
                 for v in s.scalars + ([s.w] if s.w is not None else []):
                     self.refresh(v)
+            elif r.kind == "gate":
+                s = self.sites[r.factor.name]
+                s.update(self, self.damping[r.factor.name], self.parallel)
+                for v in s.scalars + ([] if s.fixed else [s.z]):
+                    self.refresh(v)
 
     def _mu_sigma(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         h, J = self.vec[name]
@@ -261,6 +269,8 @@ class EPEngine(Evidence):
                         total -= _inner(msg, self.stats[name])
             elif r.kind == "site":
                 total += site_evidence(self, self.sites[r.factor.name])
+            elif r.kind == "gate":
+                total += self.sites[r.factor.name].evidence(self)
         for v in self.latent:
             if v.name in self.start:
                 lin, prec = self.natural(v)

@@ -11,6 +11,8 @@ A factor is, under EP,
   is a linear form d = Σ_t s_t + c of latent Gaussians: s_t = k·x[i] (a scalar Gaussian, possibly indexed or
   scaled), or s_t = x_nᵀw (``fg.inner`` with observed X and a full-covariance weight vector w); the other
   edges known.  A Gaussian factor with known precision is a site on d = out − mean.
+* ``gate``: a Gaussian factor whose mean or precision is gated by a Categorical or Bernoulli selector, with
+  known precisions: a mixture site (``schedules.ep_gates``).
 * ``vmp``: any other factor with a VMP (or NCVMP) rule on each latent edge: it sends its VMP message from the
   current q, pulled back through deterministic expressions and indexed views to the variables as under VMP
   (hybrid EP–VMP; ``Result.notes`` lists these factors).
@@ -61,7 +63,7 @@ class Role:
     """A factor's role under EP (module docstring) and what its update needs."""
 
     factor: FactorNode
-    kind: str  # "exact", "site", "vmp", "constant"
+    kind: str  # "exact", "site", "gate", "vmp", "constant"
     edge: str = ""  # the site's Gaussian edge, or the exact factor's latent edge
     form: Form | None = None
     rule: object = None
@@ -189,9 +191,11 @@ def classify(f: FactorNode) -> Role:
         mask = np.broadcast_to(expand(out.mask, [p.index for p in out.plates], fplates, 0), fshape)
         rows = np.ascontiguousarray(mask).reshape(-1)
     latent = {e: a for e, a in f.edges.items() if not _known(a) and not (rows is not None and e == "out")}
+    if ft.name == "Gaussian" and any(isinstance(f.edges.get(e), Gate) for e in ("mean", "precision")):
+        return Role(f, "gate")  # a mixture with known precisions: schedules.ep_gates
     for a in latent.values():
         if isinstance(a, Gate):
-            raise ModelError(f"EP: {f.name} is gated (a mixture); EP does not take mixtures")
+            raise ModelError(f"EP: {f.name} is gated (a mixture); EP takes gated Gaussian factors only")
     if not latent:
         return Role(f, "constant")
     if len(latent) == 1 and ft.conjugate and f.consumed == {}:

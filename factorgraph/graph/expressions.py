@@ -453,6 +453,7 @@ def gate(source: Variable | Deterministic | np.ndarray, selector: Variable) -> G
                              f"{source.name!r} needs exactly one plate of size {K}; its plates are "
                              f"{[(p.name, p.size) for p in source.plates]} (pass categories=<plate> to "
                              f"fg.{'bernoulli' if selector.family is Bernoulli else 'categorical'} to say which)")
+        z.category_plate = cands[0]  # later gates and fg.select on z select along the same plate
         return Gate(source, selector, cands[0])
     raise ModelError("index constant arrays by a Categorical with fg.select(array, z)")
 
