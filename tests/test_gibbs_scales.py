@@ -85,3 +85,51 @@ def test_eight_schools_centred_matches_nuts():
     for name in ("mu", "tau", "theta"):
         ms = np.array(nuts[name], float)
         _within(r, name, ms[..., 0], ms[..., 1] ** 2)
+
+
+def _radon():
+    import csv
+    with open(ROOT / "data" / "radon" / "data.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    return np.array([int(r["county_idx"]) for r in rows]), np.array([float(r["log_radon"]) for r in rows])
+
+
+def _radon_exact(county, y, s0=10.0, scale=1.0, n_grid=240):
+    """Posterior means and variances of σ_y, σ_a and μ for the varying-intercept model, by a 2-D grid over
+    (σ_y, σ_a): given both, μ and the intercepts are Gaussian and integrate out in closed form (per county the
+    mean ȳ_c ~ N(μ, σ_a² + σ_y²/n_c), the within-county sum of squares SS_c ~ σ_y² χ²(n_c − 1); μ ~ N(0, s0²))."""
+    J = county.max() + 1
+    n = np.bincount(county, minlength=J).astype(float)
+    ybar = np.bincount(county, y, minlength=J) / n
+    ss = np.bincount(county, (y - ybar[county]) ** 2, minlength=J)
+    sy = np.linspace(0.6, 0.95, n_grid)[:, None, None]
+    sa = np.linspace(0.05, 0.75, n_grid)[None, :, None]
+    v = sa**2 + sy**2 / n  # (grid, grid, J)
+    prec = 1.0 / s0**2 + (1.0 / v).sum(-1)
+    b = (ybar / v).sum(-1)
+    loglik = (-(n - 1).sum() * np.log(sy[..., 0]) - ss.sum() / (2 * sy[..., 0] ** 2)
+              - 0.5 * np.log(v).sum(-1) - 0.5 * (ybar**2 / v).sum(-1) + 0.5 * b**2 / prec - 0.5 * np.log(prec))
+    logp = loglik + stats.halfnorm(scale=scale).logpdf(sy[..., 0]) + stats.halfnorm(scale=scale).logpdf(sa[..., 0])
+    w = np.exp(logp - logp.max())
+    w /= w.sum()
+    out = {}
+    for name, x, x2 in (("sigma_y", sy[..., 0], sy[..., 0] ** 2), ("sigma_a", sa[..., 0], sa[..., 0] ** 2),
+                        ("mu", b / prec, (b / prec) ** 2 + 1 / prec)):
+        m = (w * x).sum()
+        out[name] = (m, (w * x2).sum() - m**2)
+    return out
+
+
+@pytest.mark.slow
+def test_radon_varying_intercepts_match_the_exact_posterior():
+    """Gelman & Hill's radon (919 houses, 85 counties), log radon ~ N(a[county], σ_y²), a ~ N(μ, σ_a²),
+    σ_y, σ_a ~ half-normal(1), μ ~ N(0, 10²): σ_y, σ_a and μ against the exact posterior (2-D quadrature)."""
+    county, y = _radon()
+    with fg.Model("radon") as m:
+        c, n = fg.plate("county", county.max() + 1), fg.plate("n", len(y))
+        mu = fg.gaussian("mu", 0.0, sd=10.0)
+        a = fg.gaussian("a", mu, sd=fg.half_normal("sigma_a", 1.0), plates=[c])
+        fg.gaussian("y", a[county], sd=fg.half_normal("sigma_y", 1.0), plates=[n], observed=y)
+    r = fg.infer(m, algorithm=fg.Gibbs(draws=1500, burn=200, chains=2, seed=3))
+    for name, (mean, var) in _radon_exact(county, y).items():
+        _within(r, name, mean, var)
