@@ -14,8 +14,10 @@ the full conditional is then closed form,
 for a Gaussian likelihood Π_i N(x_i; m_i, σ) that is σ⁻ⁿ exp(−Σ(x − m)²/(2σ²)).  Each entry of a plated scale
 (one per group) has its own conditional given the rest, and moves by its own univariate slice sampling step
 (Neal 2003): y = log p(u₀) − E with E ~ Exp(1); an interval of width w = 1 placed at random around u₀ and stepped
-out by w at each end while the density there is above y; then points drawn uniformly on the interval, which
-shrinks towards u₀ at each rejection, until one lies above y.  All entries step out and shrink together, in one
+out by w at each end while the density there is above y (at most m − 1 = 49 steps in all, J = ⌊mV⌋ of them to the
+left, V ~ U(0, 1): the bound keeps the step exact and bounds its cost when u₀ lies far in a tail, where the slice
+of a density with a tail ∝ eᵘ is wide); then points drawn uniformly on the interval, which shrinks towards u₀ at
+each rejection, until one lies above y.  All entries step out and shrink together, in one
 vectorised loop (an entry that is done keeps its value).
 """
 
@@ -33,7 +35,8 @@ from factors.slice_likelihoods import scale_base
 from .errors import InferenceError
 
 WIDTH = 1.0  # the initial interval's width in log σ
-MAX_STEPS = 200  # steps out per end, or shrinks, after which the density is deemed improper or non-finite
+STEPS = 50  # m: at most m − 1 steps out of width w in all, split at random between the two ends (Neal 2003, §4.1)
+MAX_STEPS = 200  # shrinks after which the density is deemed non-finite
 
 
 class ScaleSteps:
@@ -76,15 +79,15 @@ class ScaleSteps:
                                  f"value σ = {np.exp(u0).ravel()[bad]:.3g} (entry {bad})")
         lo = u0 - WIDTH * self.rng.random(v.shape)
         hi = lo + WIDTH
-        for end, sign in ((lo, -1.0), (hi, 1.0)):
-            for _ in range(MAX_STEPS):
-                out = logp(end) > logy
-                if not out.any():
-                    break
-                end += sign * WIDTH * out
-            else:
-                raise InferenceError(f"Gibbs: slice sampling of the scale {v.name!r} stepped out {MAX_STEPS} times "
-                                     "without leaving the slice: its conditional may be improper")
+        left = np.floor(STEPS * self.rng.random(v.shape))  # Neal's bound on the steps out: J left, m − 1 − J right
+        right = STEPS - 1 - left
+        for k in range(STEPS):
+            out_lo = (k < left) & (logp(lo) > logy)
+            out_hi = (k < right) & (logp(hi) > logy)
+            if not (out_lo.any() or out_hi.any()):
+                break
+            lo = np.where(out_lo, lo - WIDTH, lo)
+            hi = np.where(out_hi, hi + WIDTH, hi)
         done = np.zeros(v.shape, bool)
         u = u0.copy()
         for _ in range(MAX_STEPS):

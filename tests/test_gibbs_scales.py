@@ -133,3 +133,25 @@ def test_radon_varying_intercepts_match_the_exact_posterior():
     r = fg.infer(m, algorithm=fg.Gibbs(draws=1500, burn=200, chains=2, seed=3))
     for name, (mean, var) in _radon_exact(county, y).items():
         _within(r, name, mean, var)
+
+
+def test_noncentred_scale_as_a_product_term_matches_quadrature():
+    """θ_j = μ + τ·η_j (τ used as a term of a product, held as σ itself), y_j ~ N(θ_j, 1), 20 groups: τ's
+    conditional reads the Gaussian messages on (τ, τ²); its mean and variance against 1-D quadrature of
+    p(τ | y) ∝ p(τ) N(y; 0, (1 + τ²) I + 25·11ᵀ)."""
+    rng = np.random.default_rng(5)
+    y = rng.normal(2.0 + 3.0 * rng.normal(size=20), 1.0)
+    with fg.Model("non-centred") as m:
+        j = fg.plate("j", 20)
+        mu = fg.gaussian("mu", 0.0, sd=5.0)
+        tau = fg.half_normal("tau", 5.0)
+        fg.gaussian("y", mean=mu + tau * fg.gaussian("eta", 0.0, sd=1.0, plates=[j]), sd=1.0, plates=[j], observed=y)
+    r = fg.infer(m, algorithm=fg.Gibbs(draws=1500, burn=200, chains=2, seed=4))
+    g = np.linspace(0.5, 12.0, 2301)
+    ones = np.ones((20, 20))
+    logp = np.array([stats.multivariate_normal.logpdf(y, np.zeros(20), (1 + t * t) * np.eye(20) + 25 * ones)
+                     for t in g]) + stats.halfnorm(scale=5.0).logpdf(g)
+    p = np.exp(logp - logp.max())
+    p /= p.sum()
+    mean = (p * g).sum()
+    _within(r, "tau", mean, (p * g * g).sum() - mean**2)
