@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from factorgraph.graph.nodes import ModelError
+from factorgraph.posterior.agreement import reference_draws
 from factorgraph.posterior.compare import Comparison, compare
 from factorgraph.posterior.results import Result
 from factorgraph.posterior.summary import _exact
@@ -274,5 +275,46 @@ def _draw_reference(a, grid: np.ndarray, ref: Any, label: str) -> None:
         a.hist(np.asarray(ref, float), bins=40, density=True, color="C1", alpha=0.4, label=label)
 
 
-__all__ = ["elbo_trace", "evidence_comparison", "posterior_marginals"]
+def agreement_marginals(result: Result, reference: Any, names: Sequence[str] | str | None = None, ax: Any = None, *,
+                        draws: int = 4000, seed: int | None = 0) -> Any:
+    """The picture of ``fg.agreement``: each of the fit's marginal densities over the histogram of a sampler's
+    draws of the same scalar.
+
+    Parameters
+    ----------
+    result
+        A fit of ``fg.infer`` (VMP, NCVMP, a handler's, ...).
+    reference
+        A Gibbs result (``fg.infer(model, algorithm=fg.Gibbs())``) or an ``arviz.InferenceData`` whose posterior
+        group holds draws named as the model's variables, dims ``(chain, draw, *shape)``.
+    names
+        Variables or single entries (``"theta[3]"``) to draw (default: every latent variable of the fit that the
+        reference has draws of).
+    ax, draws, seed
+        As in ``posterior_marginals``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One panel per scalar: q's density as the first line (label ``"q"``), the draws (all chains pooled) as
+        histogram bars normalised to a density (label ``"draws"``).
+    """
+    ref = reference_draws(reference)
+    if names is None:
+        latent = set(result.posteriors) | set(getattr(result, "local", {}))
+        names = [n for n in ref if n in latent]
+        if not names:
+            raise ModelError(f"agreement_marginals: the reference has no draws of the fit's latent variables "
+                             f"{sorted(latent)}; it has {sorted(ref)}")
+    names = [names] if isinstance(names, str) else list(names)
+    stems = {re.sub(r"\[.*$", "", n) for n in names}
+    missing = sorted(s for s in stems if s not in ref)
+    if missing:
+        raise ModelError(f"agreement_marginals: the reference has no draws of {missing}; it has {sorted(ref)}")
+    pooled = {s: ref[s].reshape((-1,) + ref[s].shape[2:]) for s in stems}
+    return posterior_marginals(result, names, reference=pooled, ax=ax, draws=draws, seed=seed,
+                               reference_label="draws")
+
+
+__all__ = ["agreement_marginals", "elbo_trace", "evidence_comparison", "posterior_marginals"]
 

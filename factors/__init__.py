@@ -32,7 +32,7 @@ from .polya_gamma import logit_polya_gamma
 from .scale_priors import SCALE_PRIOR
 from .scale_sigma import SCALE_SIGMA
 from .sites import CAUCHY_SITE, LAPLACE_SITE, PROBIT, STUDENT_T_SITE
-from .slice_likelihoods import SLICED
+from .slice_likelihoods import SCALE_PRIORS, SLICED
 from .softmax import CATEGORICAL_SOFTMAX
 from .student_t import STUDENT_T
 from .uniform_scale import UNIFORM_SCALE
@@ -74,3 +74,4 @@ FACTOR_TYPES += (ZERO_INFLATED_POISSON, ZERO_INFLATED_POISSON_BETA)
 __all__ = ["FACTOR_TYPES", "FactorType", "RuleNotFound"]
 __all__ += ["logit_polya_gamma"]
 __all__ += ["SLICED"]
+__all__ += ["SCALE_PRIORS"]

@@ -12,7 +12,9 @@ variable is drawn jointly over its plate (the entries are conditionally independ
 vector (mv_gaussian) as one block, a hidden Markov chain by forward filtering backward sampling, and the
 coupled coefficients of a mean-field inner product one at a time.  A Gaussian variable with non-conjugate
 children (log-link Poisson, logit-link binomial, probit and robust sites) moves by elliptical slice sampling
-(``schedules.gibbs_slice``).  A logistic factor is made conjugate by
+(``schedules.gibbs_slice``).  A positive scale with a half-normal, half-Cauchy, half-t, exponential or uniform
+prior (``fg.half_cauchy`` etc.) moves by univariate slice sampling in log σ, every entry of a plated scale at once
+(``schedules.gibbs_scale``); its draws are reported as σ.  A logistic factor is made conjugate by
 Pólya-Gamma augmentation (``factors.polya_gamma``: its "gibbs" rule draws ω ~ PG(1, x) and sends the Gaussian
 message (s − ½, −ω/2)).  This module holds the settings object
 and the check that every factor of the model has such a conditional.
@@ -45,6 +47,7 @@ from factors import (
     MV_GAUSSIAN_FIXED,
     MV_GAUSSIAN_WISHART,
     POISSON,
+    SCALE_PRIORS,
     SLICED,
     WISHART,
 )
@@ -172,6 +175,8 @@ def check_conditionals(model: Model) -> None:
         if f.ftype in SLICED:
             _sliceable(f)
             continue
+        if f.ftype in SCALE_PRIORS:  # a positive scale's prior: slice sampling in log σ (schedules.gibbs_scale)
+            continue
         if f.ftype not in CONDITIONAL or f.method != "default":
             how = "" if f.method == "default" else f" with method {f.method!r}"
             takes = ", ".join(sorted(t.name for t in CONDITIONAL))
@@ -181,7 +186,8 @@ def check_conditionals(model: Model) -> None:
     for v in model.variables.values():
         if not v.is_latent:
             continue
-        if v.family not in DRAWABLE or v.lower is not None or v.base is not None:
+        scale = v.prior is not None and v.prior.ftype in SCALE_PRIORS
+        if v.family not in DRAWABLE or (not scale and (v.lower is not None or v.base is not None)):
             kind = ("a lower-bounded rate" if v.lower is not None else "a scale with a non-conjugate prior"
                     if v.base is not None else v.family.__name__)
             raise ModelError(f"Gibbs: variable {v.name!r} ({kind}) has no conditional Gibbs sampling can draw from")

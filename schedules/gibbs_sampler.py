@@ -40,6 +40,7 @@ from .compile import compile_model
 from .compiled import Compiled
 from .engine import Engine
 from .errors import InferenceError
+from .gibbs_scale import ScaleSteps
 from .gibbs_slice import SliceSteps
 from .messages import _Moments
 
@@ -55,7 +56,7 @@ class _GibbsRules:
     damping = 0.0
 
 
-class GibbsChain(SliceSteps, Engine):
+class GibbsChain(ScaleSteps, SliceSteps, Engine):
     """One Markov chain: the engine's statistics hold the point values of the current state.
 
     Parameters
@@ -75,6 +76,8 @@ class GibbsChain(SliceSteps, Engine):
                 f.params.setdefault("state", {})["rng"] = rng
         # Gaussian variables with non-conjugate children: drawn by elliptical slice sampling
         self.sliced = {v.name: fs for v in c.order if (fs := self.slice_factors(v))}
+        # positive scales with a non-conjugate prior (fg.half_cauchy, ...): slice sampling in log σ
+        self.scales = {v.name: h for v in c.order if (h := self.scale_prior(v)) is not None}
 
     # ------------------------------------------------------------------------------ the state
     def set_point(self, v: Variable, x: np.ndarray) -> None:
@@ -125,6 +128,9 @@ class GibbsChain(SliceSteps, Engine):
             return
         if v.name in self.sliced:
             self.slice_step(v, self.sliced[v.name])
+            return
+        if v.name in self.scales:
+            self.scale_step(v, self.scales[v.name])
             return
         plate = self.c.sequential.get(v.name)
         if plate is None:
@@ -212,7 +218,7 @@ def run_chain(c: Compiled, seq: np.random.SeedSequence, init: dict[str, Any], bu
         for _ in range(thin):
             chain.sweep()
         for v in c.order:
-            kept[v.name].append(np.array(chain.values[v.name]))
+            kept[v.name].append(chain.reported(v))
     return {n: np.stack(x) for n, x in kept.items()}
 
 
@@ -256,6 +262,7 @@ def _how_drawn(c: Compiled) -> list[str]:
     probe = GibbsChain(c, np.random.default_rng(0))
     kinds = {"forward filtering backward sampling": sorted(probe.structured),
              "elliptical slice sampling": sorted(probe.sliced),
+             "slice sampling in log σ (positive scales, reported as σ)": sorted(probe.scales),
              "one element at a time (coupled through a mean-field inner product)": sorted(c.sequential),
              "Pólya-Gamma augmentation": sorted(f.name for f in c.factors if f.node.ftype in AUGMENTED)}
     return [f"drawn by {how}: {names}" if "augmentation" not in how else f"factors sampled by {how}: {names}"

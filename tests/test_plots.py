@@ -122,3 +122,33 @@ def test_evidence_comparison_of_loo():
     np.testing.assert_allclose([p.get_height() for p in ax2.patches], c.elpd_loo - c.elpd_loo.max())
     with pytest.raises(fg.ModelError, match="loo=True"):
         plots.evidence_comparison(fg.compare({"a": a}), loo=True)
+
+
+def test_agreement_marginals_draw_q_over_the_gibbs_histogram():
+    """Each panel of plots.agreement_marginals holds q's density (the fit's own pdf on the grid) and the Gibbs draws'
+    histogram (every chain's draws pooled, normalised to a density)."""
+    y = np.random.default_rng(0).normal(1.0, 0.7, 30)
+    with fg.Model("mean-and-precision") as m:
+        n = fg.plate("n", len(y))
+        mu = fg.gaussian("mu", 0.0, precision=0.1)
+        tau = fg.gamma("tau", 2.0, 1.0)
+        fg.gaussian("y", mu, precision=tau, plates=[n], observed=y)
+    vmp = fg.infer(m)
+    gibbs = fg.infer(m, algorithm=fg.Gibbs(draws=500, burn=100, chains=2, seed=0))
+    fig = plots.agreement_marginals(vmp, gibbs)
+    axes = [a for a in fig.axes if a.get_visible()]
+    assert [a.get_title() for a in axes] == ["mu", "tau"]
+    for a, name in zip(axes, ["mu", "tau"], strict=True):
+        line = a.get_lines()[0]
+        assert line.get_label() == "q"
+        x, d = line.get_data()
+        np.testing.assert_allclose(d, np.exp(vmp.posterior(name).logpdf(x)), rtol=1e-8)
+        bars = [p for p in a.patches if p.get_height() > 0]
+        assert len(bars) > 5
+        assert sum(p.get_height() * p.get_width() for p in bars) == pytest.approx(1.0)  # a density
+        draws = gibbs.draws[name].ravel()
+        edges = [p.get_x() for p in a.patches]
+        assert min(edges) == pytest.approx(draws.min()) and len(a.patches) == 40  # of every chain's draws
+    plt.close(fig)
+    with pytest.raises(fg.ModelError, match="no draws of"):
+        plots.agreement_marginals(vmp, gibbs, names=["nope"])

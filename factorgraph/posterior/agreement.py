@@ -30,6 +30,12 @@ def _reference_draws(reference: Any) -> dict[str, np.ndarray]:
                      f"arviz.InferenceData with a posterior group, got {type(reference).__name__}")
 
 
+def reference_draws(reference: Any) -> dict[str, np.ndarray]:
+    """A sampler's draws by variable name, each ``(chains, draws, *shape)``, from a Gibbs result or an
+    ``arviz.InferenceData`` with a posterior group (the references ``agreement`` takes)."""
+    return _reference_draws(reference)
+
+
 def _fit_moments(result: Any, name: str, shape: tuple, draws: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The fit's mean and sd of variable ``name`` per scalar, of the shape of the reference's draws: the
     posterior's own moments where they have that shape, else from ``draws`` draws of the fit."""
@@ -102,4 +108,4 @@ def agreement(result: Result, reference: Any, draws: int = 4000, seed: int = 0) 
     return table
 
 
-__all__ = ["agreement"]
+__all__ = ["agreement", "reference_draws"]
