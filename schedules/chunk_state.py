@@ -55,10 +55,11 @@ class ChunkState(SelectorSeeding):
         self.p = model.plates[plate_name].index
         # factors on the plate, by name (a fused factor keeps its name but sums the plate away)
         self.on_plate = {f.name for f in model.factors if model.plates[plate_name] in f.plates}
-        for f in c.factors:
-            if f.node.ftype.structured is not None and is_local(f, self.p):
-                raise ModelError(f"{f.name}: a structured factor (a chain) along the sharded plate {plate_name!r} "
-                                 "cannot be split into chunks")
+        for f in c.factors:  # a chain along the plate would be cut; chains *over* it (one per row) are whole
+            along = [q.name for q in f.node.consumed.values()]
+            if f.node.ftype.structured is not None and plate_name in along:
+                raise ModelError(f"{f.name}: a structured factor (a chain) runs along the sharded plate {plate_name!r}"
+                                 " and cannot be split into chunks; chunk the data along the sequence plates only")
         self.options = options
         self.plate_name, self.n_total = plate_name, options["n_rows"]
         self._snap = None
