@@ -17,6 +17,7 @@ from distributions import Bernoulli
 from factorgraph.graph.nodes import ModelError, Variable
 from factors.plating import weighted_total
 
+from .blas import chunk_threads
 from .compile import _used_deterministics, compile_model
 from .engine import Engine
 from .handlers import BlockTarget, Site
@@ -89,6 +90,11 @@ class ChunkState(SelectorSeeding):
                 "block_prior": dict(c.block_prior)}
 
     def run(self, commands: list) -> list:
+        """The batch's answers, computed under the thread policy of a sweep (``chunk_threads``)."""
+        with chunk_threads(self.c, self.options.get("threads")):
+            return self._run(commands)
+
+    def _run(self, commands: list) -> list:
         eng, c = self.eng, self.c
         out = []
         for cmd in commands:
