@@ -30,7 +30,14 @@ def _sequences(y: Any) -> tuple[np.ndarray, np.ndarray]:
         if arr.ndim not in (1, 2):
             raise ModelError(f"hmm: y must be a sequence, a 2-D array of sequences (rows) or a list of sequences, "
                              f"got shape {arr.shape}")
-        seqs = [arr] if arr.ndim == 1 else list(arr)
+        if arr.ndim == 2:  # equal lengths: checked at once, no loop over the sequences
+            bad = ~np.isfinite(arr).all(axis=1)
+            if bad.any():
+                raise ModelError(f"hmm: sequence {int(np.argmax(bad))} has a non-finite value")
+            if arr.shape[1] < 1:
+                raise ModelError("hmm: sequence 0 is empty")
+            return arr.astype(float), np.full(arr.shape[0], arr.shape[1])
+        seqs = [arr]
     lengths = np.array([len(s) for s in seqs])
     if np.any(lengths < 1):
         raise ModelError(f"hmm: sequence {int(np.argmin(lengths))} is empty")
