@@ -104,3 +104,17 @@ def test_data_chunked_along_the_time_plate_of_a_chain_is_refused_by_name():
     Y = _sequences("gaussian")
     with pytest.raises(fg.ModelError, match=r"MarkovChain\(z\).*runs along the sharded plate 't'.*sequence plates"):
         fg.infer(_chain(da.from_array(Y, chunks=(N, 5))), progress=False)
+
+
+def test_sequences_sharded_along_a_plate_that_is_not_their_first_are_refused_by_name():
+    """k-means++ draws its start over the labels' elements in order, which a chunk holds contiguously only when
+    the sharded plate comes first."""
+    Y = _sequences("gaussian").reshape(2, N // 2, T)
+    with fg.Model("grouped") as m:
+        g, n, t, k = fg.plate("g", 2), fg.plate("n", N // 2), fg.plate("t", T), fg.plate("k", 2)
+        z = fg.markov_chain("z", initial=fg.dirichlet("pi", np.ones(2)),
+                            transition=fg.dirichlet("A", np.ones(2), plates=[k]), plates=[g, n, t])
+        fg.gaussian("y", mean=fg.gaussian("mu", 0.0, precision=0.1, plates=[k])[z], precision=1.0, plates=[g, n, t],
+                    observed=da.from_array(Y, chunks=(2, CHUNK, T)))
+    with pytest.raises(fg.ModelError, match=r"'z' are seeded by k-means\+\+.*sharded plate 'n' to be their first"):
+        fg.infer(m, progress=False)
