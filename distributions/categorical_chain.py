@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from .base import ChainPosterior
@@ -60,6 +62,16 @@ class CategoricalChain(ChainPosterior):
             h = -np.where(g > 0, g * np.log(g), 0.0).sum((-1, -2))
         return cls(g, pairs, np.zeros(g.shape[:-2]), h)
 
+    @classmethod
+    def concatenate(cls, parts: list[CategoricalChain], axis: int = 0) -> CategoricalChain:
+        """The chains of several batches of sequences side by side along the batch axis ``axis`` (the chunks of a
+        sharded fit, each q over its own sequences): marginals, pair counts, log Z and entropies concatenated;
+        joint draws and Viterbi paths are each part's, concatenated (the draws of the parts in turn from one
+        random stream)."""
+        return cls(*(np.concatenate([getattr(p, a) for p in parts], axis=axis)
+                    for a in ("marginals", "pair_counts", "log_normalizer", "joint_entropy")),
+                  sampler=partial(_joined_draws, tuple(parts), axis), mode=partial(_joined_modes, tuple(parts), axis))
+
     @property
     def _steps(self) -> np.ndarray:
         return self.marginals
@@ -107,3 +119,15 @@ class CategoricalChain(ChainPosterior):
 
     def __repr__(self) -> str:
         return f"CategoricalChain(batch_shape={self.batch_shape}, K={self.marginals.shape[-1]})"
+
+
+def _joined_draws(parts: tuple, axis: int, S: int, rng: np.random.Generator) -> np.ndarray:
+    """Joint draws of every part's sequences, (S,) + the joined batch + (T,)."""
+    return np.concatenate([p.sample(S, rng) for p in parts], axis=axis + 1)
+
+
+def _joined_modes(parts: tuple, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every part's Viterbi paths and their log-weights max_z log p̃(z) (= log q(z*) + log Z), joined."""
+    found = [p.viterbi(return_log_prob=True) for p in parts]
+    return (np.concatenate([f[0] for f in found], axis=axis),
+            np.concatenate([f[1] + p.log_normalizer for f, p in zip(found, parts, strict=True)], axis=axis))

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from functools import cache
 
+import numba
 from threadpoolctl import ThreadpoolController
 
 from factors.data_products import row_threads
@@ -41,4 +42,20 @@ def sweep_threads(c: Compiled) -> Iterator[None]:
         yield
 
 
-__all__ = ["sweep_threads"]
+@contextmanager
+def chunk_threads(c: Compiled, threads: int | None) -> Iterator[None]:
+    """The policy of ``sweep_threads`` for one chunk of a sharded run, whose kernels get ``threads`` threads (the
+    cores of its Dask worker, or its share of this process's when the chunks run side by side here): numba's
+    parallel kernels and the row passes use that many, BLAS one.  Without it several chunks' kernels each take
+    every core of the machine and, with BLAS's spinning threads, a sweep costs several times the work it does."""
+    n = max(1, min(int(threads or numba.config.NUMBA_NUM_THREADS), numba.config.NUMBA_NUM_THREADS))
+    old = numba.get_num_threads()
+    numba.set_num_threads(n)  # for this thread only
+    try:
+        with _one_thread_blas(), row_threads(n):
+            yield
+    finally:
+        numba.set_num_threads(old)
+
+
+__all__ = ["chunk_threads", "sweep_threads"]

@@ -17,6 +17,7 @@ from distributions import Bernoulli
 from factorgraph.graph.nodes import ModelError, Variable
 from factors.plating import weighted_total
 
+from .blas import chunk_threads
 from .compile import _used_deterministics, compile_model
 from .engine import Engine
 from .handlers import BlockTarget, Site
@@ -55,10 +56,11 @@ class ChunkState(SelectorSeeding):
         self.p = model.plates[plate_name].index
         # factors on the plate, by name (a fused factor keeps its name but sums the plate away)
         self.on_plate = {f.name for f in model.factors if model.plates[plate_name] in f.plates}
-        for f in c.factors:
-            if f.node.ftype.structured is not None and is_local(f, self.p):
-                raise ModelError(f"{f.name}: a structured factor (a chain) along the sharded plate {plate_name!r} "
-                                 "cannot be split into chunks")
+        for f in c.factors:  # a chain along the plate would be cut; chains *over* it (one per row) are whole
+            along = [q.name for q in f.node.consumed.values()]
+            if f.node.ftype.structured is not None and plate_name in along:
+                raise ModelError(f"{f.name}: a structured factor (a chain) runs along the sharded plate {plate_name!r}"
+                                 " and cannot be split into chunks; chunk the data along the sequence plates only")
         self.options = options
         self.plate_name, self.n_total = plate_name, options["n_rows"]
         self._snap = None
@@ -88,6 +90,11 @@ class ChunkState(SelectorSeeding):
                 "block_prior": dict(c.block_prior)}
 
     def run(self, commands: list) -> list:
+        """The batch's answers, computed under the thread policy of a sweep (``chunk_threads``)."""
+        with chunk_threads(self.c, self.options.get("threads")):
+            return self._run(commands)
+
+    def _run(self, commands: list) -> list:
         eng, c = self.eng, self.c
         out = []
         for cmd in commands:

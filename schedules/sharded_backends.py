@@ -47,7 +47,9 @@ class ThreadBackend:
     def __init__(self, blob: bytes, sh: Sharding, options: dict) -> None:
         import dask
 
-        self.pool = ThreadPoolExecutor(max_workers=max(1, min(sh.n_chunks, os.cpu_count() or 1)))
+        workers = max(1, min(sh.n_chunks, os.cpu_count() or 1))
+        self.pool = ThreadPoolExecutor(max_workers=workers)
+        options = {**options, "threads": max(1, (os.cpu_count() or 1) // workers)}  # each chunk's share of the cores
 
         def make(i: int) -> ChunkState:
             blocks = dask.compute(*_blocks(sh, i))
@@ -72,6 +74,8 @@ class ActorBackend:
     name = "distributed"
 
     def __init__(self, client, blob: bytes, sh: Sharding, options: dict) -> None:
+        # each chunk's kernels get the threads of the smallest worker (Dask runs one task per worker thread)
+        options = {**options, "threads": min(client.nthreads().values(), default=1)}
         self.client, self.blob, self.sh, self.options = client, blob, sh, options
         self.actors = [self._make(i) for i in range(sh.n_chunks)]
         self.log: list[list[list]] = [[] for _ in range(sh.n_chunks)]

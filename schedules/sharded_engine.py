@@ -183,6 +183,11 @@ class ShardedEngine:
                                  f"{_summary(nat)}); check that it has a proper prior or enough data")
         self._accept_q(v, q)
 
+    def set_posterior(self, v, q) -> None:
+        """A global's new q from a sweep hook (``Model.sweep_hooks`` whose ``touches`` are globals), as the
+        engine's ``set_posterior``: checked, counted in the sweep's change, shipped to the chunks."""
+        self._accept_q(v, q)
+
     def _accept_q(self, v, q) -> None:
         for a in q.expected_stats():
             if not np.all(np.isfinite(a)):

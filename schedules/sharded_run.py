@@ -84,6 +84,8 @@ def collect_local(backend, v, sh: Sharding):
 
     def fetch():
         parts = backend.local(v.name)
+        if hasattr(type(parts[0]), "concatenate"):  # a chain posterior over each chunk's sequences
+            return type(parts[0]).concatenate(parts, axis)
         evs = v.family.event_ndims
         nat = [np.concatenate([np.broadcast_to(p.natural[k], p.batch_shape + np.shape(p.natural[k])[
             np.ndim(p.natural[k]) - evs[k]:]) for p in parts], axis=axis) for k in range(len(evs))]

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from distributions import Bernoulli, Categorical
+from factorgraph.graph.nodes import ModelError
 
 from .seeding import (
     agreement,
@@ -125,11 +126,11 @@ class SelectorSeeding:
         if op == "d2max":
             return D2.max()
         # "assign": the in-memory tie-breaking noise is rng.random((N, K)) in row order; this chunk's rows
-        # take the draws from start·K on
+        # (m data rows per row of the plate: a chain's steps) take the draws from start·m·K on
         bits = np.random.PCG64()
         bits.state = cmd[4]
         K = D2.shape[1]
-        bits.advance(self.rows[0] * K)
+        bits.advance(self.rows[0] * (len(x) // (self.rows[1] - self.rows[0])) * K)
         D2 = D2 + np.random.Generator(bits).random(D2.shape) * 1e-9 * (1.0 + cmd[5])
         r = np.full(D2.shape, 0.1 / K)
         r[np.arange(len(x)), D2.argmin(-1)] += 0.9
@@ -203,12 +204,17 @@ def _draw(backend, sh: Sharding, name: str, kind: str, rng: np.random.Generator,
         out = backend.call([[cmd] if only is None or i == only else [] for i in range(n)])
         return [o[0] if o else None for o in out]
 
-    def row(idx: int, scale: np.ndarray) -> np.ndarray:
-        i = next(k for k, (a, b) in enumerate(sh.bounds) if a <= idx < b)
-        return ask(("row", name, scale, idx - sh.bounds[i][0]), only=i)[i]
-
     v = model.variables[name]
     K = v.event_shape[0] if v.event_shape else 2
+    # the data rows are v's elements in C order (a chain's z: every step of every sequence); with the sharded
+    # plate first, chunk i holds the rows a·m … b·m − 1 (m elements per row of the plate)
+    m = int(np.prod(v.shape, dtype=int)) // sh.plate.size
+    bounds = [(a * m, b * m) for a, b in sh.bounds]
+
+    def row(idx: int, scale: np.ndarray) -> np.ndarray:
+        i = next(k for k, (a, b) in enumerate(bounds) if a <= idx < b)
+        return ask(("row", name, scale, idx - bounds[i][0]), only=i)[i]
+
     if kind == "tokens":  # random topics drawn here as in memory, each chunk's rows' responsibilities from them
         lam = token_topics(rng, K, ask(("width", name), only=0)[0])
         return ask(("tokens", name, lam))
@@ -218,6 +224,10 @@ def _draw(backend, sh: Sharding, name: str, kind: str, rng: np.random.Generator,
         for a in range(0, size, _DRAW_BLOCK):  # the driver's stream moves past the same draws
             rng.dirichlet(np.ones(K), size=min(_DRAW_BLOCK, size - a))
         return out
+    if m > 1 and v.plates[0] is not sh.plate:
+        raise ModelError(f"the labels {name!r} are seeded by k-means++ over their elements in order, which needs the "
+                         f"sharded plate {sh.plate.name!r} to be their first plate; they have plates "
+                         f"{[p.name for p in v.plates]}: declare {sh.plate.name!r} first, or give init={{{name!r}: …}}")
     sums = ask(("observed_sums", name))  # missing entries stand at their column's observed mean
     centre = observed_centre(sum(c for c, _ in sums), sum(t for _, t in sums))
     ask(("fill", name, centre))
@@ -236,7 +246,7 @@ def _draw(backend, sh: Sharding, name: str, kind: str, rng: np.random.Generator,
             i = min(int(np.searchsorted(cum, t, side="right")), n - 1)
             base = cum[i - 1] if i else 0.0
             j = ask(("pick", name, scale, centres, total, t - base), only=i)[i]
-            idx = sh.bounds[i][0] + min(j, sh.bounds[i][1] - sh.bounds[i][0] - 1)
+            idx = bounds[i][0] + min(j, bounds[i][1] - bounds[i][0] - 1)
         else:
             idx = int(rng.integers(N))
         centres.append(row(idx, scale))

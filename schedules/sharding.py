@@ -119,6 +119,17 @@ class _Slot:
         self.k = k
 
 
+class _Same:
+    """Stands for a factor's per-row parameter that is the same in every row of the sharded plate (a chain's
+    sequence lengths when all are the full length): one row travels in the skeleton, not the plate's size."""
+
+    def __init__(self, row: np.ndarray) -> None:
+        self.row = row
+
+    def restore(self, axis: int, n: int) -> np.ndarray:
+        return np.repeat(self.row, n, axis=axis)
+
+
 def skeleton(model, sh: Sharding) -> bytes:
     """The model pickled without its sharded data (dask arrays become slots; the all-true mask of dask data
     without missing entries is dropped, a lazy mask is a slot of its own)."""
@@ -137,6 +148,16 @@ def skeleton(model, sh: Sharding) -> bytes:
             if key == "value" and not checks.is_dask(holder.mask):
                 saved.append((holder, "mask", holder.mask))
                 holder.mask = None
+    for f in model.factors:  # a per-row parameter equal in every row: one row of it
+        if sh.plate not in f.plates:
+            continue
+        axis = f.plates.index(sh.plate)
+        for key, arg in list(f.params.items()):
+            if isinstance(arg, np.ndarray) and arg.ndim > axis and arg.shape[axis] == sh.plate.size > 1:
+                row = np.take(arg, [0], axis=axis)
+                if np.array_equal(arg, np.broadcast_to(row, arg.shape)):
+                    saved.append((f.params, key, arg))
+                    f.params[key] = _Same(row)
     try:
         return cloudpickle.dumps(model)
     finally:
@@ -210,6 +231,11 @@ def chunk_model(blob: bytes, plate_name: str, start: int, stop: int, blocks: lis
             for edge, arg in f.edges.items():
                 if isinstance(arg, np.ndarray) and arg.ndim > axis and arg.shape[axis] == n0 > 1:
                     f.edges[edge] = _take(arg, axis, idx)
+            for key, arg in list(f.params.items()):  # e.g. a chain's sequence lengths
+                if isinstance(arg, _Same):
+                    f.params[key] = arg.restore(axis, len(idx))
+                elif isinstance(arg, np.ndarray) and arg.ndim > axis and arg.shape[axis] == n0 > 1:
+                    f.params[key] = _take(arg, axis, idx)
     return model
 
 

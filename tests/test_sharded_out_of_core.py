@@ -9,6 +9,7 @@ import pytest
 
 import factorgraph as fg
 
+dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")  # the dask extra, installed by .ci/run
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("zarr")
@@ -51,3 +52,35 @@ def test_linear_regression_on_zarr_under_a_worker_memory_limit(tmp_path):
     assert r.sharding["bytes_per_sweep"] < 100_000  # the globals' moments and sums, never rows
     np.testing.assert_allclose(r.posterior("w").mean(), w_true, atol=2e-3)
     assert abs(1.0 / np.sqrt(r.posterior("tau").mean()) - 0.5) < 2e-3
+
+
+def _linear(X, y):
+    with fg.Model("linear") as m:
+        n = fg.plate("n", X.shape[0])
+        w = fg.mv_gaussian("w", mean=np.zeros(X.shape[1]), precision=1.0)
+        fg.gaussian("y", mean=fg.inner(X, w, plates=[n]), precision=fg.gamma("tau", 1.0, 1.0), plates=[n], observed=y)
+    return m
+
+
+@pytest.mark.slow
+def test_linear_regression_on_data_five_times_a_workers_memory_equals_the_in_memory_fit():
+    """4 GB of rows drawn chunk by chunk by ``dask.array.random`` on the workers (never whole anywhere on the
+    cluster), five times a worker's memory limit: each chunk is drawn, reduced to its XᵀX and Xᵀy and dropped.  The
+    same draws computed into this process give the in-memory fit, and the two agree."""
+    n_rows, d, rows = 25_000_000, 19, 500_000  # 50 chunks of 80 MB; a chunk keeps its 4 MB of y
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit=LIMIT,
+                                  dashboard_address=None, silence_logs=40) as cluster, distributed.Client(cluster):
+        rng = da.random.default_rng(11)
+        X = rng.normal(size=(n_rows, d), chunks=(rows, d))
+        y = X @ np.linspace(-1.0, 1.0, d) + 0.5 * rng.normal(size=n_rows, chunks=rows)
+        assert X.nbytes + y.nbytes >= 5 * LIMIT
+        r1 = fg.infer(_linear(X, y), progress=False)
+        assert r1.sharding["backend"] == "distributed" and r1.sharding["retries"] == 0
+        assert r1.sharding["chunks"] == n_rows // rows
+        Xm, ym = dask.compute(X, y, scheduler="threads")  # the same draws, in this process
+    r0 = fg.infer(_linear(Xm, ym), progress=False)
+    assert r0.converged and r1.converged
+    assert abs(r1.elbo - r0.elbo) <= 1e-8 * abs(r0.elbo)
+    for name in ("w", "tau"):
+        for a, b in zip(r0.posterior(name).natural, r1.posterior(name).natural, strict=True):
+            np.testing.assert_allclose(b, a, rtol=1e-8, atol=1e-8 * np.max(np.abs(a)))

@@ -15,6 +15,7 @@ from factorgraph.graph.nodes import ModelError
 from factorgraph.graph.sequences import markov_chain
 from factorgraph.models.starts import best_of_starts
 from factorgraph.posterior.results import Result
+from factors.data_products import computed, is_lazy
 
 EMISSIONS = ("gaussian", "poisson", "categorical")
 
@@ -29,7 +30,14 @@ def _sequences(y: Any) -> tuple[np.ndarray, np.ndarray]:
         if arr.ndim not in (1, 2):
             raise ModelError(f"hmm: y must be a sequence, a 2-D array of sequences (rows) or a list of sequences, "
                              f"got shape {arr.shape}")
-        seqs = [arr] if arr.ndim == 1 else list(arr)
+        if arr.ndim == 2:  # equal lengths: checked at once, no loop over the sequences
+            bad = ~np.isfinite(arr).all(axis=1)
+            if bad.any():
+                raise ModelError(f"hmm: sequence {int(np.argmax(bad))} has a non-finite value")
+            if arr.shape[1] < 1:
+                raise ModelError("hmm: sequence 0 is empty")
+            return arr.astype(float), np.full(arr.shape[0], arr.shape[1])
+        seqs = [arr]
     lengths = np.array([len(s) for s in seqs])
     if np.any(lengths < 1):
         raise ModelError(f"hmm: sequence {int(np.argmin(lengths))} is empty")
@@ -41,15 +49,37 @@ def _sequences(y: Any) -> tuple[np.ndarray, np.ndarray]:
     return out, lengths
 
 
+def _lazy_sequences(y: Any) -> tuple[Any, None, dict]:
+    """Dask sequences, (N, T) rows of equal length: the array kept lazy (cast to float) and the summaries the
+    priors and checks need (mean, variance, min, max, whether all are integers) from one pass over the chunks;
+    a non-finite value is named by its sequence."""
+    if y.ndim != 2:
+        raise ModelError(f"hmm: dask sequences must be a 2-D array (sequences × steps, of equal length), got shape "
+                         f"{y.shape}")
+    Y = y.astype(float)
+    finite, mean, var, lo, hi, whole = computed(np.isfinite(Y).all(), Y.mean(), Y.var(), Y.min(), Y.max(),
+                                                (Y == np.round(Y)).all())
+    if not finite:
+        bad = int(computed(np.argmin(np.isfinite(Y).all(axis=1)))[0])
+        raise ModelError(f"hmm: sequence {bad} has a non-finite value")
+    return Y, None, {"mean": float(mean), "var": float(var), "min": float(lo), "max": float(hi),
+                     "integer": bool(whole)}
+
+
 def hmm_model(y: Any, K: int, emission: str = "gaussian", concentration: float = 1.0) -> Model:
     """The model of ``hmm``, for ``fg.infer`` or ``fg.compare``."""
     K = checks.positive_int(K, "hmm: K")
     if emission not in EMISSIONS:
         raise ModelError(f"hmm: emission must be one of {EMISSIONS}, got {emission!r}")
-    Y, lengths = _sequences(y)
+    if is_lazy(y):  # dask sequences stay in their chunks: the fit is sharded over them (docs/design.md §10)
+        Y, lengths, stats = _lazy_sequences(y)
+    else:
+        Y, lengths = _sequences(y)
+        valid = np.arange(Y.shape[1]) < lengths[:, None]
+        data = Y[valid]
+        stats = {"mean": float(data.mean()), "var": float(data.var()), "min": float(data.min()),
+                 "max": float(data.max()), "integer": bool(np.all(data == np.round(data)))}
     N, T = Y.shape
-    valid = np.arange(T) < lengths[:, None]
-    data = Y[valid]
     with Model(f"hmm_{emission}_K{K}") as m:
         n, t = plate("n", N), plate("t", T)
         k = plate("k", K) if K > 1 else None
@@ -58,20 +88,20 @@ def hmm_model(y: Any, K: int, emission: str = "gaussian", concentration: float =
         A = dirichlet("A", np.full(K, concentration), plates=[k]) if K > 1 else np.ones((1, 1))
         z = markov_chain("z", initial=pi, transition=A, plates=[n, t], lengths=lengths) if K > 1 else None
         if emission == "gaussian":
-            mean, var = float(data.mean()), float(data.var()) or 1.0
+            mean, var = stats["mean"], stats["var"] or 1.0
             mu = gaussian("mu", mean, precision=1.0 / (10.0 * var), plates=kp)
             tau = gamma("tau", 1.0, var, plates=kp)
             gaussian("y", mean=mu[z] if z is not None else mu, precision=tau[z] if z is not None else tau,
                      plates=[n, t], observed=Y)
         elif emission == "poisson":
-            if np.any(data < 0) or np.any(data != np.round(data)):
+            if stats["min"] < 0 or not stats["integer"]:
                 raise ModelError("hmm: Poisson emissions need non-negative integer counts")
-            lam = gamma("lam", 1.0, 1.0 / max(float(data.mean()), 1e-3), plates=kp)
+            lam = gamma("lam", 1.0, 1.0 / max(stats["mean"], 1e-3), plates=kp)
             poisson("y", rate=lam[z] if z is not None else lam, plates=[n, t], observed=Y)
         else:
-            if np.any(data < 0) or np.any(data != np.round(data)):
+            if stats["min"] < 0 or not stats["integer"]:
                 raise ModelError("hmm: categorical emissions need integer symbols 0..M-1")
-            M = max(int(data.max()) + 1, 2)
+            M = max(int(stats["max"]) + 1, 2)
             B = dirichlet("B", np.full(M, concentration), plates=kp)
             categorical("y", probs=B[z] if z is not None else B, plates=[n, t], observed=Y)
     return m

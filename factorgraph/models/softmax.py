@@ -17,12 +17,18 @@ from factorgraph.models.regression import _input_scale, _new_inputs, _posterior,
 from factorgraph.posterior.results import Result
 from factors.kernels import softmax
 from schedules import NCVMP, infer
+from schedules.shift import ClassShift
 
 
 def softmax_regression_model(X: Any, y: Any, n_classes: int, method: str = "tilted",
                              prior_precision: float = 1.0) -> Model:
     """Multinomial regression (Knowles & Minka 2011 §5): g_kn = w_kᵀx_n + m_k with W_kd ~ N(0, 1),
-    m_k ~ N(0, 1) (precision ``prior_precision``), y_n ~ Categorical(softmax(g_:n))."""
+    m_k ~ N(0, 1) (precision ``prior_precision``), y_n ~ Categorical(softmax(g_:n)).
+
+    The softmax is unchanged by adding one vector v to every w_k and one number c to every m_k, so the sweeps
+    alone move that common part only by the prior's pull, slower the more rows there are; every sweep ends with
+    the shift that maximises the bound, v = −(1/K) Σ_k E[w_k], c = −(1/K) Σ_k E[m_k] (``schedules.shift``), which
+    leaves the fixed point where it was.  Dask X and y shard the rows (the shift runs on the driver)."""
 
     Xa = checks.constant(X, "X")
     if Xa.ndim != 2:
@@ -35,6 +41,7 @@ def softmax_regression_model(X: Any, y: Any, n_classes: int, method: str = "tilt
         W = mv_gaussian("W", mean=0.0, precision=prior_precision, plates=[k], dim=D)
         b = gaussian("b", mean=0.0, precision=prior_precision, plates=[k])
         categorical_softmax("y", logits=inner(Xa, W, plates=[n]) + b, over=k, observed=y, method=method)
+    m.sweep_hooks.append(ClassShift(("W", "b")))  # the softmax's common shift, moved to its optimum each sweep
     label_features(m, feature_names(X), "W_dim_0")
     return m
 

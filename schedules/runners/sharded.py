@@ -23,9 +23,12 @@ from .options import RunOptions
 def run_sharded_fit(model: Model, algorithm: Any, options: RunOptions, sh: Sharding) -> Result:
     """Fit ``model`` by ``algorithm`` (VMP or NCVMP) over the plate ``sh`` shards; ``options`` validated and their
     tolerances resolved."""
-    if getattr(model, "sweep_hooks", None):
-        raise ModelError(f"model {model.name!r} has sweep hooks (a rotation), which a sharded (dask) run does "
-                         "not apply; give the data as numpy arrays")
+    for hook in getattr(model, "sweep_hooks", ()):  # a hook that moves only globals runs on the driver
+        touches = getattr(hook, "touches", None)
+        if touches is None or any(sh.plate in model.variables[n].plates for n in touches):
+            raise ModelError(f"model {model.name!r} has a sweep hook ({type(hook).__name__}) that moves variables "
+                             f"on the sharded plate {sh.plate.name!r}, which live in the chunks; a sharded (dask) "
+                             "run cannot apply it: give the data as numpy arrays")
     warm = warmup_variables(model, options.warmup)
     out = run_sharded(model, algorithm, sh, options.max_iter, options.tol, options.param_tol, dict(options.init or {}),
                       options.schedule, options.damping, list(options.callbacks), options.progress, options.seed, warm,
