@@ -220,6 +220,17 @@ def _accurate(a: np.ndarray, b: np.ndarray, sd: list) -> bool:
     return bool(np.all(np.abs(a - b) <= TOL * (1.0 + np.abs(b))))
 
 
+def search_ladder(ladder: list[int], ok: Any, previous: int | None) -> int | None:
+    """The index of the order to use: from the previous order (or the ladder's first), walk down while the
+    smaller rule is still accurate (``ok(i)``), else up to the first accurate one; None if none is."""
+    i = 0 if previous is None else max([0] + [j for j, n in enumerate(ladder) if n <= previous])
+    if ok(i):
+        while i > 0 and ok(i - 1):
+            i -= 1
+        return i
+    return next((j for j in range(i + 1, len(ladder)) if ok(j)), None)
+
+
 def _choose(p: dict, y, mean, sd, consts, shape, first: bool, ab: list,
             previous: int | None = None) -> tuple[int, np.ndarray, bool]:
     """The smallest order of the ladder that agrees with twice as many nodes, its sums and whether it did.
@@ -240,16 +251,10 @@ def _choose(p: dict, y, mean, sd, consts, shape, first: bool, ab: list,
     def ok(i: int) -> bool:
         return _accurate(at(ladder[i]), at(2 * ladder[i]), sd)
 
-    i = 0 if previous is None else max([0] + [j for j, n in enumerate(ladder) if n <= previous])
-    if ok(i):
-        while i > 0 and ok(i - 1):
-            i -= 1
+    j = search_ladder(ladder, ok, previous)
+    if j is not None:
         p["state"].pop("quadrature_error", None)
-        return ladder[i], sums[ladder[i]], True
-    for j in range(i + 1, len(ladder)):
-        if ok(j):
-            p["state"].pop("quadrature_error", None)
-            return ladder[j], sums[ladder[j]], True
+        return ladder[j], sums[ladder[j]], True
     top = 2 * ladder[-1]
     if first:
         return top, sums[top], False

@@ -27,7 +27,16 @@ from distributions import Gaussian
 from .base import FactorType, Moments, same_stats
 from .kernels import normal_rule
 from .logistic import gradient_message
-from .user_likelihood import _LADDER, _MAX_NODES, TOL, LogDensityError, _at, _check_shape, _raise_bad
+from .user_likelihood import (
+    _LADDER,
+    _MAX_NODES,
+    TOL,
+    LogDensityError,
+    _at,
+    _check_shape,
+    _raise_bad,
+    search_ladder,
+)
 
 USER_LIKELIHOOD_SHARED = {
     (k, s): FactorType(f"UserLikelihood{k}s{s}", conjugate=False, out=Gaussian,
@@ -102,16 +111,10 @@ def _choose(p: dict, y, mean, L, Linv, consts, shape, previous: int | None) -> t
         a, b = _flat(_derived(at(ladder[i]), Linv)), _flat(_derived(at(2 * ladder[i]), Linv))
         return bool(np.all(np.abs(a - b) <= TOL * (1.0 + np.abs(b))))
 
-    i = 0 if previous is None else max([0] + [j for j, n in enumerate(ladder) if n <= previous])
-    if ok(i):
-        while i > 0 and ok(i - 1):
-            i -= 1
+    j = search_ladder(ladder, ok, previous)
+    if j is not None:
         p["state"].pop("quadrature_error", None)
-        return ladder[i], sums[ladder[i]], True
-    for j in range(i + 1, len(ladder)):
-        if ok(j):
-            p["state"].pop("quadrature_error", None)
-            return ladder[j], sums[ladder[j]], True
+        return ladder[j], sums[ladder[j]], True
     top = 2 * ladder[-1]
     p["state"]["quadrature_error"] = float(np.max(np.abs(_flat(_derived(sums[top], Linv))
                                                          - _flat(_derived(sums[top // 2], Linv)))))
